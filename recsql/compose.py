@@ -1,0 +1,315 @@
+"""Compose any set of metrics into ONE query: one scan of each input, one join, one GROUP BY.
+
+The shared stage ``sql/_ranked.sql`` produces ranked, judged rows; each metric template
+contributes one aggregate expression; this module substitutes parameters as typed literals,
+expands the stage's macros (run keys, GAIN(), DISCOUNT(), calls to other metrics), prunes stage
+features nobody asked for, folds constant CASE branches, and assembles the statement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.simplify import simplify
+
+from .discounts import discount_expression, gains
+from .errors import RecsqlError
+from .metrics import Metric, registry
+from .templates import read_template
+
+RUN_KEYS = "run_keys"
+POPULATIONS = ("relevant", "intersection")
+OUTPUTS = ("per_user", "summary", "raw")
+
+
+@dataclass
+class Plan:
+    """Everything the composer needs besides the metrics: bound relations and column names."""
+
+    recs: exp.Expression
+    truth: exp.Expression
+    items: exp.Expression | None = None
+    user_col: str = "user_id"
+    item_col: str = "item_id"
+    score_col: str | None = "score"
+    rank_col: str | None = None
+    relevance_col: str | None = "relevance"
+    price_col: str = "price"
+    run_cols: tuple[str, ...] = ()
+    truth_has_runs: bool = False
+    threshold: float = 1.0
+    population: str = "relevant"
+    duplicates: str = "error"
+    options: dict = field(default_factory=dict)
+
+
+def _col(name: str, table: str | None = None) -> exp.Column:
+    return exp.column(exp.to_identifier(name, quoted=True), table=table)
+
+
+def _internal_runs(plan: Plan) -> list[str]:
+    return [f"_run{i}" for i in range(len(plan.run_cols))]
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def recs_in(plan: Plan) -> exp.Select:
+    src = _col(plan.rank_col) if plan.rank_col else _col(plan.score_col)
+    ord_expr = exp.cast(src, "DOUBLE") if plan.rank_col else exp.Neg(this=exp.cast(src, "DOUBLE"))
+    keys = [exp.alias_(_col(c), r) for c, r in zip(plan.run_cols, _internal_runs(plan))]
+    keys += [exp.alias_(_col(plan.user_col), "user_id"), exp.alias_(_col(plan.item_col), "item_id")]
+    if plan.duplicates == "best":
+        select = exp.select(*keys, exp.alias_(exp.Min(this=ord_expr), "ord")).from_(plan.recs.copy())
+        return select.group_by(*[exp.column(k.alias) for k in keys])
+    return exp.select(*keys, exp.alias_(ord_expr, "ord")).from_(plan.recs.copy())
+
+
+def truth_in(plan: Plan) -> exp.Select:
+    rel = exp.cast(_col(plan.relevance_col), "DOUBLE") if plan.relevance_col else exp.cast(exp.Literal.number(1), "DOUBLE")
+    keys = [exp.alias_(_col(c), r) for c, r in zip(plan.run_cols, _internal_runs(plan))] if plan.truth_has_runs else []
+    keys += [exp.alias_(_col(plan.user_col), "user_id"), exp.alias_(_col(plan.item_col), "item_id")]
+    if plan.duplicates == "best":
+        select = exp.select(*keys, exp.alias_(exp.Max(this=rel), "relevance")).from_(plan.truth.copy())
+        return select.group_by(*[exp.column(k.alias) for k in keys])
+    return exp.select(*keys, exp.alias_(rel, "relevance")).from_(plan.truth.copy())
+
+
+def _items_in(plan: Plan) -> exp.Select:
+    if plan.items is None:
+        return exp.select("item_id", exp.alias_(exp.cast(exp.null(), "DOUBLE"), "price")).from_("recs_in").where(exp.false())
+    return exp.select(
+        exp.alias_(_col(plan.item_col), "item_id"),
+        exp.alias_(exp.cast(_col(plan.price_col), "DOUBLE"), "price"),
+    ).from_(plan.items.copy())
+
+
+# ---------------------------------------------------------------- macros
+
+
+def _literal(value: object) -> exp.Expression:
+    if value is None:
+        return exp.null()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return exp.Literal.number(value)
+    return exp.Literal.string(str(value))
+
+
+def _substitute(tree: exp.Expression, values: dict[str, object], where: str) -> exp.Expression:
+    def sub(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder):
+            if node.name not in values:
+                raise RuntimeError(f"{where}: no value for ${node.name}")
+            return _literal(values[node.name])
+        return node
+    return tree.transform(sub)
+
+
+def _fold(tree: exp.Expression) -> exp.Expression:
+    """Fold CASE branches and WHERE clauses that became constant after substitution."""
+    for node in list(tree.find_all(exp.Case, exp.Where)):
+        folded = simplify(node.copy())
+        if isinstance(node, exp.Where) and folded.this == exp.true():
+            node.pop()
+        else:
+            node.replace(folded)
+    return tree
+
+
+def _expand_run_keys(tree: exp.Expression, keys: list[str]) -> exp.Expression:
+    """Expand the ``run_keys`` column into the run key columns (or remove it when there are none)."""
+    for node in list(tree.find_all(exp.Column)):
+        if node.name != RUN_KEYS or node.parent is None:
+            continue
+        parent, table = node.parent, node.table or None
+        if isinstance(parent, exp.EQ):
+            cond = exp.and_(*[exp.column(k, table=o.table or None).eq(exp.column(k, table=node.table or None))
+                              for k in keys for o in [parent.expression]]) if keys else exp.true()
+            parent.replace(cond)
+            continue
+        if node.arg_key not in parent.args or not isinstance(parent.args[node.arg_key], list):
+            raise RuntimeError(f"run_keys in an unexpected place: {parent.sql()}")
+        siblings = parent.args[node.arg_key]
+        index = next(i for i, s in enumerate(siblings) if s is node)
+        parent.set(node.arg_key, siblings[:index] + [exp.column(k, table=table) for k in keys] + siblings[index + 1:])
+    for node in list(tree.find_all(exp.And)):  # TRUE AND x -> x
+        if node.this == exp.true():
+            node.replace(node.expression)
+        elif node.expression == exp.true():
+            node.replace(node.this)
+    return tree
+
+
+def _drop_join(select: exp.Select, table: str) -> None:
+    joins = [j for j in select.args.get("joins") or [] if j.this.alias_or_name != table]
+    select.set("joins", joins or None)
+
+
+def _prune(with_: exp.With, final: exp.Select) -> None:
+    """Remove CTEs nothing refers to (repeatedly)."""
+    while True:
+        used = {t.name for t in final.find_all(exp.Table)}
+        for cte in with_.expressions:
+            used |= {t.name for t in cte.this.find_all(exp.Table) if t.name != cte.alias}
+        unused = [c for c in with_.expressions if c.alias not in used]
+        if not unused:
+            return
+        with_.set("expressions", [c for c in with_.expressions if c.alias in used])
+
+
+# ---------------------------------------------------------------- metrics
+
+
+@lru_cache(maxsize=None)
+def _metric_projection(name: str) -> exp.Expression:
+    spec = registry()[name]
+    select = sqlglot.parse_one(spec.sql, read="duckdb")
+    outputs = [e for e in select.expressions if e.alias_or_name != "user_id"]
+    if len(outputs) != 1 or outputs[0].alias != name:
+        raise RuntimeError(f"sql/{name}.sql must select user_id and one expression aliased {name}")
+    return outputs[0].this
+
+
+def metric_expression(metric: Metric) -> exp.Expression:
+    """The per-user aggregate expression of one metric, parameters bound."""
+    options = metric.all_options()
+    values: dict[str, object] = {"k": metric.k, **options}
+
+    def expand(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Anonymous):
+            fname = node.name.lower()
+            if fname == "gain":
+                return exp.Paren(this=gains()[options["gain"]].copy())
+            if fname == "discount":
+                return exp.Paren(this=discount_expression(options["discount"], node.expressions[0]))
+            if fname in registry():
+                inner = registry()[fname]
+                inherited = {p: v for p, v in options.items() if p in inner.params}
+                return exp.Paren(this=metric_expression(Metric(fname, metric.k, **inherited)))
+        return node
+
+    tree = _substitute(_metric_projection(metric.name).copy(), values, f"sql/{metric.name}.sql")
+    return _fold(tree.transform(expand))
+
+
+# ---------------------------------------------------------------- the statement
+
+
+def _cutoffs_select(ks: list[int]) -> exp.Expression:
+    selects = [exp.select(exp.alias_(exp.Literal.number(k), "k")) for k in ks]
+    query: exp.Expression = selects[0]
+    for s in selects[1:]:
+        query = exp.union(query, s, distinct=False)
+    return query
+
+
+def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
+    _, sql = read_template("_ranked")
+    stage = sqlglot.parse_one(sql, read="duckdb")
+    features: dict[str, set[int]] = {}
+    for m in metrics:
+        for feat in m.spec.features(m.all_options()):
+            features.setdefault(feat, set()).add(m.k or 0)
+    needs_full_list = any(m.k is None for m in metrics)
+    values = {
+        "threshold": plan.threshold,
+        "max_k": None if needs_full_list else max(m.k for m in metrics),
+        "max_slot_k": max(features.get("slots", {0})),
+    }
+    stage = _fold(_substitute(stage, values, "sql/_ranked.sql"))
+    with_ = stage.args["with_"]
+    ctes = {c.alias: c for c in with_.expressions}
+    ctes["list_ideal_cuts"].set("this", _cutoffs_select(sorted(features.get("list_ideal", {1}))))
+    # Drop the UNION ALL branches of stage features nobody asked for.
+    branch_tables = {"list_ideal": "list_ideal", "slots": "slots"}
+    union = ctes["stacked"].this
+    branches: list[exp.Select] = []
+    node = union
+    while isinstance(node, exp.Union):
+        branches.insert(0, node.expression)
+        node = node.this
+    branches.insert(0, node)
+    kept = [b for b in branches
+            if not any(b.args["from_"].this.name == t and f not in features
+                       for f, t in branch_tables.items())]
+    rebuilt = kept[0]
+    for b in kept[1:]:
+        rebuilt = exp.union(rebuilt, b, distinct=False)
+    ctes["stacked"].set("this", rebuilt)
+    # Shared truth is copied to every run; truth that carries the run keys, or no runs, needs no copy.
+    truth_runs = ctes["truth_runs"].this
+    if plan.truth_has_runs or not plan.run_cols:
+        _drop_join(truth_runs, "runs")
+        for col in truth_runs.find_all(exp.Column):
+            if col.table == "runs":
+                col.set("table", exp.to_identifier("t"))
+    return _expand_run_keys(stage, _internal_runs(plan))
+
+
+def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.Select:
+    """The whole statement: ``per_user`` (population rows), ``summary`` (one row per run), or
+    ``raw`` (every user seen, internal column names and the flags ``_in_population``,
+    ``_has_recs``, ``_n_rel``; :func:`finalize` turns it into the other two)."""
+    if plan.population not in POPULATIONS:
+        raise RecsqlError(f"population={plan.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")
+    if output not in OUTPUTS:
+        raise RecsqlError(f"output={output!r} is not valid; choose one of {', '.join(OUTPUTS)}")
+    for m in metrics:
+        if "price" in m.spec.needs and plan.items is None:
+            raise RecsqlError(f"metric {str(m)!r} needs item prices: pass items= with columns "
+                              f"{plan.item_col!r} and {plan.price_col!r}")
+    stage = _stage(plan, metrics)
+    with_ = stage.args["with_"]
+    inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", _items_in(plan))]
+    runs = _internal_runs(plan)
+    per_user = exp.select(
+        *[exp.column(r) for r in runs], "user_id",
+        exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
+        exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
+        *[exp.alias_(exp.cast(metric_expression(m), "DOUBLE"), f"_m{i}") for i, m in enumerate(metrics)],
+    ).from_("ranked").group_by(*[exp.column(r) for r in runs], "user_id")
+    in_pop = sqlglot.parse_one("_n_rel > 0" if plan.population == "relevant" else "_n_rel > 0 AND _has_recs = 1")
+    flagged = exp.select(
+        *[exp.column(r) for r in runs], "user_id",
+        *[exp.column(f"_m{i}") for i in range(len(metrics))],
+        exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
+        "_has_recs", "_n_rel",
+    ).from_("per_user_raw")
+    ctes = [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in inputs]
+    ctes += list(with_.expressions)
+    ctes += [exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")),
+             exp.CTE(this=flagged, alias=exp.to_identifier("per_user"))]
+    final = exp.select("*").from_("per_user") if output == "raw" else finalize(plan, metrics, output)
+    statement = final.copy()
+    new_with = exp.With(expressions=ctes)
+    statement.set("with_", new_with)
+    _prune(new_with, final)
+    return statement
+
+
+def _run_aliases(plan: Plan) -> list[exp.Expression]:
+    return [exp.alias_(exp.column(r), exp.to_identifier(c, quoted=True)) for r, c in zip(_internal_runs(plan), plan.run_cols)]
+
+
+def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
+    """The last SELECT, over the relation ``per_user`` (the raw rows): summary or per-user."""
+    names = [exp.to_identifier(str(m), quoted=True) for m in metrics]
+    if output == "summary":
+        in_pop = exp.column("_in_population").eq(1)
+        select = exp.select(
+            *_run_aliases(plan),
+            exp.alias_(exp.cast(exp.Sum(this=exp.column("_in_population")), "BIGINT"), "n_users"),
+            *[exp.alias_(exp.Avg(this=exp.Case(ifs=[exp.If(this=in_pop.copy(), true=exp.column(f"_m{i}"))])), n)
+              for i, n in enumerate(names)],
+            exp.alias_(sqlglot.parse_one("CAST(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END) AS BIGINT)"), "users_without_recs"),
+            exp.alias_(sqlglot.parse_one("CAST(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END) AS BIGINT)"), "recs_users_without_truth"),
+        ).from_("per_user")
+        runs = [exp.column(r) for r in _internal_runs(plan)]
+        return select.group_by(*runs).order_by(*runs) if runs else select
+    select = exp.select(
+        *_run_aliases(plan), exp.alias_(exp.column("user_id"), exp.to_identifier(plan.user_col, quoted=True)),
+        *[exp.alias_(exp.column(f"_m{i}"), n) for i, n in enumerate(names)],
+    ).from_("per_user")
+    return select.where(exp.column("_in_population").eq(1)).order_by(*[exp.column(r) for r in _internal_runs(plan)], "user_id")

@@ -1,0 +1,278 @@
+"""The metric registry (read from the SQL templates' headers) and metric names.
+
+A metric is written ``name@k`` or ``name(option=value,...)@k``; :class:`Metric` is the same thing
+as an object, and ``str(Metric)`` is the canonical name, which parses back to an equal Metric:
+
+>>> m = parse_metric("ndcg(ideal=list,gain=exponential)@5")
+>>> str(m)
+'ndcg(gain=exponential,ideal=list)@5'
+>>> parse_metric(str(m)) == m == Metric("ndcg", 5, gain="exponential", ideal="list")
+True
+>>> str(parse_metric("hr@10"))
+'hit_rate@10'
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Union
+
+from .discounts import normalize_discount, DISCOUNT_PRESETS
+from .errors import RecsqlError
+from .templates import read_template, template_names
+
+_PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount)\s*=\s*(\S+)$")
+_STAGE_RE = re.compile(r"^(\w+)\s+if\s+(\w+)\s*=\s*(\w+)$")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One option of a metric: an enum of words, or a position discount."""
+
+    name: str
+    kind: str  # "enum" | "discount"
+    default: str
+    choices: tuple[str, ...] = ()
+
+    def normalize(self, metric: str, value: object) -> str:
+        """Validate a user-given value and return its canonical text."""
+        text = str(value).strip()
+        if self.kind == "discount":
+            return normalize_discount(text, metric)
+        if text not in self.choices:
+            raise RecsqlError(
+                f"metric {metric!r}: option {self.name}={text!r} is not valid; "
+                f"choose one of {', '.join(self.choices)}{_suggest(text, self.choices)}"
+            )
+        return text
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What a template's header says: name, aliases, cutoff, options, stage features, citation."""
+
+    name: str
+    aliases: tuple[str, ...]
+    needs_k: bool
+    params: dict[str, Param]
+    stage: tuple[tuple[str, str, str], ...]  # (feature, option, value that switches it on)
+    needs: tuple[str, ...]
+    formula: str
+    cite: str
+    sql: str = field(repr=False)
+
+    def features(self, options: dict[str, str]) -> set[str]:
+        """Stage features (``list_ideal``, ``slots``) this metric needs with these options."""
+        return {feat for feat, opt, value in self.stage if options.get(opt) == value}
+
+
+def _parse_params(text: str, metric: str) -> dict[str, Param]:
+    params: dict[str, Param] = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        match = _PARAM_RE.match(part)
+        if not match:
+            raise RuntimeError(f"sql/{metric}.sql: cannot read param {part!r}")
+        name, kind, choices, default = match.groups()
+        if kind == "discount":
+            params[name] = Param(name, "discount", default, tuple(DISCOUNT_PRESETS))
+        else:
+            params[name] = Param(name, "enum", default, tuple(c.strip() for c in choices.split(",")))
+    return params
+
+
+def _spec(name: str) -> MetricSpec:
+    header, sql = read_template(name)
+    stage = tuple(
+        _STAGE_RE.match(p.strip()).groups()  # type: ignore[union-attr]
+        for p in header.get("stage", "").split(";") if p.strip()
+    )
+    return MetricSpec(
+        name=header.get("name", name),
+        aliases=tuple(a.strip() for a in header.get("aliases", "").split(",") if a.strip()),
+        needs_k=header.get("k", "required") != "none",
+        params=_parse_params(header.get("params", ""), name),
+        stage=stage,
+        needs=tuple(n.strip() for n in header.get("needs", "").split(",") if n.strip()),
+        formula=header.get("formula", ""),
+        cite=header.get("cite", ""),
+        sql=sql,
+    )
+
+
+@lru_cache(maxsize=1)
+def registry() -> dict[str, MetricSpec]:
+    """Every metric, by canonical name, read from ``sql/*.sql``."""
+    return {spec.name: spec for spec in map(_spec, template_names())}
+
+
+@lru_cache(maxsize=1)
+def aliases() -> dict[str, str]:
+    """Alias -> canonical name (``hr`` -> ``hit_rate``)."""
+    return {alias: spec.name for spec in registry().values() for alias in spec.aliases}
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def resolve_name(name: str) -> MetricSpec:
+    """The spec for a metric name or alias; a :class:`RecsqlError` lists the valid names."""
+    key = name.strip().lower()
+    key = aliases().get(key, key)
+    if key in registry():
+        return registry()[key]
+    valid = sorted(registry()) + sorted(aliases())
+    raise RecsqlError(
+        f"unknown metric {name!r}{_suggest(key, valid)}; valid metrics: {', '.join(sorted(registry()))}"
+        f" (aliases: {', '.join(f'{a}={n}' for a, n in sorted(aliases().items()))}). "
+        "Run `recsql metrics` for formulas and options."
+    )
+
+
+class Metric:
+    """A metric with its cutoff and options; hashable, comparable, printed canonically.
+
+    >>> Metric("map", 10, denominator="relevant")
+    Metric('map(denominator=relevant)@10')
+    """
+
+    __slots__ = ("name", "k", "options")
+
+    def __init__(self, name: str, k: int | None = None, **options: object) -> None:
+        spec = resolve_name(name)
+        self.name: str = spec.name
+        self.k: int | None = _check_k(spec, k)
+        unknown = sorted(set(options) - set(spec.params))
+        if unknown:
+            valid = ", ".join(spec.params) or "none"
+            raise RecsqlError(
+                f"metric {spec.name!r}: unknown option {unknown[0]!r}{_suggest(unknown[0], spec.params)}; "
+                f"its options are: {valid}"
+            )
+        normalized = {k_: spec.params[k_].normalize(spec.name, v) for k_, v in options.items()}
+        self.options: tuple[tuple[str, str], ...] = tuple(
+            (p, normalized[p]) for p in spec.params
+            if p in normalized and normalized[p] != spec.params[p].default
+        )
+
+    @property
+    def spec(self) -> MetricSpec:
+        return registry()[self.name]
+
+    def all_options(self) -> dict[str, str]:
+        """Every option of the metric, defaults filled in."""
+        values = {p.name: p.default for p in self.spec.params.values()}
+        values.update(self.options)
+        return values
+
+    def __str__(self) -> str:
+        opts = ",".join(f"{k}={v}" for k, v in self.options)
+        return f"{self.name}{f'({opts})' if opts else ''}{'' if self.k is None else f'@{self.k}'}"
+
+    def __repr__(self) -> str:
+        return f"Metric({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Metric) and (self.name, self.k, self.options) == (
+            other.name, other.k, other.options)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.k, self.options))
+
+
+def _check_k(spec: MetricSpec, k: object) -> int | None:
+    if not spec.needs_k:
+        if k is not None:
+            raise RecsqlError(f"metric {spec.name!r} takes no cutoff; write it as {spec.name!r}, not with @k")
+        return None
+    if k is None:
+        raise RecsqlError(f"metric {spec.name!r} needs a cutoff: write it as '{spec.name}@10' (any k >= 1)")
+    if isinstance(k, bool) or not isinstance(k, int):
+        text = str(k).strip()
+        if not re.fullmatch(r"[+-]?\d+", text):
+            raise RecsqlError(f"metric {spec.name!r}: cutoff k must be a whole number >= 1, got {k!r}")
+        k = int(text)
+    if k < 1:
+        raise RecsqlError(f"metric {spec.name!r}: cutoff k must be >= 1, got {k}; write e.g. '{spec.name}@10'")
+    return k
+
+
+def _split_options(text: str, whole: str) -> dict[str, str]:
+    """Split ``a=1,b=f(x, y)`` on top-level commas (parentheses and quotes respected)."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    options: dict[str, str] = {}
+    for part in filter(str.strip, parts):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise RecsqlError(f"metric {whole!r}: options are written name=value, got {part.strip()!r}")
+        options[key.strip()] = value.strip()
+    return options
+
+
+_NAME_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
+
+
+def parse_metric(text: Union[str, Metric]) -> Metric:
+    """Parse ``ndcg@10`` / ``ndcg(gain=exponential)@5`` / ``r_precision`` into a :class:`Metric`."""
+    if isinstance(text, Metric):
+        return text
+    if not isinstance(text, str):
+        raise RecsqlError(f"a metric is a string like 'ndcg@10' or a recsql.Metric, got {text!r}")
+    match = _NAME_RE.match(text)
+    if not match:
+        raise RecsqlError(f"cannot read metric {text!r}: write it as 'name@k', e.g. 'ndcg@10'")
+    name, rest = match.group(1), text[match.end():]
+    options: dict[str, str] = {}
+    if rest.startswith("("):
+        close = _matching_paren(rest, text)
+        options = _split_options(rest[1:close], text)
+        rest = rest[close + 1:].strip()
+    k: str | None = None
+    if rest.startswith("@"):
+        k = rest[1:].strip()
+    elif rest:
+        raise RecsqlError(f"cannot read metric {text!r}: unexpected {rest!r}; write it as 'name@k'")
+    resolve_name(name)
+    return Metric(name, k, **options)
+
+
+def _matching_paren(text: str, whole: str) -> int:
+    depth, quote = 0, ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise RecsqlError(f"cannot read metric {whole!r}: unbalanced parentheses")
+
+
+def parse_metrics(metrics) -> list[Metric]:
+    """Parse a list of names / Metric objects (a single string is one metric); duplicates dropped."""
+    if isinstance(metrics, (str, Metric)):
+        metrics = [metrics]
+    parsed = list(dict.fromkeys(parse_metric(m) for m in metrics))
+    if not parsed:
+        raise RecsqlError("no metrics asked: pass e.g. metrics=['ndcg@10', 'map@10']")
+    return parsed

@@ -1,0 +1,64 @@
+"""Checks on the bound inputs before the query runs: columns present, types usable, duplicates.
+
+Each failure raises :class:`RecsqlError` naming the input, the column and the fix.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from .errors import RecsqlError
+from .sources import Source
+
+_NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|INT|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT"
+                      r"|FLOAT|REAL|DOUBLE|DECIMAL(\(.*\))?|NUMERIC(\(.*\))?)$", re.I)
+_STRINGY = re.compile(r"^(VARCHAR|TEXT|STRING|CHAR|BPCHAR|UUID|BLOB)(\(.*\))?$", re.I)
+
+Describe = Callable[[Source], dict[str, str]]
+
+
+def family(engine_type: str) -> str:
+    """'number', 'string' or 'other' for an engine type name."""
+    if _NUMERIC.match(engine_type.strip()):
+        return "number"
+    if _STRINGY.match(engine_type.strip()):
+        return "string"
+    return "other"
+
+
+def resolve_column(source: Source, column: str, option: str) -> str:
+    """The source's own spelling of ``column``; a clear error when it is missing."""
+    if column in source.columns:
+        return column
+    folded = {c.lower(): c for c in source.columns}
+    if column.lower() in folded:
+        return folded[column.lower()]
+    raise RecsqlError(
+        f"{source.role} ({source.described}) has no column {column!r}; its columns are "
+        f"{', '.join(map(repr, source.columns))}. Pass {option}='<your column>' to name it."
+    )
+
+
+def require_number(source: Source, column: str, what: str) -> None:
+    engine_type = source.columns[column]
+    if family(engine_type) != "number":
+        raise RecsqlError(
+            f"{source.role} column {column!r} holds {engine_type}, but the {what} must be a number; "
+            f"cast it (e.g. CAST({column} AS DOUBLE)) or name another column")
+
+
+def require_same_ids(recs: Source, truth: Source, pairs: list[tuple[str, str, str]]) -> None:
+    """User and item ids must be of one family (number or string) in recs and truth."""
+    for label, rcol, tcol in pairs:
+        rf, tf = family(recs.columns[rcol]), family(truth.columns[tcol])
+        if {rf, tf} == {"number", "string"}:
+            raise RecsqlError(
+                f"{label} ids differ in type: recs column {rcol!r} is {recs.columns[rcol]} but truth column "
+                f"{tcol!r} is {truth.columns[tcol]}; they would never match. Cast one side so both are "
+                "numbers or both are strings")
+
+
+def duplicate_report(rows: list[tuple], total: int, role: str, keys: list[str], fix: str) -> RecsqlError:
+    examples = "; ".join(", ".join(f"{k}={v!r}" for k, v in zip(keys, row)) for row in rows)
+    return RecsqlError(
+        f"{role} has {total} duplicated ({', '.join(keys)}) key(s), e.g. {examples}. {fix}")

@@ -1,0 +1,108 @@
+-- The shared ranked-rows stage (SPEC §2): the only SQL in recsql with window functions.
+--
+-- Inputs are bound by recsql/sources.py as three relations with internal column names:
+--   recs_in(run_keys, user_id, item_id, ord)   ord: smaller is better (-score, or the rank column)
+--   truth_in(run_keys?, user_id, item_id, relevance)
+--   items_in(item_id, price)
+-- `run_keys` stands for the run key columns (_run0, _run1, ...); the composer expands it, or
+-- removes it when the recommendations carry no run keys. Shared truth is copied to every run.
+--
+-- Output: `ranked`, one row per
+--   src 1  list position: rank 1..k of the user's list, judged against truth
+--   src 2  truth item: ideal_rank = position in the truth order (relevance desc, item_id asc)
+--   src 3  list item in its re-sorted order for cutoff `cut` (feature list_ideal, ideal = list)
+--   src 4  ideal slot 1..k of gain 1 (feature slots, ideal = k_slots)
+-- with columns rank, ideal_rank, cut, item_id, relevance (NULL = unjudged),
+-- hit (relevance >= threshold), gain = max(relevance, 0) (unjudged: 0),
+-- hits_cum (hits at positions <= rank), n_rel (R: the user's relevant truth items), price.
+WITH
+runs AS (
+    SELECT DISTINCT run_keys FROM recs_in
+),
+truth_runs AS (
+    SELECT runs.run_keys, t.user_id, t.item_id, t.relevance
+    FROM truth_in AS t CROSS JOIN runs
+),
+truth_users AS (
+    SELECT run_keys, user_id,
+        SUM(CASE WHEN relevance >= $threshold THEN 1 ELSE 0 END) AS n_rel
+    FROM truth_runs
+    GROUP BY run_keys, user_id
+),
+list_ranked AS (
+    SELECT run_keys, user_id, item_id,
+        ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY ord ASC, item_id ASC) AS rank
+    FROM recs_in
+),
+list_judged AS (
+    SELECT l.run_keys, l.user_id, l.item_id, l.rank, t.relevance,
+        CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END AS hit
+    FROM list_ranked AS l
+    LEFT JOIN truth_runs AS t
+        ON l.run_keys = t.run_keys AND l.user_id = t.user_id AND l.item_id = t.item_id
+    WHERE $max_k IS NULL OR l.rank <= $max_k
+),
+list_rows AS (
+    SELECT run_keys, user_id, item_id, rank, relevance, hit,
+        SUM(hit) OVER (PARTITION BY run_keys, user_id ORDER BY rank
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_cum
+    FROM list_judged
+),
+truth_rows AS (
+    SELECT run_keys, user_id, item_id, relevance,
+        CASE WHEN relevance >= $threshold THEN 1 ELSE 0 END AS hit,
+        ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY relevance DESC, item_id ASC) AS ideal_rank
+    FROM truth_runs
+),
+list_ideal_cuts AS (
+    SELECT k FROM cutoffs
+),
+list_ideal AS (
+    SELECT l.run_keys, l.user_id, l.item_id, l.relevance, l.hit, c.k AS cut,
+        ROW_NUMBER() OVER (PARTITION BY l.run_keys, l.user_id, c.k
+                           ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC) AS ideal_rank
+    FROM list_rows AS l JOIN list_ideal_cuts AS c ON l.rank <= c.k
+),
+digits AS (
+    SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+    UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9
+),
+slot_positions AS (
+    SELECT 1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d AS pos
+    FROM digits AS a CROSS JOIN digits AS b CROSS JOIN digits AS c CROSS JOIN digits AS e
+),
+slots AS (
+    SELECT u.run_keys, u.user_id, p.pos AS ideal_rank
+    FROM truth_users AS u CROSS JOIN slot_positions AS p
+    WHERE p.pos <= $max_slot_k
+),
+stacked AS (
+    SELECT run_keys, user_id, 1 AS src, rank, CAST(NULL AS BIGINT) AS ideal_rank,
+        CAST(NULL AS BIGINT) AS cut, item_id, relevance, hit, hits_cum
+    FROM list_rows
+    UNION ALL
+    SELECT run_keys, user_id, 2 AS src, CAST(NULL AS BIGINT) AS rank, ideal_rank,
+        CAST(NULL AS BIGINT) AS cut, item_id, relevance, hit, CAST(NULL AS BIGINT) AS hits_cum
+    FROM truth_rows
+    UNION ALL
+    SELECT run_keys, user_id, 3 AS src, CAST(NULL AS BIGINT) AS rank, ideal_rank,
+        cut, item_id, relevance, hit, CAST(NULL AS BIGINT) AS hits_cum
+    FROM list_ideal
+    UNION ALL
+    SELECT run_keys, user_id, 4 AS src, CAST(NULL AS BIGINT) AS rank, ideal_rank,
+        CAST(NULL AS BIGINT) AS cut, NULL AS item_id, CAST(1 AS DOUBLE) AS relevance, 1 AS hit,
+        CAST(NULL AS BIGINT) AS hits_cum
+    FROM slots
+),
+ranked AS (
+    SELECT s.run_keys, s.user_id, s.src, s.rank, s.ideal_rank, s.cut, s.item_id,
+        s.relevance, s.hit, s.hits_cum,
+        CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS DOUBLE) ELSE CAST(0 AS DOUBLE) END AS gain,
+        COALESCE(u.n_rel, 0) AS n_rel,
+        CAST(i.price AS DOUBLE) AS price
+    FROM stacked AS s
+    LEFT JOIN truth_users AS u ON s.run_keys = u.run_keys AND s.user_id = u.user_id
+    LEFT JOIN items_in AS i ON s.item_id = i.item_id
+)
+SELECT run_keys, user_id, src, rank, ideal_rank, cut, item_id, relevance, hit, hits_cum, gain, n_rel, price
+FROM ranked

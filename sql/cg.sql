@@ -1,0 +1,10 @@
+-- name: cg
+-- k: required
+-- params: gain enum(linear, exponential, binary) = linear
+-- formula: CG@k = Σ_{i≤k} g_i
+-- cite: Järvelin & Kekäläinen, TOIS 2002
+SELECT
+    user_id,
+    COALESCE(SUM(CASE WHEN src = 1 AND rank <= $k THEN GAIN() END), 0) AS cg
+FROM ranked
+GROUP BY user_id

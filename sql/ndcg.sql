@@ -1,0 +1,16 @@
+-- name: ndcg
+-- k: required
+-- params: gain enum(linear, exponential, binary) = linear; discount discount = log2; ideal enum(truth, list, binary, k_slots) = truth
+-- stage: list_ideal if ideal = list; slots if ideal = k_slots
+-- formula: nDCG@k = DCG@k / IDCG@k, 0 when IDCG@k = 0; with ideal = binary the list's gains are binary too (RePlay, Spark)
+-- cite: Järvelin & Kekäläinen, TOIS 2002
+SELECT
+    user_id,
+    COALESCE(
+        SUM(CASE WHEN src = 1 AND rank <= $k THEN
+                CASE WHEN $ideal = 'binary' THEN CAST(hit AS DOUBLE) ELSE GAIN() END * DISCOUNT(rank)
+            END)
+        / NULLIF(idcg(), 0),
+        0) AS ndcg
+FROM ranked
+GROUP BY user_id
