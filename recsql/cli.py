@@ -1,0 +1,135 @@
+"""The ``recsql`` command: ``evaluate``, ``sql`` and ``metrics``.
+
+    recsql evaluate recs.parquet truth.parquet -m ndcg@10 -m map@10
+    recsql sql -m ndcg@10 --recs db.recs --truth db.truth
+    recsql metrics
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from . import api
+from .errors import RecsqlError
+from .metrics import registry
+
+FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
+    "table": lambda df: df.to_string(index=False, float_format=lambda v: f"{v:.6f}"),
+    "csv": lambda df: df.to_csv(index=False).rstrip("\n"),
+    "json": lambda df: df.to_json(orient="records", indent=2, double_precision=15),
+}
+WRITERS: dict[str, Callable[[pd.DataFrame, str], None]] = {
+    ".csv": lambda df, p: df.to_csv(p, index=False),
+    ".parquet": lambda df, p: df.to_parquet(p, index=False),
+    ".json": lambda df, p: df.to_json(p, orient="records", indent=2, double_precision=15),
+}
+
+
+def _columns(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("input columns and definitions")
+    group.add_argument("--user-col", default="user_id", help="user column (default: user_id)")
+    group.add_argument("--item-col", default="item_id", help="item column (default: item_id)")
+    group.add_argument("--score-col", default="score", help="score column, higher is better (default: score)")
+    group.add_argument("--rank-col", default=None, help="rank column, 1 is best (instead of a score)")
+    group.add_argument("--relevance-col", default="relevance",
+                       help="truth relevance column (default: relevance; absent: every truth row has relevance 1)")
+    group.add_argument("--price-col", default="price", help="items price column (default: price)")
+    group.add_argument("--run-col", action="append", default=[], dest="run_cols",
+                       help="run key column of recs (model, experiment, ...); repeat for several")
+    group.add_argument("--threshold", type=float, default=1.0, help="relevant iff relevance >= threshold (default 1)")
+    group.add_argument("--population", choices=("relevant", "intersection"), default="relevant",
+                       help="users averaged over (default: relevant)")
+    group.add_argument("--duplicates", choices=api.DUPLICATE_POLICIES, default="error",
+                       help="duplicate keys: error (default), best / max to keep the best row")
+
+
+def _metrics(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", "--metric", action="append", dest="metrics", required=True,
+                        help="metric, e.g. ndcg@10 or 'ndcg(gain=exponential)@10'; repeat for several")
+
+
+def _column_kwargs(args: argparse.Namespace) -> dict:
+    return dict(user_col=args.user_col, item_col=args.item_col, score_col=args.score_col,
+                rank_col=args.rank_col, relevance_col=args.relevance_col, price_col=args.price_col,
+                run_cols=args.run_cols, threshold=args.threshold, population=args.population,
+                duplicates=args.duplicates)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    result = api.evaluate(args.recs, args.truth, args.metrics, items=args.items, con=args.db,
+                          progress=sys.stdout.isatty(), **_column_kwargs(args))
+    print(FORMATS[args.format](result.summary))
+    if args.per_user:
+        suffix = Path(args.per_user).suffix.lower()
+        if suffix not in WRITERS:
+            raise RecsqlError(f"--per-user {args.per_user!r}: write to a .csv, .parquet or .json file")
+        WRITERS[suffix](result.per_user, args.per_user)
+    users = int(result.summary["n_users"].sum())
+    print(f"recsql: {len(result.metrics)} metric(s), {users} user(s), {result.seconds:.3f} s", file=sys.stderr)
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, items=args.items, output=args.output,
+                     truth_has_run_cols=args.truth_has_run_cols, **_column_kwargs(args)))
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    for spec in registry().values():
+        cutoff = "@k" if spec.needs_k else ""
+        aliases = f"  (aliases: {', '.join(spec.aliases)})" if spec.aliases else ""
+        print(f"{spec.name}{cutoff}{aliases}")
+        print(f"    {spec.formula}")
+        for p in spec.params.values():
+            choices = " | ".join(p.choices) + (" | <SQL expression in rank>" if p.kind == "discount" else "")
+            print(f"    option {p.name} = {choices}   (default {p.default})")
+        print(f"    cite: {spec.cite}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="recsql", description="Recommender and ranking metrics as SQL.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ev = sub.add_parser("evaluate", help="evaluate recommendations against truth (DuckDB)")
+    ev.add_argument("recs", help="recommendations: Parquet/CSV/JSON path or glob, or a table in --db")
+    ev.add_argument("truth", help="truth: Parquet/CSV/JSON path or glob, or a table in --db")
+    _metrics(ev)
+    ev.add_argument("--items", help="items (item_id, price, ...): path or table")
+    ev.add_argument("--db", help="a .duckdb file holding the tables (opened read-only)")
+    ev.add_argument("--per-user", help="also write per-user rows to this .csv/.parquet/.json file")
+    ev.add_argument("--format", choices=sorted(FORMATS), default="table", help="summary format (default: table)")
+    _columns(ev)
+    ev.set_defaults(func=cmd_evaluate)
+    sq = sub.add_parser("sql", help="print the SQL query")
+    _metrics(sq)
+    sq.add_argument("--recs", default="recs", help="recommendations table name or path (default: recs)")
+    sq.add_argument("--truth", default="truth", help="truth table name or path (default: truth)")
+    sq.add_argument("--items", help="items table name or path")
+    sq.add_argument("--output", choices=("summary", "per_user"), default="summary")
+    sq.add_argument("--truth-has-run-cols", action="store_true", help="truth carries the run key columns too")
+    _columns(sq)
+    sq.set_defaults(func=cmd_sql)
+    me = sub.add_parser("metrics", help="list every metric with its formula and options")
+    me.set_defaults(func=cmd_metrics)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except RecsqlError as err:
+        print(f"recsql: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `recsql metrics | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
