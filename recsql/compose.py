@@ -12,7 +12,6 @@ from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.optimizer.simplify import simplify
 
 from .discounts import discount_expression, gains
 from .errors import RecsqlError
@@ -104,17 +103,58 @@ def _substitute(tree: exp.Expression, values: dict[str, object], where: str) -> 
                 raise RuntimeError(f"{where}: no value for ${node.name}")
             return _literal(values[node.name])
         return node
-    return tree.transform(sub)
+    return tree.transform(sub, copy=False)
+
+
+def _constant(node: exp.Expression) -> exp.Expression | None:
+    """TRUE/FALSE for a condition decidable from literals alone (after parameter substitution)."""
+    if isinstance(node, exp.EQ) and isinstance(node.this, exp.Literal) and isinstance(node.expression, exp.Literal):
+        return exp.Boolean(this=node.this == node.expression)
+    if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+        if isinstance(node.this, exp.Null):
+            return exp.true()
+        if isinstance(node.this, exp.Literal):
+            return exp.false()
+    if isinstance(node, (exp.And, exp.Or)):
+        left, right = node.this, node.expression
+        absorbing, neutral = (exp.false(), exp.true()) if isinstance(node, exp.And) else (exp.true(), exp.false())
+        if absorbing in (left, right):
+            return absorbing
+        if left == neutral:
+            return right
+        if right == neutral:
+            return left
+    if isinstance(node, exp.Paren) and isinstance(node.this, exp.Boolean):
+        return node.this
+    return None
 
 
 def _fold(tree: exp.Expression) -> exp.Expression:
-    """Fold CASE branches and WHERE clauses that became constant after substitution."""
-    for node in list(tree.find_all(exp.Case, exp.Where)):
-        folded = simplify(node.copy())
-        if isinstance(node, exp.Where) and folded.this == exp.true():
+    """Fold what parameter substitution made constant: literal comparisons, AND/OR with TRUE or
+    FALSE, CASE branches that can never (or always) be taken, and ``WHERE TRUE``."""
+    def fold(node: exp.Expression) -> exp.Expression:
+        constant = _constant(node)
+        if constant is not None:
+            return constant
+        if isinstance(node, exp.Case):
+            ifs = [i for i in node.args.get("ifs") or [] if i.this != exp.false()]
+            if ifs and ifs[0].this == exp.true():
+                return ifs[0].args["true"]
+            if not ifs:
+                return node.args.get("default") or exp.null()
+            node.set("ifs", ifs)
+        return node
+
+    for node in reversed(list(tree.walk())):  # children before parents
+        if isinstance(node, exp.Where) and node.this == exp.true():
             node.pop()
-        else:
-            node.replace(folded)
+            continue
+        new = fold(node)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
     return tree
 
 
@@ -172,6 +212,11 @@ def _metric_projection(name: str) -> exp.Expression:
     return outputs[0].this
 
 
+def _wrap(node: exp.Expression) -> exp.Expression:
+    """Parenthesise an inlined expression unless it is atomic (keeps operator precedence)."""
+    return node if isinstance(node, (exp.Column, exp.Literal, exp.Cast, exp.Func, exp.Paren)) else exp.Paren(this=node)
+
+
 def metric_expression(metric: Metric) -> exp.Expression:
     """The per-user aggregate expression of one metric, parameters bound."""
     options = metric.all_options()
@@ -181,17 +226,17 @@ def metric_expression(metric: Metric) -> exp.Expression:
         if isinstance(node, exp.Anonymous):
             fname = node.name.lower()
             if fname == "gain":
-                return exp.Paren(this=gains()[options["gain"]].copy())
+                return _wrap(gains()[options["gain"]].copy())
             if fname == "discount":
-                return exp.Paren(this=discount_expression(options["discount"], node.expressions[0]))
+                return _wrap(discount_expression(options["discount"], node.expressions[0]))
             if fname in registry():
                 inner = registry()[fname]
                 inherited = {p: v for p, v in options.items() if p in inner.params}
-                return exp.Paren(this=metric_expression(Metric(fname, metric.k, **inherited)))
+                return _wrap(metric_expression(Metric(fname, metric.k, **inherited)))
         return node
 
     tree = _substitute(_metric_projection(metric.name).copy(), values, f"sql/{metric.name}.sql")
-    return _fold(tree.transform(expand))
+    return _fold(tree.transform(expand, copy=False))
 
 
 # ---------------------------------------------------------------- the statement
@@ -205,9 +250,13 @@ def _cutoffs_select(ks: list[int]) -> exp.Expression:
     return query
 
 
+@lru_cache(maxsize=1)
+def _parsed_stage() -> exp.Select:
+    return sqlglot.parse_one(read_template("_ranked")[1], read="duckdb")
+
+
 def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
-    _, sql = read_template("_ranked")
-    stage = sqlglot.parse_one(sql, read="duckdb")
+    stage = _parsed_stage().copy()
     features: dict[str, set[int]] = {}
     for m in metrics:
         for feat in m.spec.features(m.all_options()):
@@ -300,11 +349,11 @@ def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
         in_pop = exp.column("_in_population").eq(1)
         select = exp.select(
             *_run_aliases(plan),
-            exp.alias_(exp.cast(exp.Sum(this=exp.column("_in_population")), "BIGINT"), "n_users"),
+            exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(_in_population), 0) AS BIGINT)"), "n_users"),
             *[exp.alias_(exp.Avg(this=exp.Case(ifs=[exp.If(this=in_pop.copy(), true=exp.column(f"_m{i}"))])), n)
               for i, n in enumerate(names)],
-            exp.alias_(sqlglot.parse_one("CAST(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END) AS BIGINT)"), "users_without_recs"),
-            exp.alias_(sqlglot.parse_one("CAST(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END) AS BIGINT)"), "recs_users_without_truth"),
+            exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "users_without_recs"),
+            exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "recs_users_without_truth"),
         ).from_("per_user")
         runs = [exp.column(r) for r in _internal_runs(plan)]
         return select.group_by(*runs).order_by(*runs) if runs else select

@@ -29,7 +29,8 @@ def _relevance(row):
 
 
 def _gain(relevance, kind):
-    """SPEC 2.5: linear = max(rel, 0) (unjudged -> 0); exponential = 2^linear - 1."""
+    """SPEC 2.5: linear = max(rel, 0) (unjudged -> 0); exponential = 2^linear - 1.
+    ("binary" = hit_i needs the threshold: see _User.gains.)"""
     g = 0.0 if relevance is None else max(float(relevance), 0.0)
     return {"linear": g, "exponential": 2.0 ** g - 1.0}[kind]
 
@@ -83,7 +84,16 @@ class _User:
         )
 
     def gains(self, kind):
+        """Gains of positions 1..min(k, n); "binary" = hit_i (1 if relevant else 0)."""
+        if kind == "binary":
+            return [float(h) for h in self.hits]
         return [_gain(r, kind) for r in self.rels]
+
+    def truth_gains(self, kind):
+        """Gains of every truth row; "binary" = 1 if relevance >= threshold else 0."""
+        if kind == "binary":
+            return [float(r >= self.threshold) for r in self.truth.values()]
+        return [_gain(r, kind) for r in self.truth.values()]
 
 
 # --------------------------------------------------------------------------- metrics
@@ -145,7 +155,7 @@ def _ideal_gains(u, o):
     k_slots = k slots of gain 1."""
     ideal = o["ideal"]
     if ideal == "truth":
-        return sorted((_gain(r, o["gain"]) for r in u.truth.values()), reverse=True)[: u.k]
+        return sorted(u.truth_gains(o["gain"]), reverse=True)[: u.k]
     return {
         "list": lambda: sorted(u.gains(o["gain"]), reverse=True),
         "binary": lambda: [1.0] * min(u.k, u.R),

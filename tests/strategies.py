@@ -1,0 +1,62 @@
+"""Hypothesis strategies: small random recommendation runs and truth with ties and gaps."""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+import recsql
+
+USERS = [1, 2, 3, 4, 5, 6]
+ITEMS = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+SCORES = [0.1, 0.25, 0.5, 0.5, 0.75, 0.9]  # few values: many ties
+RELEVANCES = [-1, 0, 1, 1, 2, 3, 4]
+CUSTOM_DISCOUNT = ("1.0 / (rank + 1)", lambda i: 1.0 / (i + 1))
+
+OPTION_VALUES = {
+    "precision": {"denominator": ["k", "list"]},
+    "map": {"denominator": ["min", "relevant", "hits", "k"]},
+    "cg": {"gain": ["linear", "exponential", "binary"]},
+    "dcg": {"gain": ["linear", "exponential", "binary"], "discount": ["log2", "jarvelin", CUSTOM_DISCOUNT[0]]},
+    "idcg": {"gain": ["linear", "exponential", "binary"], "discount": ["log2", "jarvelin"],
+             "ideal": ["truth", "list", "binary", "k_slots"]},
+    "ndcg": {"gain": ["linear", "exponential", "binary"], "discount": ["log2", "jarvelin", CUSTOM_DISCOUNT[0]],
+             "ideal": ["truth", "list", "binary", "k_slots"]},
+}
+
+
+@st.composite
+def metrics(draw, names=None) -> recsql.Metric:
+    name = draw(st.sampled_from(names or sorted(recsql.registry())))
+    options = {opt: draw(st.sampled_from(values)) for opt, values in OPTION_VALUES.get(name, {}).items()
+               if draw(st.booleans())}
+    k = None if name == "r_precision" else draw(st.integers(1, 7))
+    return recsql.Metric(name, k, **options)
+
+
+@st.composite
+def recs_rows(draw, use_rank: bool = False) -> list[dict]:
+    rows = []
+    for user in draw(st.lists(st.sampled_from(USERS), unique=True, max_size=5)):
+        items = draw(st.lists(st.sampled_from(ITEMS), unique=True, max_size=8))
+        for item in items:
+            if use_rank:
+                rows.append({"user_id": user, "item_id": item, "rank": draw(st.integers(1, 6))})  # gaps and ties
+            else:
+                rows.append({"user_id": user, "item_id": item, "score": draw(st.sampled_from(SCORES))})
+    return rows
+
+
+@st.composite
+def truth_rows(draw) -> list[dict]:
+    rows = []
+    for user in draw(st.lists(st.sampled_from(USERS), unique=True, max_size=5)):
+        for item in draw(st.lists(st.sampled_from(ITEMS), unique=True, min_size=1, max_size=6)):
+            rows.append({"user_id": user, "item_id": item, "relevance": draw(st.sampled_from(RELEVANCES))})
+    return rows
+
+
+def python_options(metric: recsql.Metric) -> dict:
+    """The metric's options for tests/reference.py (custom discount as a Python callable)."""
+    options = dict(metric.options)
+    if options.get("discount") not in (None, "log2", "jarvelin"):
+        options["discount"] = CUSTOM_DISCOUNT[1]
+    return options

@@ -1,0 +1,144 @@
+"""recsql == the plain-Python reference (tests/reference.py) on random inputs, plus invariants."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import recsql
+from reference import mean, reference
+from strategies import metrics, python_options, recs_rows, truth_rows
+
+BOUNDED = {"hit_rate", "precision", "recall", "f1", "map", "mrr", "r_precision", "money_precision", "money_recall"}
+COLUMNS = {"user_id": "int64", "item_id": "int64", "score": "float64", "rank": "int64", "relevance": "float64"}
+
+
+def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns).astype({c: COLUMNS[c] for c in columns})
+
+
+def prices() -> dict[int, float]:
+    return {item: float(item * 7 % 11) for item in range(1, 10)}  # item 0-priced: 11 is not an item; 0 at item 11
+
+
+def check(result: recsql.Evaluation, metric: recsql.Metric, expected: dict) -> None:
+    got = dict(zip(result.per_user["user_id"], result.per_user[str(metric)]))
+    assert set(got) == set(expected), (str(metric), got, expected)
+    for user, value in expected.items():
+        assert math.isclose(got[user], value, rel_tol=1e-9, abs_tol=1e-12), (str(metric), user, got[user], value)
+    summary = result.summary[str(metric)].iloc[0]
+    want = mean(expected)
+    assert (want is None and pd.isna(summary)) or math.isclose(summary, want, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@settings(max_examples=60)
+@given(
+    recs=recs_rows(),
+    truth=truth_rows(),
+    asked=st.lists(metrics(), min_size=1, max_size=8, unique_by=str),
+    threshold=st.sampled_from([1, 2, 0.5]),
+    population=st.sampled_from(["relevant", "intersection"]),
+)
+def test_every_metric_matches_reference(recs, truth, asked, threshold, population):
+    items = pd.DataFrame({"item_id": list(prices()), "price": list(prices().values())})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", recsql.RecsqlWarning)
+        result = recsql.evaluate(frame(recs, ["user_id", "item_id", "score"]),
+                                 frame(truth, ["user_id", "item_id", "relevance"]), asked,
+                                 items=items, threshold=threshold, population=population)
+    for metric in asked:
+        expected = reference(recs, truth, metric.name, metric.k, python_options(metric), items=prices(),
+                             threshold=threshold, population=population)
+        check(result, metric, expected)
+
+
+@settings(max_examples=25)
+@given(recs=recs_rows(use_rank=True), truth=truth_rows(), asked=st.lists(metrics(), min_size=1, max_size=5, unique_by=str))
+def test_rank_column_with_gaps_and_ties(recs, truth, asked):
+    asked = [m for m in asked if "price" not in m.spec.needs] or [recsql.Metric("ndcg", 3)]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", recsql.RecsqlWarning)
+        result = recsql.evaluate(frame(recs, ["user_id", "item_id", "rank"]),
+                                 frame(truth, ["user_id", "item_id", "relevance"]), asked, rank_col="rank")
+    for metric in asked:
+        check(result, metric, reference(recs, truth, metric.name, metric.k, python_options(metric), use_rank=True))
+
+
+@settings(max_examples=20)
+@given(recs_a=recs_rows(), recs_b=recs_rows(), truth=truth_rows(), metric=metrics(["ndcg", "map", "recall", "mrr"]))
+def test_runs_are_evaluated_independently_in_one_query(recs_a, recs_b, truth, metric):
+    runs = pd.concat([frame(recs_a, ["user_id", "item_id", "score"]).assign(model="a"),
+                      frame(recs_b, ["user_id", "item_id", "score"]).assign(model="b")])
+    result = recsql.evaluate(runs, frame(truth, ["user_id", "item_id", "relevance"]), [metric], run_cols=["model"])
+    for model, rows in (("a", recs_a), ("b", recs_b)):
+        if not rows:
+            assert model not in set(result.summary["model"])  # a run is a key combination present in recs
+            continue
+        expected = reference(rows, truth, metric.name, metric.k, python_options(metric))
+        per_user = result.per_user[result.per_user["model"] == model]
+        got = dict(zip(per_user["user_id"], per_user[str(metric)]))
+        assert got.keys() == expected.keys()
+        assert all(math.isclose(got[u], v, abs_tol=1e-12) for u, v in expected.items())
+
+
+@settings(max_examples=20)
+@given(recs=recs_rows(), extra=st.lists(st.sampled_from([1, 2, 3, 4, 5, 6]), max_size=6), truth=truth_rows(),
+       metric=metrics())
+def test_duplicates_best_keeps_the_best_ranked_row(recs, extra, truth, metric):
+    if "price" in metric.spec.needs:
+        metric = recsql.Metric("ndcg", metric.k or 3)
+    dupes = [dict(r, score=r["score"] - 0.05) for r in recs[: len(extra)]]  # worse copies of some rows
+    result = recsql.evaluate(frame(recs + dupes, ["user_id", "item_id", "score"]),
+                             frame(truth, ["user_id", "item_id", "relevance"]), [metric], duplicates="best")
+    check(result, metric, reference(recs, truth, metric.name, metric.k, python_options(metric)))
+
+
+@settings(max_examples=30)
+@given(recs=recs_rows(), truth=truth_rows(), asked=st.lists(metrics(sorted(BOUNDED - {"money_precision", "money_recall"})),
+                                                            min_size=1, max_size=6, unique_by=str))
+def test_bounded_metrics_lie_in_unit_interval(recs, truth, asked):
+    result = recsql.evaluate(frame(recs, ["user_id", "item_id", "score"]),
+                             frame(truth, ["user_id", "item_id", "relevance"]), asked)
+    for metric in asked:
+        values = result.per_user[str(metric)]
+        assert ((values >= 0) & (values <= 1)).all(), str(metric)
+
+
+@settings(max_examples=30)
+@given(truth=truth_rows(), k=st.integers(1, 6), gain=st.sampled_from(["linear", "exponential"]))
+def test_the_ideal_list_scores_one(truth, k, gain):
+    """Recommending every truth item in relevance order gives nDCG = 1 for every user with gain."""
+    recs = [{"user_id": r["user_id"], "item_id": r["item_id"], "score": float(r["relevance"])} for r in truth]
+    result = recsql.evaluate(frame(recs, ["user_id", "item_id", "score"]),
+                             frame(truth, ["user_id", "item_id", "relevance"]), [recsql.Metric("ndcg", k, gain=gain)])
+    for value in result.per_user[f"ndcg{'(gain=exponential)' if gain == 'exponential' else ''}@{k}"]:
+        assert math.isclose(value, 1.0)
+
+
+@settings(max_examples=30)
+@given(recs=recs_rows(), truth=truth_rows(), asked=st.lists(metrics([n for n in sorted(recsql.registry())
+                                                                     if n not in ("r_precision",)]),
+                                                            min_size=1, max_size=6, unique_by=str))
+def test_rows_below_rank_k_change_nothing(recs, truth, asked):
+    """Appending worse-scored items below every list changes no metric at k when lists are k long."""
+    asked = [m for m in asked if "price" not in m.spec.needs] or [recsql.Metric("map", 2)]
+    users = {r["user_id"] for r in recs}
+    lengths = {u: sum(r["user_id"] == u for r in recs) for u in users}
+    k_max = max(m.k for m in asked)
+    full = [r for r in recs if lengths[r["user_id"]] >= k_max]
+    tail = [{"user_id": u, "item_id": 100 + i, "score": -1.0 - i} for u in {r["user_id"] for r in full}
+            for i in range(3)]
+    before = recsql.evaluate(frame(full, ["user_id", "item_id", "score"]), frame(truth, ["user_id", "item_id", "relevance"]), asked)
+    after = recsql.evaluate(frame(full + tail, ["user_id", "item_id", "score"]), frame(truth, ["user_id", "item_id", "relevance"]), asked)
+    pd.testing.assert_frame_equal(before.per_user, after.per_user)
+
+
+@given(metric=metrics())
+def test_metric_names_round_trip(metric):
+    assert recsql.parse_metric(str(metric)) == metric
+    assert str(recsql.parse_metric(str(metric))) == str(metric)
