@@ -90,14 +90,20 @@ def _validated_plan(runner: DuckDBRunner, recs: Source, truth: Source, items: So
                  duplicates="best" if cols["duplicates"] in ("best", "max") else "error")
 
 
-def _check_duplicates(runner: DuckDBRunner, plan: Plan) -> None:
+def _check_duplicates(runner: DuckDBRunner, plan: Plan, recs_columns: list[str]) -> None:
     """Under duplicates='error': refuse duplicated (run, user, item) recs and (user, item) truth."""
     runs = [f"_run{i}" for i in range(len(plan.run_cols))]
     truth_runs = runs if plan.truth_has_runs else []
-    checks = (
+    checks = [
         (recs_in(plan), runs, "recs", "Pass duplicates='best' to keep each item's best-ranked row."),
         (truth_in(plan), truth_runs, "truth", "Pass duplicates='max' to keep the highest relevance."),
-    )
+    ]
+    known = {c.lower() for c in (plan.user_col, plan.item_col, plan.score_col or "", plan.rank_col or "", *plan.run_cols)}
+    extra = [c for c in recs_columns if c.lower() not in known]
+    if extra:
+        checks[0] = (checks[0][0], checks[0][1], checks[0][2],
+                     f"If recs hold several runs, name their key columns: run_cols={extra[:3]!r} "
+                     f"(CLI: --run-col {extra[0]}); otherwise pass duplicates='best' to keep each item's best-ranked row.")
     for body, run_keys, role, fix in checks:
         keys = run_keys + ["user_id", "item_id"]
         names = list(plan.run_cols[: len(run_keys)]) + [plan.user_col, plan.item_col]
@@ -158,7 +164,7 @@ def evaluate(
                 sources.append(items_src)
             plan = _validated_plan(runner, recs_src, truth_src, items_src, cols, parsed)
             if duplicates == "error":
-                _check_duplicates(runner, plan)
+                _check_duplicates(runner, plan, list(recs_src.columns))
             statement = compose(plan, parsed, output="raw")
             sql = statement.sql("duckdb", pretty=True)
             try:

@@ -84,9 +84,10 @@ def bind(role: str, obj: Any, con: Any | None) -> Source:
         obj = os.fspath(obj)
     if isinstance(obj, str):
         if looks_like_path(obj) and not (con is not None and _is_table(con, obj)):
+            relation = file_relation(obj)
             if con is not None and not (glob.glob(obj) or obj.startswith(("s3://", "gs://", "http://", "https://"))):
                 raise RecsqlError(f"{role}: file {obj!r} does not exist; check the path (globs like 'data/*.parquet' are allowed)")
-            return Source(role, file_relation(obj), described=f"file {obj!r}")
+            return Source(role, relation, described=f"file {obj!r}")
         return Source(role, table_relation(obj), described=f"table {obj!r}")
     if _is_dataframe(obj):
         if con is None:

@@ -1,0 +1,91 @@
+"""The `recsql` command: evaluate (table / csv / json, per-user file, --db), sql, metrics, errors."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+import recsql
+from recsql.cli import main
+
+DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+RECS, TRUTH = str(DATA / "recs.parquet"), str(DATA / "truth.parquet")
+
+
+def test_evaluate_json_matches_the_api(capsys):
+    assert main(["evaluate", RECS, TRUTH, "-m", "ndcg@10", "-m", "map@10", "--run-col", "model", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    api = recsql.evaluate(RECS, TRUTH, ["ndcg@10", "map@10"], run_cols=["model"]).summary
+    assert [row["model"] for row in out] == list(api["model"])
+    assert [row["ndcg@10"] for row in out] == pytest.approx(list(api["ndcg@10"]), abs=1e-12)
+
+
+def test_evaluate_table_is_aligned_and_reports_time(capsys):
+    assert main(["evaluate", RECS, TRUTH, "-m", "ndcg@10", "-m", "hr@10", "--run-col", "model"]) == 0
+    captured = capsys.readouterr()
+    header, row, _ = captured.out.splitlines()
+    assert header.split() == ["model", "n_users", "ndcg@10", "hit_rate@10", "users_without_recs", "recs_users_without_truth"]
+    assert len(header) == len(row)
+    assert "metric(s)" in captured.err and " s" in captured.err
+
+
+def test_evaluate_csv_and_per_user_file(tmp_path, capsys):
+    out = tmp_path / "users.parquet"
+    assert main(["evaluate", RECS, TRUTH, "-m", "recall@20", "--run-col", "model", "--format", "csv",
+                 "--per-user", str(out)]) == 0
+    summary = capsys.readouterr().out.splitlines()
+    assert summary[0].startswith("model,n_users,recall@20")
+    per_user = pd.read_parquet(out)
+    assert list(per_user.columns) == ["model", "user_id", "recall@20"]
+    assert len(per_user) == sum(int(line.split(",")[1]) for line in summary[1:])
+
+
+def test_several_runs_without_run_keys_are_refused_with_the_fix(capsys):
+    assert main(["evaluate", RECS, TRUTH, "-m", "ndcg@10"]) == 2
+    err = capsys.readouterr().err
+    assert "duplicated (user_id, item_id)" in err and "--run-col model" in err
+
+
+def test_evaluate_tables_in_a_duckdb_file(tmp_path, capsys):
+    db = tmp_path / "recs.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(f"CREATE TABLE recs AS SELECT * FROM '{RECS}'")
+    con.execute(f"CREATE TABLE truth AS SELECT * FROM '{TRUTH}'")
+    con.close()
+    assert main(["evaluate", "recs", "truth", "--db", str(db), "-m", "mrr@10", "--format", "csv", "--run-col", "model"]) == 0
+    assert capsys.readouterr().out.startswith("model,n_users,mrr@10")
+
+
+def test_sql_prints_one_query(capsys):
+    assert main(["sql", "-m", "ndcg@10", "-m", "map@10", "--recs", "db.recs", "--truth", "db.truth"]) == 0
+    sql = capsys.readouterr().out
+    assert sql.startswith("WITH") and '"db"."recs"' in sql and '"ndcg@10"' in sql
+
+
+def test_metrics_lists_the_registry(capsys):
+    assert main(["metrics"]) == 0
+    out = capsys.readouterr().out
+    for name in recsql.registry():
+        assert f"\n{name}" in f"\n{out}"
+    assert "option ideal = truth | list | binary | k_slots" in out
+
+
+def test_errors_exit_2_with_a_message_and_no_traceback(capsys):
+    assert main(["evaluate", RECS, TRUTH, "-m", "ndcg@0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("recsql: error:") and "k must be >= 1" in err and "Traceback" not in err
+
+
+def test_installed_console_script_runs():
+    exe = shutil.which("recsql")
+    assert exe, "the recsql console script is not installed (pip install -e .)"
+    done = subprocess.run([exe, "evaluate", RECS, TRUTH, "-m", "ndcg@10", "--run-col", "model", "--format", "csv"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("model,n_users,ndcg@10")

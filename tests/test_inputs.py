@@ -1,0 +1,152 @@
+"""Inputs (SPEC §1): files, globs, DataFrames, Arrow, DuckDB tables and read-only .duckdb files,
+renamed columns, run keys in recs and truth, and the population diagnostics (SPEC §2.6, §6)."""
+from __future__ import annotations
+
+import hashlib
+import math
+import shutil
+import warnings
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import recsql
+
+DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+METRICS = ["ndcg@10", "map@10", "recall@20", "precision@5", "mrr@10", "hr@10"]
+
+
+@pytest.fixture(scope="module")
+def expected() -> pd.DataFrame:
+    return recsql.evaluate(str(DATA / "recs.parquet"), str(DATA / "truth.parquet"), METRICS, run_cols=["model"]).summary
+
+
+def test_sample_data_summary_shape(expected):
+    assert list(expected["model"]) == ["personal", "popular"]
+    assert list(expected.columns) == ["model", "n_users", "ndcg@10", "map@10", "recall@20", "precision@5",
+                                      "mrr@10", "hit_rate@10", "users_without_recs", "recs_users_without_truth"]
+    assert (expected["n_users"] > 250).all() and (expected["users_without_recs"] > 0).all()
+
+
+@pytest.mark.parametrize("convert", [
+    lambda df: df,
+    lambda df: pl.from_pandas(df),
+    lambda df: pa.Table.from_pandas(df),
+], ids=["pandas", "polars", "arrow"])
+def test_dataframes_give_the_file_result(expected, convert):
+    recs, truth = pd.read_parquet(DATA / "recs.parquet"), pd.read_parquet(DATA / "truth.parquet")
+    got = recsql.evaluate(convert(recs), convert(truth), METRICS, run_cols=["model"]).summary
+    pd.testing.assert_frame_equal(got, expected)
+
+
+def test_csv_and_glob(tmp_path, expected):
+    recs = pd.read_parquet(DATA / "recs.parquet")
+    for model, part in recs.groupby("model"):
+        part.to_parquet(tmp_path / f"recs-{model}.parquet", index=False)
+    pd.read_parquet(DATA / "truth.parquet").to_csv(tmp_path / "truth.csv", index=False)
+    got = recsql.evaluate(str(tmp_path / "recs-*.parquet"), str(tmp_path / "truth.csv"), METRICS, run_cols=["model"]).summary
+    pd.testing.assert_frame_equal(got, expected)
+
+
+def _database(path: Path) -> None:
+    con = duckdb.connect(str(path))
+    con.execute(f"CREATE TABLE recs AS SELECT * FROM read_parquet('{DATA / 'recs.parquet'}')")
+    con.execute(f"CREATE TABLE truth AS SELECT * FROM read_parquet('{DATA / 'truth.parquet'}')")
+    con.close()
+
+
+def test_duckdb_file_is_opened_read_only_and_left_byte_identical(tmp_path, expected):
+    path = tmp_path / "eval.duckdb"
+    _database(path)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    got = recsql.evaluate("recs", "truth", METRICS, con=str(path), run_cols=["model"]).summary
+    pd.testing.assert_frame_equal(got, expected)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert not list(tmp_path.glob("*.wal"))
+
+
+def test_user_connection_keeps_no_trace(expected):
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW recs AS SELECT * FROM read_parquet('{DATA / 'recs.parquet'}')")
+    objects = "SELECT table_name FROM information_schema.tables ORDER BY 1"
+    before = con.execute(objects).fetchall()
+    truth = pd.read_parquet(DATA / "truth.parquet")  # a DataFrame registered for the run only
+    got = recsql.evaluate("recs", truth, METRICS, con=con, run_cols=["model"]).summary
+    pd.testing.assert_frame_equal(got, expected)
+    assert con.execute(objects).fetchall() == before
+
+
+def test_renamed_columns_and_rank_input():
+    recs = pd.DataFrame({"uid": ["a", "a", "b"], "sku": ["x", "y", "x"], "pos": [2, 1, 1]})
+    truth = pd.DataFrame({"uid": ["a", "b"], "sku": ["x", "z"], "stars": [3, 5]})
+    result = recsql.evaluate(recs, truth, ["mrr@5", "ndcg@2"], user_col="uid", item_col="sku",
+                             rank_col="pos", relevance_col="stars", threshold=3)
+    # user a: x at position 2 -> mrr 1/2, ndcg = (3/log2 3) / 3; user b: nothing relevant listed
+    assert list(result.per_user["uid"]) == ["a", "b"]
+    assert result.per_user["mrr@5"].tolist() == [0.5, 0.0]
+    assert math.isclose(result.per_user["ndcg@2"][0], 1 / math.log2(3))
+
+
+def test_truth_without_relevance_column_means_relevance_one():
+    recs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.2, 0.9]})
+    truth = pd.DataFrame({"user_id": [1], "item_id": [1]})
+    result = recsql.evaluate(recs, truth, ["mrr@2", "cg@2"])
+    assert result.summary[["mrr@2", "cg@2"]].iloc[0].tolist() == [0.5, 1.0]
+
+
+def test_truth_carrying_run_keys_is_matched_per_run():
+    recs = pd.DataFrame({"day": [1, 1, 2, 2], "user_id": [1, 1, 1, 1], "item_id": [1, 2, 1, 2], "score": [2, 1, 2, 1]})
+    truth = pd.DataFrame({"day": [1, 2], "user_id": [1, 1], "item_id": [1, 2]})
+    result = recsql.evaluate(recs, truth, ["mrr@2"], run_cols=["day"])
+    assert result.summary[["day", "mrr@2"]].values.tolist() == [[1, 1.0], [2, 0.5]]
+
+
+def test_population_diagnostics_and_intersection():
+    recs = pd.DataFrame({"user_id": [1, 1, 9], "item_id": [1, 2, 1], "score": [2.0, 1.0, 1.0]})
+    truth = pd.DataFrame({"user_id": [1, 2, 3], "item_id": [1, 1, 1], "relevance": [1, 1, 0]})
+    relevant = recsql.evaluate(recs, truth, ["hr@1"]).summary.iloc[0]
+    # users 1 and 2 have relevant truth; 2 has no recs (scores 0); 3 has none relevant; 9 has no truth
+    assert (relevant["n_users"], relevant["hit_rate@1"]) == (2, 0.5)
+    assert (relevant["users_without_recs"], relevant["recs_users_without_truth"]) == (1, 1)
+    inter = recsql.evaluate(recs, truth, ["hr@1"], population="intersection").summary.iloc[0]
+    assert (inter["n_users"], inter["hit_rate@1"]) == (1, 1.0)
+
+
+def test_empty_population_gives_null_and_a_warning():
+    recs = pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]})
+    truth = pd.DataFrame({"user_id": [1], "item_id": [1], "relevance": [0]})
+    with pytest.warns(recsql.RecsqlWarning, match="no user has a relevant truth item"):
+        result = recsql.evaluate(recs, truth, ["ndcg@5"])
+    assert result.summary["n_users"].iloc[0] == 0 and pd.isna(result.summary["ndcg@5"].iloc[0])
+    assert result.per_user.empty
+
+
+def test_money_metrics_read_prices_from_items():
+    recs = pd.DataFrame({"user_id": [1, 1, 1], "item_id": [1, 2, 3], "score": [3.0, 2.0, 1.0]})
+    truth = pd.DataFrame({"user_id": [1, 1], "item_id": [2, 4]})
+    items = pd.DataFrame({"item_id": [1, 2, 3, 4], "price": [10.0, 30.0, 60.0, 90.0]})
+    result = recsql.evaluate(recs, truth, ["money_precision@2", "money_recall@3"], items=items)
+    assert result.summary["money_precision@2"].iloc[0] == 30 / 40
+    assert result.summary["money_recall@3"].iloc[0] == 30 / 120
+
+
+def test_one_statement_reads_each_input_once():
+    sql = recsql.to_sql(["ndcg@10", "map@10", "recall@50", "precision@5"], recs="db.s.recs", truth="db.s.truth")
+    import sqlglot
+    from sqlglot import exp
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    tables = [t.sql("duckdb") for t in tree.find_all(exp.Table) if t.db]
+    assert sorted(tables) == ['"db"."s"."recs"', '"db"."s"."truth"']
+    assert len(sqlglot.parse(sql, read="duckdb")) == 1
+
+
+def test_installed_package_loads_every_template():
+    from recsql.compose import metric_expression
+    from recsql.templates import sql_dir
+    assert (sql_dir() / "_ranked.sql").is_file()
+    for name, spec in recsql.registry().items():
+        assert metric_expression(recsql.Metric(name, None if not spec.needs_k else 3)) is not None
