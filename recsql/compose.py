@@ -55,25 +55,32 @@ def _internal_runs(plan: Plan) -> list[str]:
 # ---------------------------------------------------------------- inputs
 
 
+def _keyed_input(relation: exp.Expression, keys: list[exp.Expression], value: exp.Expression,
+                 name: str, best: type[exp.AggFunc] | None) -> exp.Select:
+    """``SELECT keys, value AS name FROM relation``; with ``best`` (MIN/MAX), one row per key."""
+    if best is None:
+        return exp.select(*keys, exp.alias_(value, name)).from_(relation.copy())
+    select = exp.select(*keys, exp.alias_(best(this=value), name)).from_(relation.copy())
+    return select.group_by(*[exp.column(k.alias) for k in keys])
+
+
+def _keys(plan: Plan, with_runs: bool) -> list[exp.Expression]:
+    keys = [exp.alias_(_col(c), r) for c, r in zip(plan.run_cols, _internal_runs(plan))] if with_runs else []
+    return keys + [exp.alias_(_col(plan.user_col), "user_id"), exp.alias_(_col(plan.item_col), "item_id")]
+
+
 def recs_in(plan: Plan) -> exp.Select:
-    src = _col(plan.rank_col) if plan.rank_col else _col(plan.score_col)
-    ord_expr = exp.cast(src, "DOUBLE") if plan.rank_col else exp.Neg(this=exp.cast(src, "DOUBLE"))
-    keys = [exp.alias_(_col(c), r) for c, r in zip(plan.run_cols, _internal_runs(plan))]
-    keys += [exp.alias_(_col(plan.user_col), "user_id"), exp.alias_(_col(plan.item_col), "item_id")]
-    if plan.duplicates == "best":
-        select = exp.select(*keys, exp.alias_(exp.Min(this=ord_expr), "ord")).from_(plan.recs.copy())
-        return select.group_by(*[exp.column(k.alias) for k in keys])
-    return exp.select(*keys, exp.alias_(ord_expr, "ord")).from_(plan.recs.copy())
+    """Recommendations with internal names; ``ord`` is smaller-is-better (-score, or the rank)."""
+    order = exp.cast(_col(plan.rank_col or plan.score_col), "DOUBLE")
+    ord_expr = order if plan.rank_col else exp.Neg(this=order)
+    return _keyed_input(plan.recs, _keys(plan, True), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
 
 
 def truth_in(plan: Plan) -> exp.Select:
-    rel = exp.cast(_col(plan.relevance_col), "DOUBLE") if plan.relevance_col else exp.cast(exp.Literal.number(1), "DOUBLE")
-    keys = [exp.alias_(_col(c), r) for c, r in zip(plan.run_cols, _internal_runs(plan))] if plan.truth_has_runs else []
-    keys += [exp.alias_(_col(plan.user_col), "user_id"), exp.alias_(_col(plan.item_col), "item_id")]
-    if plan.duplicates == "best":
-        select = exp.select(*keys, exp.alias_(exp.Max(this=rel), "relevance")).from_(plan.truth.copy())
-        return select.group_by(*[exp.column(k.alias) for k in keys])
-    return exp.select(*keys, exp.alias_(rel, "relevance")).from_(plan.truth.copy())
+    """Truth with internal names; relevance 1 for every row when there is no relevance column."""
+    rel = exp.cast(_col(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
+    return _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs), rel, "relevance",
+                        exp.Max if plan.duplicates == "best" else None)
 
 
 def _items_in(plan: Plan) -> exp.Select:

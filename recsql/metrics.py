@@ -200,22 +200,25 @@ def _check_k(spec: MetricSpec, k: object) -> int | None:
     return k
 
 
-def _split_options(text: str, whole: str) -> dict[str, str]:
-    """Split ``a=1,b=f(x, y)`` on top-level commas (parentheses and quotes respected)."""
-    parts, depth, quote, start = [], 0, "", 0
+def _top_level(text: str):
+    """Yield (index, char, depth) for the characters of ``text`` outside quotes; depth counts the
+    parentheses open before the character (a closing one already counted off)."""
+    depth, quote = 0, ""
     for i, ch in enumerate(text):
         if quote:
             quote = "" if ch == quote else quote
-        elif ch in "'\"":
+            continue
+        if ch in "'\"":
             quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
+            continue
+        depth += (ch == "(") - (ch == ")")
+        yield i, ch, depth
+
+
+def _split_options(text: str, whole: str) -> dict[str, str]:
+    """Split ``a=1,b=f(x, y)`` on top-level commas (parentheses and quotes respected)."""
+    cuts = [i for i, ch, depth in _top_level(text) if ch == "," and depth == 0]
+    parts = [text[a + 1:b] for a, b in zip([-1] + cuts, cuts + [len(text)])]
     options: dict[str, str] = {}
     for part in filter(str.strip, parts):
         key, sep, value = part.partition("=")
@@ -253,19 +256,12 @@ def parse_metric(text: Union[str, Metric]) -> Metric:
 
 
 def _matching_paren(text: str, whole: str) -> int:
-    depth, quote = 0, ""
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
+    """Index of the parenthesis closing the one that opens ``text``."""
+    for i, ch, depth in _top_level(text):
+        if ch == ")" and depth == 0:
+            return i
     raise RecsqlError(f"cannot read metric {whole!r}: unbalanced parentheses")
+
 
 
 def parse_metrics(metrics) -> list[Metric]:
