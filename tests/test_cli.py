@@ -89,3 +89,14 @@ def test_installed_console_script_runs():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("model,n_users,ndcg@10")
+
+
+def test_progress_bar_is_switched_on_only_when_asked():
+    from recsql.engines.duckdb import DuckDBRunner
+    setting = "SELECT current_setting('enable_progress_bar')"
+    with DuckDBRunner(progress=True) as runner:
+        assert runner.fetch_rows(setting) == [(True,)]
+    user = duckdb.connect()
+    before = user.execute(setting).fetchall()
+    with DuckDBRunner(user) as runner:
+        assert runner.fetch_rows(setting) == before
