@@ -1,4 +1,4 @@
-"""The public entry points: :func:`evaluate` (run on DuckDB) and :func:`to_sql` (render the query)."""
+"""The public entry points: :func:`evaluate` (run on an engine) and :func:`to_sql` (render the query)."""
 from __future__ import annotations
 
 import time
@@ -12,14 +12,16 @@ import sqlglot
 from sqlglot import exp
 
 from .compose import Plan, compose, finalize, recs_in, truth_in
-from .engines.duckdb import DuckDBRunner
+from .dialects import dialect as get_dialect
+from .dialects import render
+from .engines import runner_for
+from .engines.base import Runner
 from .errors import RecsqlError
 from .metrics import Metric, parse_metrics
-from .sources import Source, bind, file_relation, looks_like_path, table_relation
-from .validate import duplicate_report, require_number, require_same_ids, resolve_column
+from .sources import Source, bind
+from .validate import duplicate_report, family, require_number, require_same_ids, resolve_column
 
 DUPLICATE_POLICIES = ("error", "best", "max")
-SUPPORTED_DIALECTS = ("duckdb",)
 
 
 class RecsqlWarning(UserWarning):
@@ -34,8 +36,8 @@ class Evaluation:
     per_user: pd.DataFrame
     metrics: list[Metric]
     sql: str = field(repr=False)
+    engine: str = "DuckDB"
     seconds: float = 0.0
-    rows_in: int | None = None
 
     def __repr__(self) -> str:
         return f"Evaluation({', '.join(map(str, self.metrics))})\n{self.summary.to_string(index=False)}"
@@ -51,11 +53,22 @@ def _check_options(population: str, duplicates: str, threshold: float, rank_col:
         raise RecsqlError("recs need an order: pass score_col='<column>' (higher is better) or rank_col='<column>' (1 is best)")
 
 
-def _plan(recs: Source, truth: Source, items: Source | None, **kw: Any) -> Plan:
-    return Plan(recs=recs.relation, truth=truth.relation, items=items.relation if items else None, **kw)
+def _plan(recs: exp.Expression, truth: exp.Expression, items: exp.Expression | None, cols: dict[str, Any],
+          target: str, **resolved: Any) -> Plan:
+    """The composer's plan from the user's options (``resolved`` overrides columns found by validation)."""
+    settings = dict(
+        user_col=cols["user_col"], item_col=cols["item_col"],
+        score_col=None if cols["rank_col"] else cols["score_col"], rank_col=cols["rank_col"],
+        relevance_col=cols["relevance_col"], price_col=cols["price_col"], run_cols=tuple(cols["run_cols"]),
+        threshold=cols["threshold"], population=cols["population"],
+        duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
+        id_collation=get_dialect(target).collation,
+    )
+    settings.update(resolved)
+    return Plan(recs=recs, truth=truth, items=items, **settings)
 
 
-def _validated_plan(runner: DuckDBRunner, recs: Source, truth: Source, items: Source | None,
+def _validated_plan(runner: Runner, recs: Source, truth: Source, items: Source | None,
                     cols: dict[str, Any], metrics: list[Metric]) -> Plan:
     for src in filter(None, (recs, truth, items)):
         src.columns = runner.describe(src)
@@ -64,12 +77,8 @@ def _validated_plan(runner: DuckDBRunner, recs: Source, truth: Source, items: So
     t_user = resolve_column(truth, cols["user_col"], "user_col")
     t_item = resolve_column(truth, cols["item_col"], "item_col")
     require_same_ids(recs, truth, [("user", user, t_user), ("item", item, t_item)])
-    if cols["rank_col"]:
-        order = resolve_column(recs, cols["rank_col"], "rank_col")
-        require_number(recs, order, "rank (1 is best)")
-    else:
-        order = resolve_column(recs, cols["score_col"], "score_col")
-        require_number(recs, order, "score (higher is better)")
+    order = resolve_column(recs, cols["rank_col"] or cols["score_col"], "rank_col" if cols["rank_col"] else "score_col")
+    require_number(recs, order, "rank (1 is best)" if cols["rank_col"] else "score (higher is better)")
     relevance = None
     if cols["relevance_col"] and (cols["relevance_col"] in truth.columns or cols["relevance_col"] != "relevance"):
         relevance = resolve_column(truth, cols["relevance_col"], "relevance_col")
@@ -81,36 +90,52 @@ def _validated_plan(runner: DuckDBRunner, recs: Source, truth: Source, items: So
         price = resolve_column(items, price, "price_col")
         require_number(items, price, "price")
         resolve_column(items, cols["item_col"], "item_col")
-    # Different spellings of one column (DuckDB matches names case-insensitively) are fine here.
-    return _plan(recs, truth, items, user_col=user, item_col=item,
-                 score_col=None if cols["rank_col"] else order, rank_col=order if cols["rank_col"] else None,
-                 relevance_col=relevance, price_col=price, run_cols=runs,
-                 truth_has_runs=len(truth_has) == len(runs) and bool(runs),
-                 threshold=cols["threshold"], population=cols["population"],
-                 duplicates="best" if cols["duplicates"] in ("best", "max") else "error")
+    text_ids = frozenset(internal for internal, column in (("user_id", user), ("item_id", item))
+                         if family(recs.columns[column]) != "number")
+    return _plan(recs.relation, truth.relation, items.relation if items else None, cols, runner.dialect,
+                 user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,
+                 rank_col=order if cols["rank_col"] else None, relevance_col=relevance, price_col=price,
+                 run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids)
 
 
-def _check_duplicates(runner: DuckDBRunner, plan: Plan, recs_columns: list[str]) -> None:
+def _null_count(column: str) -> exp.Expression:
+    is_null = exp.Is(this=exp.column(exp.to_identifier(column, quoted=True)), expression=exp.null())
+    return exp.Sum(this=exp.Case(ifs=[exp.If(this=is_null, true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+
+
+def _check_nulls(runner: Runner, plan: Plan) -> None:
+    """NULL ids, scores, ranks or relevances are refused: a NULL would silently change a ranking."""
+    order = plan.rank_col or plan.score_col
+    checks = [("recs", plan.recs, [*plan.run_cols, plan.user_col, plan.item_col, order]),
+              ("truth", plan.truth, [plan.user_col, plan.item_col] + ([plan.relevance_col] if plan.relevance_col else []))]
+    for role, relation, columns in checks:
+        query = exp.select(*[exp.alias_(_null_count(c), f"n{i}") for i, c in enumerate(columns)]).from_(relation.copy())
+        row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
+        for column, count in zip(columns, row):
+            if count:
+                raise RecsqlError(f"{role} column {column!r} has {int(count)} NULL value(s); recsql needs every "
+                                  f"{column!r} set: drop or fill those rows first (e.g. WHERE {column} IS NOT NULL)")
+
+
+def _check_duplicates(runner: Runner, plan: Plan, recs_columns: list[str]) -> None:
     """Under duplicates='error': refuse duplicated (run, user, item) recs and (user, item) truth."""
     runs = [f"_run{i}" for i in range(len(plan.run_cols))]
-    truth_runs = runs if plan.truth_has_runs else []
-    checks = [
-        (recs_in(plan), runs, "recs", "Pass duplicates='best' to keep each item's best-ranked row."),
-        (truth_in(plan), truth_runs, "truth", "Pass duplicates='max' to keep the highest relevance."),
-    ]
     known = {c.lower() for c in (plan.user_col, plan.item_col, plan.score_col or "", plan.rank_col or "", *plan.run_cols)}
     extra = [c for c in recs_columns if c.lower() not in known]
+    recs_fix = "Pass duplicates='best' to keep each item's best-ranked row."
     if extra:
-        checks[0] = (checks[0][0], checks[0][1], checks[0][2],
-                     f"If recs hold several runs, name their key columns: run_cols={extra[:3]!r} "
-                     f"(CLI: --run-col {extra[0]}); otherwise pass duplicates='best' to keep each item's best-ranked row.")
+        recs_fix = (f"If recs hold several runs, name their key columns: run_cols={extra[:3]!r} "
+                    f"(CLI: --run-col {extra[0]}); otherwise pass duplicates='best' to keep each item's best-ranked row.")
+    checks = [(recs_in(plan), runs, "recs", recs_fix),
+              (truth_in(plan), runs if plan.truth_has_runs else [], "truth",
+               "Pass duplicates='max' to keep the highest relevance.")]
     for body, run_keys, role, fix in checks:
         keys = run_keys + ["user_id", "item_id"]
         names = list(plan.run_cols[: len(run_keys)]) + [plan.user_col, plan.item_col]
         groups = exp.select(*keys).from_(exp.Subquery(this=body, alias="s")).group_by(*keys).having("COUNT(*) > 1")
         query = (exp.select(*keys, exp.alias_(sqlglot.parse_one("COUNT(*) OVER ()"), "_total"))
                  .from_(exp.Subquery(this=groups, alias="d")).order_by(*keys).limit(3))
-        rows = runner.fetch_rows(query.sql("duckdb"))
+        rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
         if rows:
             raise duplicate_report([r[:-1] for r in rows], rows[0][-1], role, names, fix)
 
@@ -134,13 +159,15 @@ def evaluate(
     duplicates: str = "error",
     progress: bool = False,
 ) -> Evaluation:
-    """Evaluate recommendations against truth with any set of metrics, in ONE DuckDB query.
+    """Evaluate recommendations against truth with any set of metrics, in ONE query on one engine.
 
-    ``recs``/``truth``/``items``: a table or view name, a Parquet/CSV/JSON path or glob, a pandas or
-    polars DataFrame, or an Arrow table. ``con``: a DuckDB connection, or a ``.duckdb`` file path
-    (opened read-only). Returns an :class:`Evaluation` with ``summary`` (one row per run: run keys,
-    ``n_users``, one column per metric named by its canonical string, ``users_without_recs``,
-    ``recs_users_without_truth``) and ``per_user``. Definitions: SPEC §2-3 / README.
+    ``con``: None (an in-memory DuckDB), a DuckDB connection, a ``.duckdb`` file path (opened
+    read-only), or a sqlite3 / psycopg / PyMySQL / MariaDB connection, a SparkSession, a chdb
+    session or a DataFusion SessionContext. ``recs``/``truth``/``items``: a table or view name; on
+    DuckDB also a Parquet/CSV/JSON path or glob, a pandas or polars DataFrame, or an Arrow table;
+    on Spark also a Spark DataFrame. Returns an :class:`Evaluation` with ``summary`` (one row per
+    run: run keys, ``n_users``, one column per metric named by its canonical string,
+    ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. Definitions: README.
 
     >>> import pandas as pd
     >>> recs = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [10, 11, 10], "score": [0.9, 0.8, 0.7]})
@@ -154,24 +181,20 @@ def evaluate(
                 relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
                 threshold=threshold, population=population, duplicates=duplicates)
     started = time.perf_counter()
-    with DuckDBRunner(con, progress=progress) as runner:
+    with runner_for(con, progress=progress) as runner:
         sources: list[Source] = []
         try:
-            recs_src = bind("recs", recs, runner.cursor); sources.append(recs_src)
-            truth_src = bind("truth", truth, runner.cursor); sources.append(truth_src)
-            items_src = bind("items", items, runner.cursor) if items is not None else None
-            if items_src:
-                sources.append(items_src)
+            for role, obj in (("recs", recs), ("truth", truth), ("items", items)):
+                if obj is not None:
+                    sources.append(bind(role, obj, runner))
+            recs_src, truth_src = sources[0], sources[1]
+            items_src = sources[2] if items is not None else None
             plan = _validated_plan(runner, recs_src, truth_src, items_src, cols, parsed)
+            _check_nulls(runner, plan)
             if duplicates == "error":
                 _check_duplicates(runner, plan, list(recs_src.columns))
-            statement = compose(plan, parsed, output="raw")
-            sql = statement.sql("duckdb", pretty=True)
-            try:
-                raw = runner.fetch(sql)
-            except duckdb.Error as err:
-                raise RecsqlError(f"the evaluation query failed on DuckDB: {str(err).splitlines()[0]}. "
-                                  "Check the input columns' contents (ids, scores, relevance).") from None
+            sql = render(compose(plan, parsed, output="raw"), runner.dialect)
+            raw = runner.fetch(sql)
         finally:
             for src in sources:
                 src.cleanup()
@@ -180,12 +203,13 @@ def evaluate(
         if row.n_users == 0:
             warnings.warn("no user has a relevant truth item (relevance >= threshold"
                           f" = {threshold}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
-    return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql,
-                      seconds=time.perf_counter() - started, rows_in=None)
+    return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
+                      seconds=time.perf_counter() - started)
 
 
 def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per-user rows and the summary from the query's raw rows, computed by the same SQL as to_sql."""
+    """Per-user rows and the summary from the query's raw rows (the engine's per-user values),
+    finished by the same SQL :func:`to_sql` appends, run on a private in-memory DuckDB."""
     con = duckdb.connect()
     try:
         con.register("per_user", raw)
@@ -212,38 +236,37 @@ def to_sql(
     price_col: str = "price",
     run_cols: Iterable[str] = (),
     truth_has_run_cols: bool = False,
+    text_ids: Iterable[str] = (),
     threshold: float = 1,
     population: str = "relevant",
     duplicates: str = "error",
     pretty: bool = True,
 ) -> str:
-    """The SQL that :func:`evaluate` runs, for (qualified) table names or file paths.
+    """The SQL that :func:`evaluate` runs, for (qualified) table names or file paths, in ``dialect``.
 
     ``output``: ``summary`` (one row per run) or ``per_user``. With ``duplicates='error'`` the SQL
-    assumes the inputs have no duplicate keys (``evaluate`` checks this first); ``'best'`` / ``'max'``
-    de-duplicate inside the query. ``relevance_col=None``: every truth row has relevance 1.
+    assumes the inputs have no duplicate keys and no NULLs (``evaluate`` checks both first);
+    ``'best'`` / ``'max'`` de-duplicate inside the query. ``text_ids``: the id columns
+    (``user_col``/``item_col``) that hold strings, so that dialects whose default collation is not
+    bytewise (PostgreSQL, MySQL, SQL Server) compare them with a binary collation.
 
     >>> "ROW_NUMBER() OVER" in to_sql(["ndcg@10"], recs="db.recs", truth="db.truth")
     True
     """
-    if dialect not in SUPPORTED_DIALECTS:
-        raise RecsqlError(f"dialect {dialect!r} is not supported yet; supported: {', '.join(SUPPORTED_DIALECTS)}")
     if output not in ("summary", "per_user"):
         raise RecsqlError(f"output={output!r} is not valid; choose summary or per_user")
+    target = get_dialect(dialect)
     parsed = parse_metrics(metrics)
     _check_options(population, duplicates, threshold, rank_col, score_col)
-
-    def relation(value: str | None, role: str) -> exp.Expression | None:
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise RecsqlError(f"to_sql: {role} must be a table name or a file path, got {type(value).__name__}")
-        return file_relation(value) if looks_like_path(value) else table_relation(value)
-
-    plan = Plan(recs=relation(recs, "recs"), truth=relation(truth, "truth"), items=relation(items, "items"),
-                user_col=user_col, item_col=item_col, score_col=None if rank_col else score_col,
-                rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
-                run_cols=tuple(run_cols), truth_has_runs=truth_has_run_cols and bool(tuple(run_cols)),
-                threshold=threshold, population=population,
-                duplicates="best" if duplicates in ("best", "max") else "error")
-    return compose(plan, parsed, output=output).sql(dialect, pretty=pretty)
+    cols = dict(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+                relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
+                threshold=threshold, population=population, duplicates=duplicates)
+    relations = [bind(role, value, None).relation if value is not None else None
+                 for role, value in (("recs", recs), ("truth", truth), ("items", items))]
+    named = {user_col: "user_id", item_col: "item_id"}
+    unknown = [c for c in text_ids if c not in named]
+    if unknown:
+        raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {user_col!r} and/or {item_col!r}")
+    plan = _plan(*relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(tuple(run_cols)),
+                 text_ids=frozenset(named[c] for c in text_ids))
+    return render(compose(plan, parsed, output=output), target.name, pretty=pretty)

@@ -41,7 +41,8 @@ class Plan:
     threshold: float = 1.0
     population: str = "relevant"
     duplicates: str = "error"
-    options: dict = field(default_factory=dict)
+    text_ids: frozenset = frozenset()  # internal id columns ("user_id", "item_id") holding strings
+    id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
 
 
 def _col(name: str, table: str | None = None) -> exp.Column:
@@ -64,9 +65,18 @@ def _keyed_input(relation: exp.Expression, keys: list[exp.Expression], value: ex
     return select.group_by(*[exp.column(k.alias) for k in keys])
 
 
+def _id(plan: Plan, column: str, internal: str) -> exp.Expression:
+    """An id column, with the dialect's binary collation when it holds text."""
+    if internal in plan.text_ids and plan.id_collation:
+        collation = sqlglot.parse_one(plan.id_collation, into=exp.Column) if plan.id_collation.startswith('"') \
+            else exp.var(plan.id_collation)
+        return exp.alias_(exp.Collate(this=_col(column), expression=collation), internal)
+    return exp.alias_(_col(column), internal)
+
+
 def _keys(plan: Plan, with_runs: bool) -> list[exp.Expression]:
     keys = [exp.alias_(_col(c), r) for c, r in zip(plan.run_cols, _internal_runs(plan))] if with_runs else []
-    return keys + [exp.alias_(_col(plan.user_col), "user_id"), exp.alias_(_col(plan.item_col), "item_id")]
+    return keys + [_id(plan, plan.user_col, "user_id"), _id(plan, plan.item_col, "item_id")]
 
 
 def recs_in(plan: Plan) -> exp.Select:

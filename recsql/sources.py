@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import glob
 import os
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -73,42 +72,32 @@ def file_relation(path: str) -> exp.Expression:
     return exp.Anonymous(this=reader, expressions=[exp.Literal.string(path)])
 
 
-def _is_dataframe(obj: Any) -> bool:
-    module = type(obj).__module__.split(".")[0]
-    return module in {"pandas", "polars", "pyarrow"}
+def bind(role: str, obj: Any, runner: Any | None) -> Source:
+    """Bind one input (``role`` is 'recs', 'truth' or 'items') for ``runner`` (None: render only).
 
-
-def bind(role: str, obj: Any, con: Any | None) -> Source:
-    """Bind one input (``role`` is 'recs', 'truth' or 'items') to a relation on ``con``."""
+    A string is a file path (when the engine reads files and it looks like one and is not a table
+    there) or a table name; anything else is a DataFrame the runner may register for this run."""
     if isinstance(obj, os.PathLike):
         obj = os.fspath(obj)
     if isinstance(obj, str):
-        if looks_like_path(obj) and not (con is not None and _is_table(con, obj)):
+        reads_files = runner is None or runner.reads_files
+        if reads_files and looks_like_path(obj) and not (runner is not None and runner.is_table(table_relation_or_none(obj))):
             relation = file_relation(obj)
-            if con is not None and not (glob.glob(obj) or obj.startswith(("s3://", "gs://", "http://", "https://"))):
+            if runner is not None and not (glob.glob(obj) or obj.startswith(("s3://", "gs://", "http://", "https://"))):
                 raise RecsqlError(f"{role}: file {obj!r} does not exist; check the path (globs like 'data/*.parquet' are allowed)")
             return Source(role, relation, described=f"file {obj!r}")
         return Source(role, table_relation(obj), described=f"table {obj!r}")
-    if _is_dataframe(obj):
-        if con is None:
-            raise RecsqlError(f"{role}: a DataFrame needs an engine to run on; use recsql.evaluate, or pass a table name to to_sql")
-        name = f"__recsql_{role}_{uuid.uuid4().hex[:12]}"
-        frame = obj.to_arrow() if type(obj).__module__.startswith("polars") else obj
-        if len(getattr(frame, "columns", ())) == 0:
-            raise RecsqlError(f"{role}: the {type(obj).__name__} has no columns; it needs at least "
-                              "the user and item columns (see the README's input contract)")
-        con.register(name, frame)
-        return Source(role, exp.Table(this=exp.to_identifier(name, quoted=True)),
-                      cleanup=lambda: con.unregister(name), described=f"{type(obj).__name__}")
+    if runner is None:
+        raise RecsqlError(f"{role}: to render SQL, pass a table name or a file path, not a {type(obj).__name__}")
+    if type(obj).__module__.split(".")[0] in {"pandas", "polars", "pyarrow", "pyspark"}:
+        return runner.bind_frame(role, obj)
     raise RecsqlError(
         f"{role}: cannot read a {type(obj).__name__}; pass a table or view name, a Parquet/CSV/JSON path "
         "or glob, a pandas or polars DataFrame, or an Arrow table")
 
 
-def _is_table(con: Any, name: str) -> bool:
-    """True when ``name`` resolves to a table or view on the DuckDB connection."""
+def table_relation_or_none(name: str) -> exp.Expression | None:
     try:
-        con.execute(f"DESCRIBE {table_relation(name).sql('duckdb')}")
-        return True
-    except Exception:  # noqa: BLE001 - any failure means: not a table
-        return False
+        return table_relation(name)
+    except RecsqlError:
+        return None

@@ -25,13 +25,13 @@ truth_runs AS (
 ),
 truth_users AS (
     SELECT run_keys, user_id,
-        SUM(CASE WHEN relevance >= $threshold THEN 1 ELSE 0 END) AS n_rel
+        CAST(SUM(CASE WHEN relevance >= $threshold THEN 1 ELSE 0 END) AS BIGINT) AS n_rel
     FROM truth_runs
     GROUP BY run_keys, user_id
 ),
 list_ranked AS (
     SELECT run_keys, user_id, item_id,
-        ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY ord ASC, item_id ASC) AS rank
+        CAST(ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
     FROM recs_in
 ),
 list_judged AS (
@@ -44,23 +44,23 @@ list_judged AS (
 ),
 list_rows AS (
     SELECT run_keys, user_id, item_id, rank, relevance, hit,
-        SUM(hit) OVER (PARTITION BY run_keys, user_id ORDER BY rank
-                       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS hits_cum
+        CAST(SUM(hit) OVER (PARTITION BY run_keys, user_id ORDER BY rank
+                            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS hits_cum
     FROM list_judged
 ),
 truth_rows AS (
     SELECT run_keys, user_id, item_id, relevance,
         CASE WHEN relevance >= $threshold THEN 1 ELSE 0 END AS hit,
-        ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY relevance DESC, item_id ASC) AS ideal_rank
+        CAST(ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
     FROM truth_runs
 ),
 list_ideal_cuts AS (
     SELECT k FROM cutoffs
 ),
 list_ideal AS (
-    SELECT l.run_keys, l.user_id, l.item_id, l.relevance, l.hit, c.k AS cut,
-        ROW_NUMBER() OVER (PARTITION BY l.run_keys, l.user_id, c.k
-                           ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC) AS ideal_rank
+    SELECT l.run_keys, l.user_id, l.item_id, l.relevance, l.hit, CAST(c.k AS BIGINT) AS cut,
+        CAST(ROW_NUMBER() OVER (PARTITION BY l.run_keys, l.user_id, c.k
+                                ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC) AS BIGINT) AS ideal_rank
     FROM list_rows AS l JOIN list_ideal_cuts AS c ON l.rank <= c.k
 ),
 digits AS (
@@ -72,7 +72,7 @@ slot_positions AS (
     FROM digits AS a CROSS JOIN digits AS b CROSS JOIN digits AS c CROSS JOIN digits AS e
 ),
 slots AS (
-    SELECT u.run_keys, u.user_id, p.pos AS ideal_rank
+    SELECT u.run_keys, u.user_id, CAST(p.pos AS BIGINT) AS ideal_rank
     FROM truth_users AS u CROSS JOIN slot_positions AS p
     WHERE p.pos <= $max_slot_k
 ),

@@ -67,9 +67,9 @@ def test_user_data_is_not_changed():
     pd.testing.assert_frame_equal(truth, TRUTH)
 
 
-def test_to_sql_refuses_dialects_it_cannot_vouch_for_yet():
-    with pytest.raises(recsql.RecsqlError, match="not supported yet"):
-        recsql.to_sql(["ndcg@10"], dialect="bigquery")
+def test_to_sql_refuses_dialects_it_cannot_vouch_for():
+    with pytest.raises(recsql.RecsqlError, match="dialect 'druid' is not supported: recsql renders for athena, bigquery"):
+        recsql.to_sql(["ndcg@10"], dialect="druid")
 
 
 def test_hostile_table_names_are_quoted_identifiers():

@@ -1,1 +1,40 @@
-"""One small runner per engine, all with the same interface (see :class:`engines.duckdb.DuckDBRunner`)."""
+"""One small runner per engine, all with the interface of :class:`recsql.engines.base.Runner`.
+
+:func:`runner_for` picks the runner from the connection's type; engines are imported lazily, so
+only DuckDB is a hard dependency.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from ..errors import RecsqlError
+from .base import Runner
+
+# top-level module of the connection object's class -> (runner module, runner class)
+ENGINES: dict[str, tuple[str, str]] = {
+    "duckdb": ("duckdb", "DuckDBRunner"),
+    "sqlite3": ("sqlite", "SQLiteRunner"),
+    "psycopg": ("postgres", "PostgresRunner"),
+    "pymysql": ("mysql", "MySQLRunner"),
+    "MySQLdb": ("mysql", "MySQLRunner"),
+    "mariadb": ("mysql", "MySQLRunner"),
+    "pyspark": ("spark", "SparkRunner"),
+    "chdb": ("clickhouse", "ClickHouseRunner"),
+    "datafusion": ("datafusion", "DataFusionRunner"),
+}
+
+
+def runner_for(con: Any, *, progress: bool = False) -> Runner:
+    """The runner for ``con``: None or a ``.duckdb`` path -> DuckDB; else by the connection's type."""
+    from .duckdb import DuckDBRunner
+    if con is None or isinstance(con, (str, os.PathLike)):
+        return DuckDBRunner(con, progress=progress)
+    top = type(con).__module__.split(".")[0].lstrip("_")  # DuckDB's class lives in `_duckdb`
+    if top not in ENGINES:
+        known = "a DuckDB connection or .duckdb path, sqlite3, psycopg, PyMySQL/MariaDB, SparkSession, chdb session, DataFusion SessionContext"
+        raise RecsqlError(f"con: recsql cannot run on a {type(con).__module__}.{type(con).__name__}; it takes {known}")
+    module, cls = ENGINES[top]
+    runner_cls = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    return runner_cls(con, progress=progress) if module == "duckdb" else runner_cls(con)

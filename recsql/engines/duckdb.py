@@ -4,19 +4,24 @@ user's connection, and never writes to the database."""
 from __future__ import annotations
 
 import os
+import uuid
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+from sqlglot import exp
 
 from ..errors import RecsqlError
 from ..sources import Source
+from .base import Runner
 
 
-class DuckDBRunner:
+class DuckDBRunner(Runner):
     """Owns one cursor for one evaluation; use as a context manager."""
 
+    name = "DuckDB"
     dialect = "duckdb"
+    reads_files = True
 
     def __init__(self, con: Any = None, *, progress: bool = False) -> None:
         self._owned = None
@@ -36,23 +41,37 @@ class DuckDBRunner:
             base = con
         else:
             raise RecsqlError(f"con: expected a DuckDB connection or a .duckdb file path, got {type(con).__name__}")
+        super().__init__(base)
         self.cursor = base.cursor()
         if progress:
             self.cursor.execute("SET enable_progress_bar = true")
-
-    def __enter__(self) -> "DuckDBRunner":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self.cursor.close()
         if self._owned is not None:
             self._owned.close()
 
+    def bind_frame(self, role: str, frame: Any) -> Source:
+        """Register a pandas/polars DataFrame or Arrow table on the runner's cursor for this run."""
+        if len(getattr(frame, "columns", ())) == 0:
+            raise RecsqlError(f"{role}: the {type(frame).__name__} has no columns; it needs at least "
+                              "the user and item columns (see the README's input contract)")
+        name = f"__recsql_{role}_{uuid.uuid4().hex[:12]}"
+        data = frame.to_arrow() if type(frame).__module__.startswith("polars") else frame
+        self.cursor.register(name, data)
+        return Source(role, exp.Table(this=exp.to_identifier(name, quoted=True)),
+                      cleanup=lambda: self.cursor.unregister(name), described=type(frame).__name__)
+
+    def is_table(self, relation: exp.Expression | None) -> bool:
+        if relation is None:
+            return False
+        try:
+            self.cursor.execute(f"DESCRIBE {relation.sql('duckdb')}").fetchall()
+            return True
+        except duckdb.Error:
+            return False
+
     def describe(self, source: Source) -> dict[str, str]:
-        """Column name -> DuckDB type of a bound input; a clear error when it cannot be read."""
         sql = f"DESCRIBE SELECT * FROM {source.relation.sql('duckdb')}"
         try:
             rows = self.cursor.execute(sql).fetchall()
@@ -60,15 +79,16 @@ class DuckDBRunner:
             raise RecsqlError(f"{source.role}: {source.described} does not exist in the database; "
                               "check the name, or pass a file path or a DataFrame") from None
         except duckdb.Error as err:
-            first = str(err).splitlines()[0]
-            raise RecsqlError(f"{source.role}: cannot read {source.described}: {first}") from None
+            raise RecsqlError(f"{source.role}: cannot read {source.described}: {str(err).splitlines()[0]}") from None
         return {name: typ for name, typ, *_ in rows}
 
     def fetch(self, sql: str) -> pa.Table:
-        """Run one statement and return its rows as an Arrow table."""
-        relation = self.cursor.sql(sql)
-        to_arrow = getattr(relation, "to_arrow_table", None) or relation.arrow  # DuckDB 2 / DuckDB 1
-        return to_arrow()
+        try:
+            relation = self.cursor.sql(sql)
+            to_arrow = getattr(relation, "to_arrow_table", None) or relation.arrow  # DuckDB 2 / DuckDB 1
+            return to_arrow()
+        except duckdb.Error as err:
+            raise self.failed(err) from None
 
     def fetch_rows(self, sql: str) -> list[tuple]:
         return self.cursor.execute(sql).fetchall()

@@ -1,0 +1,70 @@
+"""What every engine runner provides; see :mod:`recsql.engines` for the registry."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..errors import RecsqlError
+from ..sources import Source
+
+
+class Runner:
+    """Runs recsql's statements on one engine connection, for one evaluation.
+
+    Subclasses set ``name`` (shown to users), ``dialect`` (a key of :data:`recsql.dialects.DIALECTS`)
+    and implement :meth:`describe` and :meth:`fetch`. Runners never create tables in the user's
+    database; inputs must already be tables there, except where :meth:`bind_frame` says otherwise.
+    """
+
+    name = "engine"
+    dialect = "duckdb"
+    reads_files = False  # can it read Parquet/CSV paths itself?
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+
+    def __enter__(self) -> "Runner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release what the runner opened (never the user's connection)."""
+
+    def bind_frame(self, role: str, frame: Any) -> Source:
+        raise RecsqlError(f"{role}: a {type(frame).__name__} cannot be evaluated on {self.name}; "
+                          f"load it into a table there and pass the table name, or evaluate it with DuckDB (con=None)")
+
+    def is_table(self, relation: Any) -> bool:
+        """Whether a name that looks like a path is in fact a table (only engines reading files ask)."""
+        return False
+
+    def describe(self, source: Source) -> dict[str, str]:
+        """Column name -> the engine's type name, for a bound input."""
+        raise NotImplementedError
+
+    def fetch(self, sql: str) -> pd.DataFrame:
+        """Run one statement; return its rows."""
+        raise NotImplementedError
+
+    def fetch_rows(self, sql: str) -> list[tuple]:
+        frame = self.fetch(sql)
+        return [tuple(row) for row in frame.itertuples(index=False, name=None)]
+
+    def missing(self, source: Source, error: Exception) -> RecsqlError:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return RecsqlError(f"{source.role}: cannot read {source.described} on {self.name}: {first}. "
+                           "Check that the table exists and the name is spelled as in the database")
+
+    def failed(self, error: Exception) -> RecsqlError:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return RecsqlError(f"the evaluation query failed on {self.name}: {first}. "
+                           "Check the input columns' contents (ids, scores, relevance)")
+
+
+def frame_from_cursor(cursor: Any) -> pd.DataFrame:
+    """A DB-API cursor's result as a DataFrame."""
+    columns = [d[0] for d in cursor.description]
+    return pd.DataFrame.from_records(cursor.fetchall(), columns=columns)

@@ -1,0 +1,37 @@
+"""Run recsql's query on Spark SQL through a SparkSession; Spark DataFrames are accepted as inputs
+(registered as temporary views for one evaluation, dropped afterwards)."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pandas as pd
+from sqlglot import exp
+
+from ..sources import Source
+from .base import Runner
+
+
+class SparkRunner(Runner):
+    name = "Spark SQL"
+    dialect = "spark"
+
+    def bind_frame(self, role: str, frame: Any) -> Source:
+        if not type(frame).__module__.startswith("pyspark"):
+            return super().bind_frame(role, frame)
+        name = f"__recsql_{role}_{uuid.uuid4().hex[:12]}"
+        frame.createOrReplaceTempView(name)
+        return Source(role, exp.Table(this=exp.to_identifier(name, quoted=True)),
+                      cleanup=lambda: self.con.catalog.dropTempView(name), described="Spark DataFrame")
+
+    def describe(self, source: Source) -> dict[str, str]:
+        try:
+            return dict(self.con.sql(f"SELECT * FROM {source.relation.sql('spark')} LIMIT 0").dtypes)
+        except Exception as err:  # noqa: BLE001 - AnalysisException and friends
+            raise self.missing(source, err) from None
+
+    def fetch(self, sql: str) -> pd.DataFrame:
+        try:
+            return self.con.sql(sql).toPandas()
+        except Exception as err:  # noqa: BLE001
+            raise self.failed(err) from None
