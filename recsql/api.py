@@ -100,7 +100,8 @@ def _validated_plan(runner: Runner, recs: Source, truth: Source, items: Source |
 
 def _null_count(column: str) -> exp.Expression:
     is_null = exp.Is(this=exp.column(exp.to_identifier(column, quoted=True)), expression=exp.null())
-    return exp.Sum(this=exp.Case(ifs=[exp.If(this=is_null, true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+    count = exp.Sum(this=exp.Case(ifs=[exp.If(this=is_null, true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+    return exp.Coalesce(this=count, expressions=[exp.Literal.number(0)])  # SUM of no rows is NULL
 
 
 def _check_nulls(runner: Runner, plan: Plan) -> None:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from . import api
 from .errors import RecsqlError
+from .dialects import DIALECTS
 from .metrics import registry
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
@@ -75,6 +76,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, items=args.items, output=args.output,
+                     dialect=args.dialect, text_ids=args.text_ids,
                      truth_has_run_cols=args.truth_has_run_cols, **_column_kwargs(args)))
     return 0
 
@@ -111,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--truth", default="truth", help="truth table name or path (default: truth)")
     sq.add_argument("--items", help="items table name or path")
     sq.add_argument("--output", choices=("summary", "per_user"), default="summary")
+    sq.add_argument("--dialect", default="duckdb", help=f"target SQL dialect: {', '.join(sorted(DIALECTS))} (default duckdb)")
+    sq.add_argument("--text-id", action="append", default=[], dest="text_ids",
+                    help="an id column holding strings (binary collation where the dialect needs one); repeatable")
     sq.add_argument("--truth-has-run-cols", action="store_true", help="truth carries the run key columns too")
     _columns(sq)
     sq.set_defaults(func=cmd_sql)

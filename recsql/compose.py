@@ -199,6 +199,15 @@ def _expand_run_keys(tree: exp.Expression, keys: list[str]) -> exp.Expression:
     return tree
 
 
+def _alias_projections(tree: exp.Expression) -> exp.Expression:
+    """``SELECT s.user_id`` -> ``SELECT s.user_id AS user_id``: some engines (ClickHouse) keep the
+    qualifier in the output column's name otherwise."""
+    for select in tree.find_all(exp.Select):
+        select.set("expressions", [exp.alias_(e, e.name) if isinstance(e, exp.Column) and e.table else e
+                                   for e in select.expressions])
+    return tree
+
+
 def _drop_join(select: exp.Select, table: str) -> None:
     joins = [j for j in select.args.get("joins") or [] if j.this.alias_or_name != table]
     select.set("joins", joins or None)
@@ -311,7 +320,7 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
         for col in truth_runs.find_all(exp.Column):
             if col.table == "runs":
                 col.set("table", exp.to_identifier("t"))
-    return _expand_run_keys(stage, _internal_runs(plan))
+    return _alias_projections(_expand_run_keys(stage, _internal_runs(plan)))
 
 
 def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.Select:

@@ -10,20 +10,26 @@ from typing import Any, Callable
 from .errors import RecsqlError
 from .sources import Source
 
-_NUMERIC = re.compile(r"^(TINYINT|SMALLINT|INTEGER|INT|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT"
-                      r"|FLOAT|REAL|DOUBLE|DECIMAL(\(.*\))?|NUMERIC(\(.*\))?)$", re.I)
-_STRINGY = re.compile(r"^(VARCHAR|TEXT|STRING|CHAR|BPCHAR|UUID|BLOB)(\(.*\))?$", re.I)
+# Type names across engines: DuckDB, SQLite, PostgreSQL (psycopg names), MySQL, Spark, ClickHouse, Arrow.
+_NUMERIC = re.compile(r"^(TINYINT|SMALLINT|MEDIUMINT|INTEGER|INT|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT"
+                      r"|UHUGEINT|INT[248]|FLOAT[48]?|REAL|DOUBLE( PRECISION)?|DECIMAL(\(.*\))?|NUMERIC(\(.*\))?"
+                      r"|U?INT(8|16|32|64|128|256)|FLOAT(16|32|64)|DECIMAL(32|64|128|256)?\(.*\)|LONG|SHORT|BYTE)$", re.I)
+_STRINGY = re.compile(r"^(VARCHAR|TEXT|STRING|CHAR|BPCHAR|CHARACTER( VARYING)?|UUID|BLOB|UTF8|LARGE_?UTF8|UTF8_?VIEW"
+                      r"|FIXEDSTRING)(\(.*\))?$", re.I)
 
 Describe = Callable[[Source], dict[str, str]]
 
 
 def family(engine_type: str) -> str:
-    """'number', 'string' or 'other' for an engine type name."""
-    if _NUMERIC.match(engine_type.strip()):
+    """'number', 'string', 'unknown' (an untyped empty SQLite column) or 'other' for a type name."""
+    name = engine_type.strip()
+    inner = re.fullmatch(r"(?:Nullable|LowCardinality)\((.*)\)", name)
+    name = inner.group(1) if inner else name
+    if _NUMERIC.match(name):
         return "number"
-    if _STRINGY.match(engine_type.strip()):
+    if _STRINGY.match(name):
         return "string"
-    return "other"
+    return "unknown" if name.upper() == "UNKNOWN" else "other"
 
 
 def resolve_column(source: Source, column: str, option: str) -> str:
@@ -41,7 +47,7 @@ def resolve_column(source: Source, column: str, option: str) -> str:
 
 def require_number(source: Source, column: str, what: str) -> None:
     engine_type = source.columns[column]
-    if family(engine_type) != "number":
+    if family(engine_type) not in ("number", "unknown"):
         raise RecsqlError(
             f"{source.role} column {column!r} holds {engine_type}, but the {what} must be a number; "
             f"cast it (e.g. CAST({column} AS DOUBLE)) or name another column")

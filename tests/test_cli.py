@@ -100,3 +100,11 @@ def test_progress_bar_is_switched_on_only_when_asked():
     before = user.execute(setting).fetchall()
     with DuckDBRunner(user) as runner:
         assert runner.fetch_rows(setting) == before
+
+
+def test_sql_for_another_dialect(capsys):
+    assert main(["sql", "-m", "ndcg@10", "--dialect", "bigquery", "--recs", "proj.ds.recs", "--truth", "proj.ds.truth"]) == 0
+    sql = capsys.readouterr().out
+    assert "`proj`.`ds`.`recs`" in sql and "FLOAT64" in sql
+    assert main(["sql", "-m", "ndcg@10", "--dialect", "nosuchsql"]) == 2
+    assert "is not supported" in capsys.readouterr().err

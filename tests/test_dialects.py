@@ -95,3 +95,12 @@ def test_text_ids_get_a_binary_collation(dialect, collation):
 def test_unknown_text_id_column_is_refused():
     with pytest.raises(recsql.RecsqlError, match="'sku' is not an id column"):
         rendered("postgres", "core", text_ids=("sku",))
+
+
+def test_what_sqlglot_cannot_write_is_a_clear_error(monkeypatch):
+    """Without recsql's override for window NULL placement, MySQL cannot express DuckDB's NULLS LAST
+    in a window: that must surface as a RecsqlError naming the dialect, never as silent SQL."""
+    import recsql.dialects as dialects
+    monkeypatch.setattr(dialects, "_native_window_nulls", lambda tree, target: tree)
+    with pytest.raises(recsql.RecsqlError, match="cannot be written in mysql: 'NULLS LAST'"):
+        rendered("mysql", "core")

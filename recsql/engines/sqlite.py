@@ -25,6 +25,8 @@ class SQLiteRunner(Runner):
             con.create_function("POWER", 2, math.pow, deterministic=True)
 
     def describe(self, source: Source) -> dict[str, str]:
+        """SQLite columns have no fixed type: each column's storage class on a sample row, else its
+        declared type's affinity (SQLite's rules: INT -> INTEGER, CHAR/CLOB/TEXT -> TEXT, REAL/FLOA/DOUB -> REAL)."""
         sql = f"SELECT * FROM {source.relation.sql('sqlite')} LIMIT 1"
         try:
             cursor = self.con.execute(sql)
@@ -32,12 +34,33 @@ class SQLiteRunner(Runner):
         except sqlite3.Error as err:
             raise self.missing(source, err) from None
         names = [d[0] for d in cursor.description]
-        # SQLite columns have no fixed type: take each column's storage class on a sample row.
-        kinds = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB", type(None): "NULL"}
-        return {n: kinds.get(type(v), "TEXT") for n, v in zip(names, row or [None] * len(names))}
+        declared = self._declared(source)
+        kinds = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}
+        values = row or [None] * len(names)
+        return {n: kinds.get(type(v)) or _affinity(declared.get(n, "")) for n, v in zip(names, values)}
+
+    def _declared(self, source: Source) -> dict[str, str]:
+        table = source.relation
+        schema = table.args.get("db")
+        pragma = f"PRAGMA {schema.sql('sqlite') + '.' if schema else ''}table_xinfo({table.this.sql('sqlite')})"
+        try:
+            return {row[1]: row[2] or "" for row in self.con.execute(pragma).fetchall()}
+        except sqlite3.Error:
+            return {}
 
     def fetch(self, sql: str) -> pd.DataFrame:
         try:
             return frame_from_cursor(self.con.execute(sql))
         except sqlite3.Error as err:
             raise self.failed(err) from None
+
+
+def _affinity(declared: str) -> str:
+    upper = declared.upper()
+    if "INT" in upper:
+        return "INTEGER"
+    if any(word in upper for word in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if any(word in upper for word in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC" if upper else "UNKNOWN"

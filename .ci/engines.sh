@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Install the real engines the engine tests start (tests/servers.py, tests/engines.py):
+# PostgreSQL and MariaDB server binaries from Debian, a JRE for Spark if `java` is missing,
+# and the Python clients/engines from PyPI. Debian 12, run as root. Idempotent: when everything
+# is already there it only checks and returns (no apt-get update, no pip download).
+#
+# The tests start their own throw-away servers on free ports on 127.0.0.1, so the packages'
+# own services are neither needed nor wanted: no "main" PostgreSQL cluster is created and no
+# service is started during the install (policy-rc.d), and nothing is enabled afterwards.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+
+have_pg() {
+    local bindir=""
+    if command -v pg_config >/dev/null 2>&1; then bindir="$(pg_config --bindir)"; fi
+    [ -n "$bindir" ] && [ -x "$bindir/initdb" ] && [ -x "$bindir/pg_ctl" ] && return 0
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
+}
+have_mariadb() {
+    { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } &&
+        command -v mariadb-install-db >/dev/null 2>&1
+}
+
+packages=()
+have_pg || packages+=(postgresql)
+have_mariadb || packages+=(mariadb-server)
+# Spark (pyspark 4) needs Java 17 or newer.
+java_ok() {
+    command -v java >/dev/null 2>&1 || return 1
+    local v
+    v="$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
+    [ -n "$v" ] && [ "$v" -ge 17 ]
+}
+java_ok || packages+=(openjdk-17-jre-headless)
+
+if [ "${#packages[@]}" -gt 0 ]; then
+    echo "engines.sh: installing ${packages[*]}"
+    # Don't let the packages create a default cluster or start their services.
+    mkdir -p /etc/postgresql-common/createcluster.d
+    printf 'create_main_cluster = false\n' > /etc/postgresql-common/createcluster.d/recsql-no-main.conf
+    made_policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        made_policy=1
+        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    fi
+    mkdir -p /usr/share/man/man1  # openjdk postinst fails on slim images without it
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${packages[@]}"
+    if [ -n "$made_policy" ]; then rm -f /usr/sbin/policy-rc.d; trap - EXIT; fi
+    # If a service was started anyway (no policy-rc.d honoured), stop it: the tests don't use it.
+    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+        systemctl stop postgresql mariadb >/dev/null 2>&1 || true
+    fi
+else
+    echo "engines.sh: PostgreSQL, MariaDB and Java already installed"
+fi
+
+# The server binaries the tests need must now be there.
+have_pg || { echo "engines.sh: PostgreSQL initdb/pg_ctl still missing" >&2; exit 1; }
+have_mariadb || { echo "engines.sh: mariadbd/mariadb-install-db still missing" >&2; exit 1; }
+java_ok || { echo "engines.sh: java 17+ still missing" >&2; exit 1; }
+
+# Python side: skip pip entirely when every module already imports.
+if python3 -c "import psycopg, pymysql, pyspark, chdb, datafusion" >/dev/null 2>&1; then
+    echo "engines.sh: Python engine packages already installed"
+else
+    python3 -m pip install -q "psycopg[binary]" pymysql pyspark chdb datafusion
+fi
+
+python3 - <<'EOF'
+import importlib.metadata as md
+print("engines.sh:", ", ".join(f"{p} {md.version(p)}" for p in
+      ["psycopg", "psycopg-binary", "PyMySQL", "pyspark", "chdb", "datafusion"]))
+EOF
