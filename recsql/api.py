@@ -43,6 +43,12 @@ class Evaluation:
         return f"Evaluation({', '.join(map(str, self.metrics))})\n{self.summary.to_string(index=False)}"
 
 
+def _options(**cols: Any) -> dict[str, Any]:
+    """The column and definition options shared by evaluate and to_sql, checked."""
+    _check_options(cols["population"], cols["duplicates"], cols["threshold"], cols["rank_col"], cols["score_col"])
+    return cols
+
+
 def _check_options(population: str, duplicates: str, threshold: float, rank_col: str | None, score_col: str | None) -> None:
     if duplicates not in DUPLICATE_POLICIES:
         raise RecsqlError(f"duplicates={duplicates!r} is not valid; choose one of {', '.join(DUPLICATE_POLICIES)} "
@@ -177,10 +183,9 @@ def evaluate(
     [{'n_users': 2, 'mrr@10': 0.25, 'hit_rate@1': 0.0}]
     """
     parsed = parse_metrics(metrics)
-    _check_options(population, duplicates, threshold, rank_col, score_col)
-    cols = dict(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-                relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
-                threshold=threshold, population=population, duplicates=duplicates)
+    cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+                    relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
+                    threshold=threshold, population=population, duplicates=duplicates)
     started = time.perf_counter()
     with runner_for(con, progress=progress) as runner:
         sources: list[Source] = []
@@ -258,10 +263,9 @@ def to_sql(
         raise RecsqlError(f"output={output!r} is not valid; choose summary or per_user")
     target = get_dialect(dialect)
     parsed = parse_metrics(metrics)
-    _check_options(population, duplicates, threshold, rank_col, score_col)
-    cols = dict(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-                relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
-                threshold=threshold, population=population, duplicates=duplicates)
+    cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+                    relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
+                    threshold=threshold, population=population, duplicates=duplicates)
     relations = [bind(role, value, None).relation if value is not None else None
                  for role, value in (("recs", recs), ("truth", truth), ("items", items))]
     named = {user_col: "user_id", item_col: "item_id"}

@@ -68,3 +68,38 @@ def frame_from_cursor(cursor: Any) -> pd.DataFrame:
     """A DB-API cursor's result as a DataFrame."""
     columns = [d[0] for d in cursor.description]
     return pd.DataFrame.from_records(cursor.fetchall(), columns=columns)
+
+
+class DBAPIRunner(Runner):
+    """A runner over a DB-API connection whose cursors are context managers (psycopg, PyMySQL).
+
+    Subclasses name the columns' types (:meth:`type_name`) and may end the read-only transaction
+    the driver opened (:meth:`finish`)."""
+
+    def type_name(self, description: Any) -> str:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """Called after every statement, also a failed one."""
+
+    def _execute(self, sql: str) -> tuple[Any, pd.DataFrame | None]:
+        try:
+            with self.con.cursor() as cursor:
+                cursor.execute(sql)
+                rows = frame_from_cursor(cursor) if cursor.description else None
+                return cursor.description, rows
+        finally:
+            self.finish()
+
+    def describe(self, source: Source) -> dict[str, str]:
+        try:
+            described, _ = self._execute(f"SELECT * FROM {source.relation.sql(self.dialect)} LIMIT 0")
+        except Exception as err:  # noqa: BLE001 - any driver error: the input cannot be read
+            raise self.missing(source, err) from None
+        return {d[0]: self.type_name(d) for d in described}
+
+    def fetch(self, sql: str) -> pd.DataFrame:
+        try:
+            return self._execute(sql)[1]
+        except Exception as err:  # noqa: BLE001
+            raise self.failed(err) from None
