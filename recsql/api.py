@@ -38,6 +38,14 @@ class Evaluation:
     sql: str = field(repr=False)
     engine: str = "DuckDB"
     seconds: float = 0.0
+    inputs: tuple[str, ...] = ()  # the table names read (an output may not replace them)
+
+    def write(self, con: Any, summary: str | None = None, per_user: str | None = None) -> None:
+        """Write the summary and/or per-user rows as tables of a DuckDB database (a connection or a
+        ``.duckdb`` path), atomically; refuses to replace a table the evaluation read."""
+        from .output import write_tables
+        write_tables(con, {name: frame for name, frame in ((summary, self.summary), (per_user, self.per_user)) if name},
+                     protected=self.inputs)
 
     def __repr__(self) -> str:
         return f"Evaluation({', '.join(map(str, self.metrics))})\n{self.summary.to_string(index=False)}"
@@ -104,24 +112,44 @@ def _validated_plan(runner: Runner, recs: Source, truth: Source, items: Source |
                  run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids)
 
 
-def _null_count(column: str) -> exp.Expression:
-    is_null = exp.Is(this=exp.column(exp.to_identifier(column, quoted=True)), expression=exp.null())
-    count = exp.Sum(this=exp.Case(ifs=[exp.If(this=is_null, true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+_MAX_DOUBLE = exp.Literal.number("1.7976931348623157E308")
+
+
+def _count(condition: exp.Expression) -> exp.Expression:
+    count = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))], default=exp.Literal.number(0)))
     return exp.Coalesce(this=count, expressions=[exp.Literal.number(0)])  # SUM of no rows is NULL
 
 
-def _check_nulls(runner: Runner, plan: Plan) -> None:
-    """NULL ids, scores, ranks or relevances are refused: a NULL would silently change a ranking."""
+def _not_finite(column: exp.Expression) -> exp.Expression:
+    """NaN or ±infinity, on every engine: NaN compares greater than everything in DuckDB,
+    PostgreSQL and Spark and unequal to itself elsewhere (IEEE)."""
+    value = exp.cast(column, "DOUBLE")
+    return exp.or_(exp.GT(this=value, expression=_MAX_DOUBLE.copy()),
+                   exp.LT(this=value.copy(), expression=exp.Neg(this=_MAX_DOUBLE.copy())),
+                   exp.NEQ(this=value.copy(), expression=value.copy()))
+
+
+def _check_values(runner: Runner, plan: Plan) -> None:
+    """NULL ids, scores, ranks or relevances and non-finite numbers (NaN, ±inf) are refused: each
+    would silently change a ranking or a gain."""
     order = plan.rank_col or plan.score_col
-    checks = [("recs", plan.recs, [*plan.run_cols, plan.user_col, plan.item_col, order]),
-              ("truth", plan.truth, [plan.user_col, plan.item_col] + ([plan.relevance_col] if plan.relevance_col else []))]
-    for role, relation, columns in checks:
-        query = exp.select(*[exp.alias_(_null_count(c), f"n{i}") for i, c in enumerate(columns)]).from_(relation.copy())
+    checks = [("recs", plan.recs, [*plan.run_cols, plan.user_col, plan.item_col, order], [order]),
+              ("truth", plan.truth, [plan.user_col, plan.item_col, *filter(None, [plan.relevance_col])],
+               list(filter(None, [plan.relevance_col])))]
+    for role, relation, columns, numbers in checks:
+        col = lambda c: exp.column(exp.to_identifier(c, quoted=True))  # noqa: E731
+        counts = [_count(exp.Is(this=col(c), expression=exp.null())) for c in columns]
+        counts += [_count(_not_finite(col(c))) for c in numbers]
+        query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(counts)]).from_(relation.copy())
         row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
-        for column, count in zip(columns, row):
+        for column, count in zip(columns, row[: len(columns)]):
             if count:
-                raise RecsqlError(f"{role} column {column!r} has {int(count)} NULL value(s); recsql needs every "
+                raise RecsqlError(f"{role} column {column!r} has {int(count)} NULL (missing) value(s); recsql needs every "
                                   f"{column!r} set: drop or fill those rows first (e.g. WHERE {column} IS NOT NULL)")
+        for column, count in zip(numbers, row[len(columns):]):
+            if count:
+                raise RecsqlError(f"{role} column {column!r} has {int(count)} NaN or infinite value(s), which have no "
+                                  f"place in a ranking; replace them with finite numbers or drop those rows")
 
 
 def _check_duplicates(runner: Runner, plan: Plan, recs_columns: list[str]) -> None:
@@ -196,7 +224,7 @@ def evaluate(
             recs_src, truth_src = sources[0], sources[1]
             items_src = sources[2] if items is not None else None
             plan = _validated_plan(runner, recs_src, truth_src, items_src, cols, parsed)
-            _check_nulls(runner, plan)
+            _check_values(runner, plan)
             if duplicates == "error":
                 _check_duplicates(runner, plan, list(recs_src.columns))
             sql = render(compose(plan, parsed, output="raw"), runner.dialect)
@@ -209,8 +237,9 @@ def evaluate(
         if row.n_users == 0:
             warnings.warn("no user has a relevant truth item (relevance >= threshold"
                           f" = {threshold}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
+    inputs = tuple(src.table for src in sources if src.table)
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
-                      seconds=time.perf_counter() - started)
+                      seconds=time.perf_counter() - started, inputs=inputs)
 
 
 def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, pd.DataFrame]:

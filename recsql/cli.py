@@ -64,6 +64,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     result = api.evaluate(args.recs, args.truth, args.metrics, items=args.items, con=args.db,
                           progress=sys.stdout.isatty(), **_column_kwargs(args))
     print(FORMATS[args.format](result.summary))
+    if args.out or args.out_per_user:
+        if not args.db:
+            raise RecsqlError("--out/--out-per-user write tables into the --db database; pass --db FILE.duckdb")
+        result.write(args.db, summary=args.out, per_user=args.out_per_user)
     if args.per_user:
         suffix = Path(args.per_user).suffix.lower()
         if suffix not in WRITERS:
@@ -105,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--db", help="a .duckdb file holding the tables (opened read-only)")
     ev.add_argument("--per-user", help="also write per-user rows to this .csv/.parquet/.json file")
     ev.add_argument("--format", choices=sorted(FORMATS), default="table", help="summary format (default: table)")
+    ev.add_argument("--out", help="also write the summary as this table in --db (atomic; never over an input)")
+    ev.add_argument("--out-per-user", help="also write the per-user rows as this table in --db")
     _columns(ev)
     ev.set_defaults(func=cmd_evaluate)
     sq = sub.add_parser("sql", help="print the SQL query")

@@ -21,6 +21,7 @@ from .templates import read_template
 RUN_KEYS = "run_keys"
 POPULATIONS = ("relevant", "intersection")
 OUTPUTS = ("per_user", "summary", "raw")
+MAX_SLOTS = 10_000  # positions sql/_ranked.sql's slot_positions generates (four digit tables)
 
 
 @dataclass
@@ -287,6 +288,9 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
     for m in metrics:
         for feat in m.spec.features(m.all_options()):
             features.setdefault(feat, set()).add(m.k or 0)
+    if max(features.get("slots", {0})) > MAX_SLOTS:
+        raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
+                          f"got k = {max(features['slots'])}")
     needs_full_list = any(m.k is None for m in metrics)
     values = {
         "threshold": plan.threshold,

@@ -37,6 +37,7 @@ class Source:
     columns: dict[str, str] = field(default_factory=dict)  # name -> engine type (empty: unknown)
     cleanup: Callable[[], None] = lambda: None
     described: str = ""
+    table: str | None = None  # the user's table name, when the input is a table
 
 
 def table_relation(name: str) -> exp.Table:
@@ -86,7 +87,7 @@ def bind(role: str, obj: Any, runner: Any | None) -> Source:
             if runner is not None and not (glob.glob(obj) or obj.startswith(("s3://", "gs://", "http://", "https://"))):
                 raise RecsqlError(f"{role}: file {obj!r} does not exist; check the path (globs like 'data/*.parquet' are allowed)")
             return Source(role, relation, described=f"file {obj!r}")
-        return Source(role, table_relation(obj), described=f"table {obj!r}")
+        return Source(role, table_relation(obj), described=f"table {obj!r}", table=obj)
     if runner is None:
         raise RecsqlError(f"{role}: to render SQL, pass a table name or a file path, not a {type(obj).__name__}")
     if type(obj).__module__.split(".")[0] in {"pandas", "polars", "pyarrow", "pyspark"}:

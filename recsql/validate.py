@@ -15,7 +15,7 @@ _NUMERIC = re.compile(r"^(TINYINT|SMALLINT|MEDIUMINT|INTEGER|INT|BIGINT|HUGEINT|
                       r"|UHUGEINT|INT[248]|FLOAT[48]?|REAL|DOUBLE( PRECISION)?|DECIMAL(\(.*\))?|NUMERIC(\(.*\))?"
                       r"|U?INT(8|16|32|64|128|256)|FLOAT(16|32|64)|DECIMAL(32|64|128|256)?\(.*\)|LONG|SHORT|BYTE)$", re.I)
 _STRINGY = re.compile(r"^(VARCHAR|TEXT|STRING|CHAR|BPCHAR|CHARACTER( VARYING)?|UUID|BLOB|UTF8|LARGE_?UTF8|UTF8_?VIEW"
-                      r"|FIXEDSTRING)(\(.*\))?$", re.I)
+                      r"|LARGE_STRING|STRING_VIEW|FIXEDSTRING)(\(.*\))?$", re.I)
 
 Describe = Callable[[Source], dict[str, str]]
 

@@ -5,6 +5,7 @@ DataFrame and returns the name to pass to ``recsql.evaluate(..., con=engine.con)
 from __future__ import annotations
 
 import itertools
+import math
 import sqlite3
 from contextlib import ExitStack
 from typing import Any
@@ -16,6 +17,8 @@ _names = itertools.count()
 
 
 def sql_type(series: pd.Series, kinds: dict[str, str]) -> str:
+    if isinstance(series.dtype, pd.StringDtype):
+        return kinds["text"]
     if pd.api.types.is_bool_dtype(series):
         return kinds["int"]
     if pd.api.types.is_integer_dtype(series):
@@ -25,9 +28,18 @@ def sql_type(series: pd.Series, kinds: dict[str, str]) -> str:
     return kinds["text"]
 
 
-def literal(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+SPECIAL = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def literal(value: Any, floats: dict[str, str] | None = None) -> str:
+    """A SQL literal; NaN/±inf use the engine's spelling (``floats``), None is NULL."""
+    if value is None or value is pd.NA:
         return "NULL"
+    if isinstance(value, float) and not math.isfinite(value):
+        key = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        if not floats or key not in floats:
+            raise ValueError(f"this engine cannot store {key}")
+        return floats[key]
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     return repr(value.item() if hasattr(value, "item") else value)
@@ -37,8 +49,10 @@ class Engine:
     """Base: ``load`` creates a table from a DataFrame and returns its name."""
 
     name = "engine"
+    dialect = "duckdb"
     kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR"}
-    quote = '"'
+    floats: dict[str, str] = {"nan": "CAST('NaN' AS DOUBLE)", "inf": "CAST('Infinity' AS DOUBLE)",
+                              "-inf": "CAST('-Infinity' AS DOUBLE)"}
 
     def __init__(self, con: Any) -> None:
         self.con = con
@@ -46,19 +60,44 @@ class Engine:
     def new_name(self) -> str:
         return f"t{next(_names)}"
 
-    def create(self, name: str, frame: pd.DataFrame, text: str | None = None) -> None:
-        q = self.quote
-        cols = ", ".join(f"{q}{c}{q} {text if text and sql_type(frame[c], self.kinds) == self.kinds['text'] else sql_type(frame[c], self.kinds)}"
-                         for c in frame.columns)
-        self.execute(f"CREATE TABLE {name} ({cols})")
-        if len(frame):
-            rows = ", ".join("(" + ", ".join(literal(v) for v in row) + ")" for row in frame.itertuples(index=False))
-            self.execute(f"INSERT INTO {name} VALUES {rows}")
+    def ident(self, name: str) -> str:
+        """A quoted identifier in this engine's dialect (any characters)."""
+        from sqlglot import exp
+        return exp.to_identifier(name, quoted=True).sql(self.dialect)
 
-    def load(self, frame: pd.DataFrame, text: str | None = None) -> str:
-        name = self.new_name()
+    def column_type(self, series: pd.Series, text: str | None) -> str:
+        kind = sql_type(series, self.kinds)
+        return text if text and kind == self.kinds["text"] else kind
+
+    def rows(self, frame: pd.DataFrame) -> str:
+        return ", ".join("(" + ", ".join(literal(v, self.floats) for v in row) + ")"
+                         for row in frame.astype(object).itertuples(index=False))
+
+    table_options = ""  # after CREATE TABLE's column list (ClickHouse: the table engine)
+
+    def create(self, name: str, frame: pd.DataFrame, text: str | None = None) -> None:
+        cols = ", ".join(f"{self.ident(c)} {self.column_type(frame[c], text)}" for c in frame.columns)
+        self.execute(f"CREATE TABLE {self.ident(name)} ({cols}){self.table_options}")
+        if len(frame):
+            self.execute(f"INSERT INTO {self.ident(name)} VALUES {self.rows(frame)}")
+
+    def load(self, frame: pd.DataFrame, text: str | None = None, name: str | None = None) -> str:
+        name = name or self.new_name()
         self.create(name, frame, text)
         return name
+
+    def drop(self, name: str) -> None:
+        self.execute(f"DROP TABLE {self.ident(name)}")
+
+    def exists(self, name: str) -> bool:
+        from recsql.engines import runner_for
+        from recsql.sources import Source, table_relation
+        with runner_for(self.con) as runner:
+            try:
+                runner.describe(Source("t", table_relation(name)))
+                return True
+            except Exception:  # noqa: BLE001
+                return False
 
     def execute(self, sql: str) -> None:
         self.con.execute(sql)
@@ -66,16 +105,21 @@ class Engine:
 
 class DuckDBEngine(Engine):
     name = "duckdb"
+    dialect = "duckdb"
 
 
 class SQLiteEngine(Engine):
     name = "sqlite"
+    dialect = "sqlite"
     kinds = {"int": "INTEGER", "float": "REAL", "text": "TEXT"}
+    floats = {"nan": "NULL", "inf": "9e999", "-inf": "-9e999"}  # SQLite itself stores a NaN as NULL
 
 
 class PostgresEngine(Engine):
     name = "postgres"
+    dialect = "postgres"
     kinds = {"int": "BIGINT", "float": "DOUBLE PRECISION", "text": "TEXT"}
+    floats = {"nan": "'NaN'::float8", "inf": "'Infinity'::float8", "-inf": "'-Infinity'::float8"}
 
     def execute(self, sql: str) -> None:
         with self.con.cursor() as cursor:
@@ -85,8 +129,9 @@ class PostgresEngine(Engine):
 
 class MariaDBEngine(Engine):
     name = "mysql"
+    dialect = "mysql"
     kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR(255)"}
-    quote = "`"
+    floats: dict[str, str] = {}  # MariaDB cannot store NaN or infinity
 
     def execute(self, sql: str) -> None:
         with self.con.cursor() as cursor:
@@ -96,28 +141,37 @@ class MariaDBEngine(Engine):
 
 class SparkEngine(Engine):
     name = "spark"
+    dialect = "spark"
 
-    def load(self, frame: pd.DataFrame, text: str | None = None) -> str:
+    def execute(self, sql: str) -> None:
+        self.con.sql(sql)
+
+    def drop(self, name: str) -> None:
+        self.con.catalog.dropTempView(name)
+
+    def load(self, frame: pd.DataFrame, text: str | None = None, name: str | None = None) -> str:
         from pyspark.sql import types as T
         kinds = {"int": T.LongType(), "float": T.DoubleType(), "text": T.StringType()}
         schema = T.StructType([T.StructField(c, kinds[{v: k for k, v in self.kinds.items()}[sql_type(frame[c], self.kinds)]])
                                for c in frame.columns])
-        rows = [tuple(v.item() if hasattr(v, "item") else v for v in row) for row in frame.itertuples(index=False)]
-        name = self.new_name()
+        rows = [tuple(None if v is pd.NA else v.item() if hasattr(v, "item") else v for v in row)
+                for row in frame.astype(object).itertuples(index=False)]
+        name = name or self.new_name()
         self.con.createDataFrame(rows, schema).createOrReplaceTempView(name)
         return name
 
 
 class ClickHouseEngine(Engine):
     name = "clickhouse"
+    dialect = "clickhouse"
     kinds = {"int": "Int64", "float": "Float64", "text": "String"}
+    floats = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
 
-    def create(self, name: str, frame: pd.DataFrame, text: str | None = None) -> None:
-        cols = ", ".join(f'"{c}" {sql_type(frame[c], self.kinds)}' for c in frame.columns)
-        self.execute(f"CREATE TABLE {name} ({cols}) ENGINE = Memory")
-        if len(frame):
-            rows = ", ".join("(" + ", ".join(literal(v) for v in row) + ")" for row in frame.itertuples(index=False))
-            self.execute(f"INSERT INTO {name} VALUES {rows}")
+    table_options = " ENGINE = Memory"
+
+    def column_type(self, series: pd.Series, text: str | None) -> str:
+        kind = sql_type(series, self.kinds)
+        return f"Nullable({kind})" if series.isna().any() else kind
 
     def execute(self, sql: str) -> None:
         self.con.query(sql)
@@ -125,10 +179,14 @@ class ClickHouseEngine(Engine):
 
 class DataFusionEngine(Engine):
     name = "datafusion"
+    dialect = "postgres"
 
-    def load(self, frame: pd.DataFrame, text: str | None = None) -> str:
+    def drop(self, name: str) -> None:
+        self.con.deregister_table(name)
+
+    def load(self, frame: pd.DataFrame, text: str | None = None, name: str | None = None) -> str:
         import pyarrow as pa
-        name = self.new_name()
+        name = name or self.new_name()
         table = pa.Table.from_pandas(frame, preserve_index=False)
         self.con.register_record_batches(name, [table.to_batches() or [pa.RecordBatch.from_pandas(frame, preserve_index=False)]])
         return name

@@ -3,8 +3,12 @@ opened read-only. The runner works on its own cursor, so nothing it registers st
 user's connection, and never writes to the database."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import uuid
+from functools import lru_cache
 from typing import Any
 
 import duckdb
@@ -16,6 +20,31 @@ from ..sources import Source
 from .base import Runner
 
 
+@lru_cache(maxsize=1)
+def _spill_directory() -> str:
+    """One spill directory for every database recsql opens in this process (DuckDB refuses two
+    connections to one file with different settings), removed when the process exits."""
+    path = tempfile.mkdtemp(prefix="recsql-spill-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def _open(path: str | None) -> duckdb.DuckDBPyConnection:
+    config = {"temp_directory": _spill_directory()}
+    if path is None:
+        return duckdb.connect(config=config)
+    try:
+        return duckdb.connect(path, read_only=True, config=config)
+    except duckdb.ConnectionException:  # already open in this process with other settings
+        try:
+            return duckdb.connect(path, read_only=True)
+        except duckdb.Error as err:
+            raise RecsqlError(f"con: {path!r} is already open in this process with other settings ({err}); "
+                              "pass that connection itself as con=") from None
+    except duckdb.Error as err:
+        raise RecsqlError(f"con: cannot open {path!r} as a DuckDB database read-only: {err}") from None
+
+
 class DuckDBRunner(Runner):
     """Owns one cursor for one evaluation; use as a context manager."""
 
@@ -25,17 +54,16 @@ class DuckDBRunner(Runner):
 
     def __init__(self, con: Any = None, *, progress: bool = False) -> None:
         self._owned = None
+        # A database recsql opens spills to recsql's own temporary directory, never next to the
+        # user's file or into the working directory.
         if con is None:
-            self._owned = duckdb.connect()
+            self._owned = _open(None)
             base = self._owned
         elif isinstance(con, (str, os.PathLike)):
             path = os.fspath(con)
             if not os.path.isfile(path):
                 raise RecsqlError(f"con: database file {path!r} does not exist; pass an existing .duckdb file")
-            try:
-                self._owned = duckdb.connect(path, read_only=True)
-            except duckdb.Error as err:
-                raise RecsqlError(f"con: cannot open {path!r} as a DuckDB database read-only: {err}") from None
+            self._owned = _open(path)
             base = self._owned
         elif isinstance(con, duckdb.DuckDBPyConnection):
             base = con

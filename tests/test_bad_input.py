@@ -1,0 +1,186 @@
+"""Bad input, hostile names and faults (issue: clear errors, nothing lost, nothing injected).
+
+The catalogue runs on every executed engine: each row is an input mistake, the words its
+RecsqlError must contain, and the engines that cannot even store that input (MariaDB has no NaN or
+infinity; SQLite stores NaN as NULL; Arrow-backed engines read a pandas NaN as NULL)."""
+from __future__ import annotations
+
+import math
+from contextlib import ExitStack
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import recsql
+from engines import ENGINES, start
+
+pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
+
+RECS = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [1, 2, 1], "score": [0.5, 0.4, 0.3]})
+TRUTH = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 3], "relevance": [1.0, 2.0]})
+
+
+def with_value(frame: pd.DataFrame, column: str, value) -> pd.DataFrame:
+    """``frame`` with row 0 of ``column`` set to ``value``; None is a real NULL (nullable dtype)."""
+    out = frame.copy()
+    if value is None:
+        nullable = {"i": "Int64", "f": "Float64"}.get(out[column].dtype.kind, "string")
+        out[column] = out[column].astype(nullable)
+        out.loc[0, column] = pd.NA
+    else:
+        out.loc[0, column] = value
+    return out
+
+
+NULL_OR_NAN = ("NULL", "NaN or infinite")
+CATALOGUE = [
+    # id, recs, truth, metrics, options, words (any of a tuple), engines that cannot store it
+    ("null user", with_value(RECS, "user_id", None), TRUTH, {}, ["recs column 'user_id'", "NULL"], ()),
+    ("null item in truth", RECS, with_value(TRUTH, "item_id", None), {}, ["truth column 'item_id'", "NULL"], ()),
+    ("null score", with_value(RECS, "score", None), TRUTH, {}, ["recs column 'score'", "NULL"], ()),
+    ("null relevance", RECS, with_value(TRUTH, "relevance", None), {}, ["truth column 'relevance'", "NULL"], ()),
+    ("nan score", with_value(RECS, "score", float("nan")), TRUTH, {}, ["recs column 'score'", NULL_OR_NAN], ("mysql",)),
+    ("infinite score", with_value(RECS, "score", float("inf")), TRUTH, {}, ["'score'", "NaN or infinite"], ("mysql",)),
+    ("minus infinite relevance", RECS, with_value(TRUTH, "relevance", float("-inf")), {},
+     ["truth column 'relevance'", "NaN or infinite"], ("mysql",)),
+    ("duplicate recs", pd.concat([RECS, RECS.iloc[:1]], ignore_index=True), TRUTH, {},
+     ["recs has 1 duplicated", "duplicates='best'"], ()),
+    ("duplicate truth", RECS, pd.concat([TRUTH, TRUTH.iloc[:1]], ignore_index=True), {},
+     ["truth has 1 duplicated", "duplicates='max'"], ()),
+    ("text score", RECS.assign(score=["a", "b", "c"]), TRUTH, {}, ["'score'", "must be a number"], ()),
+    ("text relevance", RECS, TRUTH.assign(relevance=["x", "y"]), {}, ["'relevance'", "must be a number"], ()),
+    ("id types differ", RECS, TRUTH.assign(item_id=["1", "3"]), {}, ["item ids differ in type", "Cast one side"], ()),
+    ("missing column", RECS.rename(columns={"score": "points"}), TRUTH, {}, ["has no column 'score'", "score_col="], ()),
+    ("renamed rank column missing", RECS, TRUTH, {"rank_col": "position"}, ["'position'", "rank_col="], ()),
+    ("k is zero", RECS, TRUTH, {"metrics": ["ndcg@0"]}, ["k must be >= 1"], ()),
+    ("k is not whole", RECS, TRUTH, {"metrics": ["ndcg@2.5"]}, ["whole number"], ()),
+    ("unknown option", RECS, TRUTH, {"metrics": ["map(denom=k)@3"]}, ["unknown option 'denom'"], ()),
+    ("k_slots beyond its limit", RECS, TRUTH, {"metrics": ["ndcg(ideal=k_slots)@20000"]}, ["k <= 10000"], ()),
+]
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(request):
+    with ExitStack() as stack:
+        yield start(request.param, stack)
+
+
+@pytest.mark.parametrize("row", CATALOGUE, ids=[r[0] for r in CATALOGUE])
+def test_catalogue(engine, row):
+    _, recs, truth, options, words, unable = row
+    if engine.name in unable:
+        with pytest.raises(Exception):  # the engine itself refuses to store the value
+            engine.load(recs if recs is not RECS else truth)
+        return
+    options = dict(options)
+    asked = options.pop("metrics", ["ndcg@3", "map@3"])
+    r, t = engine.load(recs), engine.load(truth)
+    with pytest.raises(recsql.RecsqlError) as info:
+        recsql.evaluate(r, t, asked, con=engine.con, **options)
+    message = str(info.value)
+    for word in words:
+        alternatives = word if isinstance(word, tuple) else (word,)
+        assert any(w in message for w in alternatives), (word, message)
+
+
+def _same(got: recsql.Evaluation, want: recsql.Evaluation) -> None:
+    a, b = got.per_user.astype({got.per_user.columns[0]: str}), want.per_user.astype({want.per_user.columns[0]: str})
+    assert list(a.columns[1:]) == list(b.columns[1:]) and a.iloc[:, 0].tolist() == b.iloc[:, 0].tolist()
+    assert np.allclose(a.iloc[:, 1:].to_numpy(float), b.iloc[:, 1:].to_numpy(float), rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+def test_inputs_that_work(engine):
+    """Absurdly large k, a rank column with gaps and ties, empty recs, no relevant truth."""
+    r, t = engine.load(RECS), engine.load(TRUTH)
+    _same(recsql.evaluate(r, t, ["ndcg@1000000"], con=engine.con), recsql.evaluate(RECS, TRUTH, ["ndcg@1000000"]))
+    gaps = RECS.assign(rank=[3, 3, 9]).drop(columns="score")
+    g = engine.load(gaps)
+    _same(recsql.evaluate(g, t, ["mrr@5"], rank_col="rank", con=engine.con),
+          recsql.evaluate(gaps, TRUTH, ["mrr@5"], rank_col="rank"))
+    empty = engine.load(RECS.iloc[:0])
+    result = recsql.evaluate(empty, t, ["ndcg@3", "hr@3"], con=engine.con)
+    assert result.summary[["n_users", "ndcg@3", "hit_rate@3", "users_without_recs"]].iloc[0].tolist() == [2, 0.0, 0.0, 2]
+    none_relevant = engine.load(TRUTH.assign(relevance=[0.0, 0.0]))
+    with pytest.warns(recsql.RecsqlWarning, match="no user has a relevant truth item"):
+        result = recsql.evaluate(r, none_relevant, ["ndcg@3"], con=engine.con)
+    assert result.summary["n_users"].iloc[0] == 0 and pd.isna(result.summary["ndcg@3"].iloc[0])
+
+
+HOSTILE_COLUMNS = {"user_id": "user id", "item_id": 'it"em; DROP TABLE t --', "score": "ünïcødé sçore",
+                   "relevance": "select"}
+HOSTILE_TABLES = ["my recs", "trüth; DROP TABLE x --"]
+
+
+def test_hostile_names_work_as_names(engine):
+    recs = RECS.rename(columns=HOSTILE_COLUMNS)
+    truth = TRUTH.rename(columns=HOSTILE_COLUMNS)
+    if engine.name == "spark":  # Spark's temporary views take identifier names only; columns are free
+        r, t = engine.load(recs), engine.load(truth)
+    else:
+        r, t = engine.load(recs, name=HOSTILE_TABLES[0]), engine.load(truth, name=HOSTILE_TABLES[1])
+    got = recsql.evaluate(r, t, ["ndcg@3", "map@3"], con=engine.con, user_col="user id",
+                          item_col=HOSTILE_COLUMNS["item_id"], score_col=HOSTILE_COLUMNS["score"], relevance_col="select")
+    want = recsql.evaluate(RECS, TRUTH, ["ndcg@3", "map@3"])
+    _same(got, want)
+    assert list(got.per_user.columns)[0] == "user id"
+
+
+def test_injection_attempt_evaluates_nothing_harmful(engine):
+    t = engine.load(TRUTH)
+    hostile = f"recs; DROP TABLE {t} --"
+    with pytest.raises(recsql.RecsqlError, match="recs"):
+        recsql.evaluate(hostile, t, ["ndcg@3"], con=engine.con)
+    assert engine.exists(t)
+
+
+def test_failing_and_interrupted_runs_leave_nothing_behind(engine, monkeypatch):
+    import recsql.engines as engines_module
+    r, t = engine.load(RECS), engine.load(TRUTH)
+    before = _objects(engine)
+    original = engines_module.runner_for
+
+    def failing(con, **kw):
+        runner = original(con, **kw)
+        def boom(sql):
+            raise KeyboardInterrupt
+        monkeypatch.setattr(runner, "fetch", boom)
+        return runner
+    monkeypatch.setattr("recsql.api.runner_for", failing)
+    frames = (engine.con.createDataFrame(RECS), engine.con.createDataFrame(TRUTH)) if engine.name == "spark" \
+        else (RECS, TRUTH) if engine.name == "duckdb" else (r, t)
+    with pytest.raises(KeyboardInterrupt):
+        recsql.evaluate(*frames, ["ndcg@3"], con=engine.con)
+    assert _objects(engine) == before
+
+
+def _objects(engine) -> list:
+    if engine.name == "spark":
+        return sorted(t.name for t in engine.con.catalog.listTables())
+    if engine.name == "duckdb":
+        return engine.con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()
+    if engine.name == "sqlite":
+        return engine.con.execute("SELECT name FROM sqlite_master ORDER BY 1").fetchall()
+    if engine.name == "clickhouse":
+        return engine.con.query("SHOW TABLES", "DataFrame").values.tolist()
+    if engine.name == "datafusion":
+        return sorted(engine.con.catalog().schema().names())
+    with engine.con.cursor() as cursor:
+        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema NOT IN "
+                       "('information_schema', 'pg_catalog', 'mysql', 'performance_schema', 'sys') ORDER BY 1")
+        rows = cursor.fetchall()
+    if engine.name == "postgres":
+        engine.con.rollback()
+    return rows
+
+
+@pytest.mark.parametrize("type_name,family", [
+    ("BIGINT", "number"), ("double precision", "number"), ("Nullable(Int64)", "number"), ("int64", "number"),
+    ("DECIMAL(10,2)", "number"), ("Float64", "number"), ("double", "number"), ("UInt32", "number"),
+    ("VARCHAR", "string"), ("text", "string"), ("large_string", "string"), ("string_view", "string"),
+    ("LowCardinality(String)", "string"), ("character varying", "string"), ("Utf8View", "string"),
+    ("DATE", "other"), ("UNKNOWN", "unknown"),
+])
+def test_type_names_of_every_engine_are_recognised(type_name, family):
+    from recsql.validate import family as family_of
+    assert family_of(type_name) == family
