@@ -115,28 +115,27 @@ class SQLiteEngine(Engine):
     floats = {"nan": "NULL", "inf": "9e999", "-inf": "-9e999"}  # SQLite itself stores a NaN as NULL
 
 
-class PostgresEngine(Engine):
+class DBAPIEngine(Engine):
+    """A server reached through a DB-API driver: every statement committed."""
+
+    def execute(self, sql: str) -> None:
+        with self.con.cursor() as cursor:
+            cursor.execute(sql)
+        self.con.commit()
+
+
+class PostgresEngine(DBAPIEngine):
     name = "postgres"
     dialect = "postgres"
     kinds = {"int": "BIGINT", "float": "DOUBLE PRECISION", "text": "TEXT"}
     floats = {"nan": "'NaN'::float8", "inf": "'Infinity'::float8", "-inf": "'-Infinity'::float8"}
 
-    def execute(self, sql: str) -> None:
-        with self.con.cursor() as cursor:
-            cursor.execute(sql)
-        self.con.commit()
 
-
-class MariaDBEngine(Engine):
+class MariaDBEngine(DBAPIEngine):
     name = "mysql"
     dialect = "mysql"
     kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR(255)"}
     floats: dict[str, str] = {}  # MariaDB cannot store NaN or infinity
-
-    def execute(self, sql: str) -> None:
-        with self.con.cursor() as cursor:
-            cursor.execute(sql)
-        self.con.commit()
 
 
 class SparkEngine(Engine):
