@@ -39,6 +39,7 @@ class Evaluation:
     engine: str = "DuckDB"
     seconds: float = 0.0
     inputs: tuple[str, ...] = ()  # the table names read (an output may not replace them)
+    rows_in: int = 0  # recommendation rows read
 
     def write(self, con: Any, summary: str | None = None, per_user: str | None = None) -> None:
         """Write the summary and/or per-user rows as tables of a DuckDB database (a connection or a
@@ -76,7 +77,7 @@ def _plan(recs: exp.Expression, truth: exp.Expression, items: exp.Expression | N
         relevance_col=cols["relevance_col"], price_col=cols["price_col"], run_cols=tuple(cols["run_cols"]),
         threshold=cols["threshold"], population=cols["population"],
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
-        id_collation=get_dialect(target).collation,
+        id_collation=get_dialect(target).collation, topk=get_dialect(target).topk,
     )
     settings.update(resolved)
     return Plan(recs=recs, truth=truth, items=items, **settings)
@@ -129,17 +130,20 @@ def _not_finite(column: exp.Expression) -> exp.Expression:
                    exp.NEQ(this=value.copy(), expression=value.copy()))
 
 
-def _check_values(runner: Runner, plan: Plan) -> None:
+def _check_values(runner: Runner, plan: Plan) -> int:
     """NULL ids, scores, ranks or relevances and non-finite numbers (NaN, ±inf) are refused: each
-    would silently change a ranking or a gain."""
+    would silently change a ranking or a gain. Returns the number of recommendation rows (read in
+    the same scan)."""
     order = plan.rank_col or plan.score_col
     checks = [("recs", plan.recs, [*plan.run_cols, plan.user_col, plan.item_col, order], [order]),
               ("truth", plan.truth, [plan.user_col, plan.item_col, *filter(None, [plan.relevance_col])],
                list(filter(None, [plan.relevance_col])))]
+    rows = 0
     for role, relation, columns, numbers in checks:
         col = lambda c: exp.column(exp.to_identifier(c, quoted=True))  # noqa: E731
         counts = [_count(exp.Is(this=col(c), expression=exp.null())) for c in columns]
         counts += [_count(_not_finite(col(c))) for c in numbers]
+        counts += [exp.Count(this=exp.Star())]
         query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(counts)]).from_(relation.copy())
         row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
         for column, count in zip(columns, row[: len(columns)]):
@@ -150,6 +154,8 @@ def _check_values(runner: Runner, plan: Plan) -> None:
             if count:
                 raise RecsqlError(f"{role} column {column!r} has {int(count)} NaN or infinite value(s), which have no "
                                   f"place in a ranking; replace them with finite numbers or drop those rows")
+        rows = rows or int(row[-1])
+    return rows
 
 
 def _check_duplicates(runner: Runner, plan: Plan, recs_columns: list[str]) -> None:
@@ -224,7 +230,7 @@ def evaluate(
             recs_src, truth_src = sources[0], sources[1]
             items_src = sources[2] if items is not None else None
             plan = _validated_plan(runner, recs_src, truth_src, items_src, cols, parsed)
-            _check_values(runner, plan)
+            rows_in = _check_values(runner, plan)
             if duplicates == "error":
                 _check_duplicates(runner, plan, list(recs_src.columns))
             sql = render(compose(plan, parsed, output="raw"), runner.dialect)
@@ -239,7 +245,7 @@ def evaluate(
                           f" = {threshold}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
     inputs = tuple(src.table for src in sources if src.table)
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
-                      seconds=time.perf_counter() - started, inputs=inputs)
+                      seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in)
 
 
 def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, pd.DataFrame]:

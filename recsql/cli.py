@@ -74,7 +74,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RecsqlError(f"--per-user {args.per_user!r}: write to a .csv, .parquet or .json file")
         WRITERS[suffix](result.per_user, args.per_user)
     users = int(result.summary["n_users"].sum())
-    print(f"recsql: {len(result.metrics)} metric(s), {users} user(s), {result.seconds:.3f} s", file=sys.stderr)
+    print(f"recsql: {len(result.metrics)} metric(s), {users} user(s), {result.rows_in:,} recommendation rows, "
+          f"{result.seconds:.3f} s", file=sys.stderr)
     return 0
 
 

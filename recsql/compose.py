@@ -22,6 +22,7 @@ RUN_KEYS = "run_keys"
 POPULATIONS = ("relevant", "intersection")
 OUTPUTS = ("per_user", "summary", "raw")
 MAX_SLOTS = 10_000  # positions sql/_ranked.sql's slot_positions generates (four digit tables)
+TOPK_MAX_K = 100_000  # above this a per-user heap is no faster than sorting (DuckDB's MIN_BY takes n < 1e6)
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Plan:
     population: str = "relevant"
     duplicates: str = "error"
     text_ids: frozenset = frozenset()  # internal id columns ("user_id", "item_id") holding strings
+    topk: str | None = None  # engine whose top-k override (sql/_topk.<engine>.sql) replaces ROW_NUMBER
     id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
 
 
@@ -300,6 +302,10 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
     stage = _fold(_substitute(stage, values, "sql/_ranked.sql"))
     with_ = stage.args["with_"]
     ctes = {c.alias: c for c in with_.expressions}
+    if plan.topk and values["max_k"] is not None and values["max_k"] <= TOPK_MAX_K:
+        name = f"_topk.{plan.topk}"
+        override = sqlglot.parse_one(read_template(name)[1], read="duckdb")
+        ctes["list_ranked"].set("this", _substitute(override, {"max_k": values["max_k"]}, f"sql/{name}.sql"))
     ctes["list_ideal_cuts"].set("this", _cutoffs_select(sorted(features.get("list_ideal", {1}))))
     # Drop the UNION ALL branches of stage features nobody asked for.
     branch_tables = {"list_ideal": "list_ideal", "slots": "slots"}

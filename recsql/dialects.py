@@ -9,6 +9,8 @@ Every difference is a named switch with its reason:
   SQL Server's case-insensitive defaults merge 'a' and 'A').
 - ``settings``: ClickHouse fills unmatched LEFT JOIN columns with 0/'' instead of NULL unless
   ``join_use_nulls = 1``; unjudged items would count as judged.
+- ``topk``: DuckDB selects each user's top k with ``MIN_BY(item, (ord, item), k)`` (a bounded heap
+  per user) instead of ROW_NUMBER over whole partitions; same order, ties included.
 - ``from_dual``: Oracle needs ``FROM DUAL`` on a SELECT without a table and has no boolean literal.
 
 Everything else — integer division, NULL ordering, log argument order, type names — is kept
@@ -65,12 +67,13 @@ class Dialect:
     sqlglot: str
     executed: str = ""  # the engine CI runs it on ("" = rendered and parsed back only)
     collation: str | None = None
+    topk: str | None = None  # sql/_topk.<topk>.sql replaces the portable ROW_NUMBER top-k
     transforms: tuple[Transform, ...] = field(default=())
     note: str = ""
 
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (
-    Dialect("duckdb", "duckdb", executed="DuckDB"),
+    Dialect("duckdb", "duckdb", executed="DuckDB", topk="duckdb"),
     Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)"),
     Dialect("postgres", "postgres", executed="PostgreSQL 15", collation='"C"'),
     Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin",

@@ -32,7 +32,7 @@ def _gain(relevance, kind):
     """SPEC 2.5: linear = max(rel, 0) (unjudged -> 0); exponential = 2^linear - 1.
     ("binary" = hit_i needs the threshold: see _User.gains.)"""
     g = 0.0 if relevance is None else max(float(relevance), 0.0)
-    return {"linear": g, "exponential": 2.0 ** g - 1.0}[kind]
+    return {"linear": lambda: g, "exponential": lambda: 2.0 ** g - 1.0}[kind]()
 
 
 def _discount(position, kind):

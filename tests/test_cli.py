@@ -32,7 +32,7 @@ def test_evaluate_table_is_aligned_and_reports_time(capsys):
     header, row, _ = captured.out.splitlines()
     assert header.split() == ["model", "n_users", "ndcg@10", "hit_rate@10", "users_without_recs", "recs_users_without_truth"]
     assert len(header) == len(row)
-    assert "metric(s)" in captured.err and " s" in captured.err
+    assert "metric(s)" in captured.err and "11,480 recommendation rows" in captured.err and " s" in captured.err
 
 
 def test_evaluate_csv_and_per_user_file(tmp_path, capsys):
