@@ -12,10 +12,11 @@ exactly `rows` rows), and graded truth (relevance 0..3):
   have no recommendations (they score 0 on every metric);
 - scores are drawn on a 3-decimal grid, so about 13% of the rows share their score with another
   item of the same list. With `ties=False` (the default, used for the timed runs) each score
-  then gets an id-based epsilon below 0.0001, decreasing in item id: every list has a strict
-  order, and it is exactly recsql's own tie-break (score descending, item id ascending), so
-  recsql's numbers are the same as on the rounded scores (the benchmark checks this) while
-  ranx, trec_eval and everybody else see the same strict order. With `ties=True` the scores
+  then gets an id-based epsilon, (100 - the item's rank by id in its list) x 1e-6, so at most
+  0.0001 and decreasing in item id: every list has a strict order, even in the single-precision
+  floats trec_eval keeps scores in, and it is exactly recsql's own tie-break (score descending,
+  item id ascending), so recsql's numbers are the same as on the rounded scores (the benchmark
+  checks this) while ranx, trec_eval and everybody else see the same strict order. With `ties=True` the scores
   stay rounded (trec_eval breaks ties by docno descending, ranx by its own sort, so their numbers
   then differ from recsql's by design).
 
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import duckdb
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 LIST_LENGTH = 100
 N_ITEMS = 100_000
 
@@ -73,16 +74,24 @@ def _sql(users: int, extra: int, seed: int, ties: bool) -> tuple[str, str]:
     positions = f"""
         SELECT i // {L} + 1 AS user_id, i % {L} AS p
         FROM range({users * L}) AS rs(i)"""
+    # a user's list: items a + p*s (mod N), p = 0..L-1; they wrap past N at most once, at p0
+    params = f"""
+        SELECT user_id, p, hash({seed}, user_id, 11) % {N} AS a, 1 + hash({seed}, user_id, 12) % {stride_max} AS s
+        FROM ({positions})"""
     listed = f"""
-        SELECT user_id, p,
-               ((hash({seed}, user_id, 11) % {N}) + p * (1 + hash({seed}, user_id, 12) % {stride_max})) % {N} + 1
-                   AS item_id,
+        SELECT user_id, p, (a + p * s) % {N} + 1 AS item_id,
+               least({L}, ceil(({N} - a) / s))::BIGINT AS p0,
                {u('user_id', 'p', '13')} AS r,
                {has_truth} AND {u('user_id', 'p', '14')} < 0.08 AS in_truth,
                {grade.format(g=u('user_id', 'p', '15'))} AS grade
-        FROM ({positions})"""
+        FROM ({params})"""
     score3 = "round(0.7 * r + CASE WHEN in_truth THEN 0.1 * grade ELSE 0 END, 3)"
-    score = score3 if ties else f"{score3} + ({N + 1} - item_id) * (0.0001 / {N + 1})"
+    # the item's rank by id within its list (0 = smallest id), in closed form from the wrap point
+    id_rank = f"CASE WHEN p >= p0 THEN p - p0 ELSE p + ({L} - p0) END"
+    # epsilon = (L - id_rank) * 1e-6, in [1e-6, 1e-4]: decreasing in item id, below half the grid
+    # step (round(score, 3) gives the grid value back), and wide enough to stay distinct in the
+    # single-precision floats trec_eval keeps its scores in
+    score = score3 if ties else f"{score3} + ({L} - {id_rank}) * 1e-6"
     recs = f"SELECT user_id::BIGINT AS user_id, item_id::BIGINT AS item_id, ({score})::DOUBLE AS score FROM ({listed})"
     truth = f"""
         WITH listed AS ({listed}),
@@ -131,9 +140,10 @@ def generate(rows: int, root: Path, *, seed: int = 42, ties: bool = False, verbo
             con.execute(f"COPY ({sql}) TO '{tmp}' (FORMAT parquet, COMPRESSION zstd)")
             tmp.replace(path)
         stats = con.execute(f"""
-            WITH r AS (SELECT user_id, round(score, 3) AS s3, score FROM read_parquet('{recs_path}')),
+            WITH r AS (SELECT user_id, round(score, 3) AS s3, score::FLOAT AS score FROM read_parquet('{recs_path}')
+                       WHERE user_id <= 10000),  -- tie statistics on (at most) the first 10,000 lists
             per AS (SELECT user_id, s3, count(*) AS n, count(DISTINCT score) AS d FROM r GROUP BY ALL)
-            SELECT (SELECT count(*) FROM r),
+            SELECT (SELECT count(*) FROM read_parquet('{recs_path}')),
                    (SELECT sum(n) FILTER (WHERE n > 1) / sum(n) FROM per),
                    (SELECT sum(n - d) FROM per),
                    (SELECT count(*) FROM read_parquet('{truth_path}')),
@@ -145,12 +155,13 @@ def generate(rows: int, root: Path, *, seed: int = 42, ties: bool = False, verbo
     meta = dict(want)
     meta.update({
         "recs_rows": stats[0], "rows_sharing_a_3_decimal_score": round(float(stats[1] or 0), 4),
-        "tied_pairs_left": int(stats[2] or 0), "truth_rows": stats[3], "truth_users": stats[4],
+        "float32_ties_left": int(stats[2] or 0), "truth_rows": stats[3], "truth_users": stats[4],
         "users_with_relevant_truth": stats[5], "truth_grade0_share": round(float(stats[6]), 4),
         "recs_bytes": (folder / "recs.parquet").stat().st_size, "truth_bytes": (folder / "truth.parquet").stat().st_size,
         "generated_seconds": round(time.perf_counter() - started, 2),
     })
     assert meta["recs_rows"] == rows, meta
+    assert ties or meta["float32_ties_left"] == 0, meta
     meta_path.write_text(json.dumps(meta, indent=1))
     meta["cached"] = False
     if verbose:

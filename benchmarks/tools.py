@@ -43,7 +43,7 @@ RANX = {"ndcg@10": "ndcg@10", "map(denominator=relevant)@10": "map@10", "mrr@10"
 TREC = {"ndcg@10": "ndcg_cut_10", "map(denominator=relevant)@10": "map_cut_10", "mrr@10": "recip_rank",
         "recall@10": "recall_10", "precision@10": "P_10", "hit_rate@10": "success_10"}
 # Spark MLlib RankingMetrics -> the recsql metric with the same definition
-MLLIB = {"ndcg(gain=exponential)@10": "ndcgAt(10) with relevance values",
+MLLIB = {"ndcg(gain=binary,ideal=binary)@10": "ndcgAt(10)",
          "map@10": "meanAveragePrecisionAt(10)", "precision@10": "precisionAt(10)", "recall@10": "recallAt(10)"}
 # what recsql computes, untimed, as the reference for every tool's convention
 METRICS_REFERENCE = METRICS_TREC + [m for m in MLLIB if m not in METRICS_TREC]
@@ -53,18 +53,47 @@ def _now() -> float:
     return time.perf_counter()
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak RSS: VmHWM (ru_maxrss would include the RSS of the parent that forked us)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return _mb(int(line.split()[1]))
+    except OSError:
+        pass
+    return _mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def _timed_done(args, out: dict) -> None:
+    """Mark the end of the timed part: run.py freezes its peak-RSS reading here, so untimed checks
+    that follow (per-user output, reference values) do not count."""
+    out["self_peak_rss_timed_mb"] = _peak_rss_mb()
+    Path(str(args.result) + ".timed").touch()
+
+
 def _mb(kilobytes: int) -> float:
     return round(kilobytes / 1024, 1)
 
 
 # ----------------------------------------------------------------------------------------- recsql
+def _duckdb(args):
+    """An in-memory DuckDB, with --duckdb-memory-limit (spilling to a temporary directory) if given."""
+    import tempfile
+    import duckdb
+    config = {"temp_directory": tempfile.mkdtemp(prefix="recsql-bench-"), "preserve_insertion_order": False}
+    if args.duckdb_memory_limit:
+        config["memory_limit"] = args.duckdb_memory_limit
+    return duckdb.connect(config=config)
+
+
 def run_recsql(args, out: dict) -> None:
     import duckdb
     import recsql
     t0 = _now()
-    result = recsql.evaluate(str(args.recs), str(args.truth), METRICS_TREC)
+    result = recsql.evaluate(str(args.recs), str(args.truth), METRICS_TREC, con=_duckdb(args))
     summary = result.summary
     out["wall_s"] = _now() - t0
+    _timed_done(args, out)
     row = summary.iloc[0]
     out["metrics"] = {m: float(row[m]) for m in METRICS_TREC}
     out["n_users"] = int(row["n_users"])
@@ -78,7 +107,7 @@ def run_recsql(args, out: dict) -> None:
     out["reference"] = {m: float(ref[m]) for m in METRICS_REFERENCE}
     con = duckdb.connect()
     con.execute("CREATE VIEW recs_rounded AS SELECT user_id, item_id, round(score, 3) AS score "
-                "FROM read_parquet(?)", [str(args.recs)])
+                f"FROM read_parquet('{_sql_str(args.recs)}')")
     tied = recsql.evaluate("recs_rounded", str(args.truth), METRICS_REFERENCE, con=con).summary.iloc[0]
     out["rounded_scores_max_abs_diff"] = max(abs(float(tied[m]) - float(ref[m])) for m in METRICS_REFERENCE)
     out["versions"] = {"recsql": getattr(recsql, "__version__", "?"), "recsql_path": recsql.__file__,
@@ -86,14 +115,16 @@ def run_recsql(args, out: dict) -> None:
 
 
 def run_floor(args, out: dict) -> None:
-    """DuckDB's cheapest query that still selects each user's top 10 (counted, not fetched)."""
+    """DuckDB's cheapest query that still selects each user's top 10 with deterministic ties
+    (score descending, then item id), counted, not fetched."""
     import duckdb
     t0 = _now()
-    con = duckdb.connect()
+    con = _duckdb(args)
     users, items = con.execute(
-        "SELECT count(*), sum(len(top)) FROM (SELECT user_id, max_by(item_id, score, 10) AS top "
+        "SELECT count(*), sum(len(top)) FROM (SELECT user_id, min_by(item_id, (-score, item_id), 10) AS top "
         "FROM read_parquet(?) GROUP BY user_id)", [str(args.recs)]).fetchone()
     out["wall_s"] = _now() - t0
+    _timed_done(args, out)
     out["n_users"] = int(users)
     out["notes"] = f"{users} users, {items} top-10 items selected; truth not read, no metric computed"
     out["versions"] = {"duckdb": duckdb.__version__}
@@ -125,6 +156,10 @@ def _qrels_frame(truth):
     return rel.sort_values(["user_id", "item_id"], kind="stable")
 
 
+def _sql_str(path) -> str:
+    return str(path).replace("'", "''")
+
+
 def _write_per_user(path, frame) -> None:
     if path:
         frame.to_parquet(path, index=False)
@@ -139,15 +174,18 @@ def run_ranx(args, out: dict) -> None:
     from ranx import Qrels, Run, evaluate
 
     metrics = [RANX[m] for m in METRICS_TREC]
-    # numba JIT warm-up on toy inputs. ranx turns doc ids into fixed-width unicode arrays and numba
-    # compiles its dict/list code once per width, so the toy covers ids of 1..7 characters (this
-    # data's widest item id has 6); otherwise the timed call would include seconds of compiling.
+    # numba JIT warm-up on a toy input. ranx turns doc ids into fixed-width unicode arrays and numba
+    # compiles its dict/list code for each width, so the toy's ids have the same widths as the
+    # data's (looked up here, untimed); otherwise the timed calls would include seconds of compiling.
     t0 = _now()
-    for width in range(1, 8):
-        lo = 10 ** (width - 1)
-        evaluate(Qrels.from_dict({"1": {str(lo): 1, str(lo + 1): 2}, "2": {str(lo): 3}, "3": {str(lo + 2): 1}}),
-                 Run.from_dict({"1": {str(lo + 1): 0.5, str(lo + 2): 0.4}, "2": {str(lo): 0.1}, "4": {str(lo): 0.2}}),
-                 metrics, make_comparable=True)
+    import duckdb
+    wq, wr = duckdb.connect().execute(
+        f"SELECT (SELECT max(length(item_id::VARCHAR)) FROM read_parquet('{_sql_str(args.truth)}') WHERE relevance >= 1),"
+        f" (SELECT max(length(item_id::VARCHAR)) FROM read_parquet('{_sql_str(args.recs)}'))").fetchone()
+    q, r = 10 ** (wq - 1), 10 ** (wr - 1)
+    evaluate(Qrels.from_dict({"1": {str(q): 1, str(q + 1): 2}, "2": {str(q): 3}, "3": {str(q + 2): 1}}),
+             Run.from_dict({"1": {str(r + 1): 0.5, str(r + 2): 0.4}, "2": {str(r): 0.1}, "4": {str(r): 0.2}}),
+             metrics, make_comparable=True)
     out["setup_s"] = _now() - t0
 
     t0 = _now()
@@ -162,6 +200,7 @@ def run_ranx(args, out: dict) -> None:
     scores = evaluate(qrels, run, metrics, make_comparable=True)
     t2 = _now()
     out.update(build_s=t1 - t0, evaluate_s=t2 - t1, wall_s=t2 - t0)
+    _timed_done(args, out)
     out["metrics"] = {m: float(scores[RANX[m]]) for m in METRICS_TREC}
     out["n_users"] = len(qrels.keys())
     out["native_names"] = RANX
@@ -202,6 +241,7 @@ def run_pytrec_eval(args, out: dict) -> None:
         means[m] = sum(per_query[q][name] if q in per_query else 0.0 for q in qrels) / len(qrels)
     t2 = _now()
     out.update(build_s=t1 - t0, evaluate_s=t2 - t1, wall_s=t2 - t0)
+    _timed_done(args, out)
     out["metrics"] = means
     out["n_users"] = len(qrels)
     out["queries_missing_from_run_added_as_0"] = sum(1 for q in qrels if q not in per_query)
@@ -280,6 +320,7 @@ def run_pandas(args, out: dict) -> None:
     means = per_user[METRICS_TREC].mean()
     t2 = _now()
     out.update(build_s=t1 - t0, evaluate_s=t2 - t1, wall_s=t2 - t0)
+    _timed_done(args, out)
     out["metrics"] = {m: float(means[m]) for m in METRICS_TREC}
     out["n_users"] = len(per_user)
     out["versions"] = {"pandas": pd.__version__, "numpy": np.__version__}
@@ -292,7 +333,9 @@ def _spark(args):
     spark = (SparkSession.builder.master(f"local[{args.spark_cores}]").appName("recsql-benchmark")
              .config("spark.driver.memory", args.spark_driver_memory)
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.shuffle.partitions", str(args.spark_shuffle_partitions))
              .config("spark.sql.warehouse.dir", str(Path(args.result).parent / "spark-warehouse"))
              .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={Path(args.result).parent}")
              .getOrCreate())
@@ -316,6 +359,7 @@ def run_spark_recsql(args, out: dict) -> None:
         summary = result.summary
         t2 = _now()
         out.update(build_s=t1 - t0, evaluate_s=t2 - t1, wall_s=t2 - t0)
+        _timed_done(args, out)
         row = summary.iloc[0]
         out["metrics"] = {m: float(row[m]) for m in METRICS_TREC}
         out["n_users"] = int(row["n_users"])
@@ -345,15 +389,13 @@ def run_spark_mllib(args, out: dict) -> None:
                 .groupBy("user_id")
                 .agg(F.sort_array(F.collect_list(F.struct("pos", "item_id"))).alias("ranked"))
                 .select("user_id", F.col("ranked.item_id").alias("pred")))
-        # labels = the relevant items, sorted by relevance descending: MLlib's ideal DCG takes the
-        # labels in the order given (it does not sort them), and relevance values must be parallel
-        lab = (truth.where(F.col("relevance") >= 1).groupBy("user_id")
-               .agg(F.sort_array(F.collect_list(F.struct((-F.col("relevance")).alias("neg"), "item_id")))
-                    .alias("judged"))
-               .select("user_id", F.col("judged.item_id").alias("labels"),
-                       F.transform("judged.neg", lambda n: (-n).cast("double")).alias("rels")))
+        # labels = the relevant items. No relevance values: PySpark's RankingMetrics accepts
+        # (prediction, labels, relevance) rows since 3.4, but its Python bridge
+        # (PythonMLLibAPI.newRankingMetrics) passes only the first two columns to Scala, so ndcgAt
+        # is the binary NDCG either way (checked on a toy below and recorded in the result)
+        lab = truth.where(F.col("relevance") >= 1).groupBy("user_id").agg(F.collect_list("item_id").alias("labels"))
         data = (lab.join(pred, "user_id", "left")  # users without recommendations: empty list, 0
-                .select(F.coalesce("pred", F.array().cast("array<bigint>")).alias("pred"), "labels", "rels")
+                .select(F.coalesce("pred", F.array().cast("array<bigint>")).alias("pred"), "labels")
                 .cache())
         n_users = data.count()
         # RankingMetrics(rdd) converts a Python RDD to this DataFrame first; we hand it the
@@ -361,16 +403,21 @@ def run_spark_mllib(args, out: dict) -> None:
         metrics = RankingMetrics.__new__(RankingMetrics)
         JavaModelWrapper.__init__(metrics, callMLlibFunc("newRankingMetrics", data._jdf))
         t1 = _now()
-        values = {"ndcg(gain=exponential)@10": metrics.ndcgAt(K),
+        values = {"ndcg(gain=binary,ideal=binary)@10": metrics.ndcgAt(K),
                   "map@10": metrics.meanAveragePrecisionAt(K),
                   "precision@10": metrics.precisionAt(K),
                   "recall@10": metrics.recallAt(K)}
         t2 = _now()
         out.update(build_s=t1 - t0, evaluate_s=t2 - t1, wall_s=t2 - t0)
+        _timed_done(args, out)
         out["metrics"] = {m: float(v) for m, v in values.items()}
         out["n_users"] = n_users
         out["native_names"] = MLLIB
         out["versions"] = {"pyspark": pyspark.__version__}
+        # untimed probe: does ndcgAt use relevance values given as a third column? One query,
+        # prediction [1, 2], labels [2, 1] with relevance [3, 1]: graded NDCG@2 = 0.7098, binary 1.0
+        probe = RankingMetrics(spark.sparkContext.parallelize([([1, 2], [2, 1], [3.0, 1.0])])).ndcgAt(2)
+        out["mllib_ndcg_uses_relevance_values"] = abs(probe - 1.0) > 1e-9
     finally:
         spark.stop()
 
@@ -395,13 +442,13 @@ def main() -> None:
     parser.add_argument("--result", type=Path, required=True)
     parser.add_argument("--per-user", type=Path)
     parser.add_argument("--spark-driver-memory", default="4g")
+    parser.add_argument("--duckdb-memory-limit", default=None, help="e.g. 4GB (recsql and the floor)")
     parser.add_argument("--spark-cores", default="*")
+    parser.add_argument("--spark-shuffle-partitions", type=int, default=8)
     args = parser.parse_args()
     out: dict = {"tool": args.tool, "pid": os.getpid()}
     TOOLS[args.tool](args, out)
-    self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    out["self_maxrss_mb"], out["children_maxrss_mb"] = _mb(self_rss), _mb(child_rss)
+    out["self_peak_rss_mb"] = _peak_rss_mb()
     args.result.write_text(json.dumps(out, indent=1, default=str))
 
 

@@ -30,7 +30,9 @@ def _spill_directory() -> str:
 
 
 def _open(path: str | None) -> duckdb.DuckDBPyConnection:
-    config = {"temp_directory": _spill_directory()}
+    # recsql orders its results explicitly, so DuckDB need not keep insertion order: that lets it
+    # stream and spill (100M recommendation rows fit a 4 GB memory limit only this way).
+    config = {"temp_directory": _spill_directory(), "preserve_insertion_order": False}
     if path is None:
         return duckdb.connect(config=config)
     try:
@@ -110,6 +112,14 @@ class DuckDBRunner(Runner):
             raise RecsqlError(f"{source.role}: cannot read {source.described}: {str(err).splitlines()[0]}") from None
         return {name: typ for name, typ, *_ in rows}
 
+    def failed(self, error: Exception) -> RecsqlError:
+        if isinstance(error, duckdb.OutOfMemoryException):
+            return RecsqlError(
+                f"DuckDB ran out of memory ({str(error).splitlines()[0]}); raise its memory_limit, give it a "
+                "temp_directory with free disk space, and on your own connection SET preserve_insertion_order "
+                "= false (recsql does so on the databases it opens), which lets DuckDB spill")
+        return super().failed(error)
+
     def fetch(self, sql: str) -> pa.Table:
         try:
             relation = self.cursor.sql(sql)
@@ -119,4 +129,7 @@ class DuckDBRunner(Runner):
             raise self.failed(err) from None
 
     def fetch_rows(self, sql: str) -> list[tuple]:
-        return self.cursor.execute(sql).fetchall()
+        try:
+            return self.cursor.execute(sql).fetchall()
+        except duckdb.Error as err:
+            raise self.failed(err) from None
