@@ -7,7 +7,7 @@ features nobody asked for, folds constant CASE branches, and assembles the state
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import sqlglot

@@ -5,7 +5,7 @@ Each failure raises :class:`RecsqlError` naming the input, the column and the fi
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+
 
 from .errors import RecsqlError
 from .sources import Source
@@ -17,7 +17,6 @@ _NUMERIC = re.compile(r"^(TINYINT|SMALLINT|MEDIUMINT|INTEGER|INT|BIGINT|HUGEINT|
 _STRINGY = re.compile(r"^(VARCHAR|TEXT|STRING|CHAR|BPCHAR|CHARACTER( VARYING)?|UUID|BLOB|UTF8|LARGE_?UTF8|UTF8_?VIEW"
                       r"|LARGE_STRING|STRING_VIEW|FIXEDSTRING)(\(.*\))?$", re.I)
 
-Describe = Callable[[Source], dict[str, str]]
 
 
 def family(engine_type: str) -> str:

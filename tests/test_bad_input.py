@@ -5,7 +5,6 @@ RecsqlError must contain, and the engines that cannot even store that input (Mar
 infinity; SQLite stores NaN as NULL; Arrow-backed engines read a pandas NaN as NULL)."""
 from __future__ import annotations
 
-import math
 from contextlib import ExitStack
 
 import numpy as np

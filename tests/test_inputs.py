@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import shutil
-import warnings
 from pathlib import Path
 
 import duckdb

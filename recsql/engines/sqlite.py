@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from typing import Any
 
 import pandas as pd
 
