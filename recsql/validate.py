@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-
 from .errors import RecsqlError
 from .sources import Source
 
