@@ -11,7 +11,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from .compose import Plan, compose, finalize, recs_in, truth_in
+from .compose import Plan, compose, finalize, internal_runs, quoted_column, recs_in, truth_in
 from .dialects import dialect as get_dialect
 from .dialects import render
 from .engines import runner_for
@@ -140,9 +140,8 @@ def _check_values(runner: Runner, plan: Plan) -> int:
                list(filter(None, [plan.relevance_col])))]
     rows = 0
     for role, relation, columns, numbers in checks:
-        col = lambda c: exp.column(exp.to_identifier(c, quoted=True))  # noqa: E731
-        counts = [_count(exp.Is(this=col(c), expression=exp.null())) for c in columns]
-        counts += [_count(_not_finite(col(c))) for c in numbers]
+        counts = [_count(exp.Is(this=quoted_column(c), expression=exp.null())) for c in columns]
+        counts += [_count(_not_finite(quoted_column(c))) for c in numbers]
         counts += [exp.Count(this=exp.Star())]
         query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(counts)]).from_(relation.copy())
         row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
@@ -154,13 +153,14 @@ def _check_values(runner: Runner, plan: Plan) -> int:
             if count:
                 raise RecsqlError(f"{role} column {column!r} has {int(count)} NaN or infinite value(s), which have no "
                                   f"place in a ranking; replace them with finite numbers or drop those rows")
-        rows = rows or int(row[-1])
+        if role == "recs":
+            rows = int(row[-1])
     return rows
 
 
 def _check_duplicates(runner: Runner, plan: Plan, recs_columns: list[str]) -> None:
     """Under duplicates='error': refuse duplicated (run, user, item) recs and (user, item) truth."""
-    runs = [f"_run{i}" for i in range(len(plan.run_cols))]
+    runs = internal_runs(plan)
     known = {c.lower() for c in (plan.user_col, plan.item_col, plan.score_col or "", plan.rank_col or "", *plan.run_cols)}
     extra = [c for c in recs_columns if c.lower() not in known]
     recs_fix = "Pass duplicates='best' to keep each item's best-ranked row."

@@ -48,11 +48,13 @@ class Plan:
     id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
 
 
-def _col(name: str, table: str | None = None) -> exp.Column:
+def quoted_column(name: str, table: str | None = None) -> exp.Column:
+    """A user-named column as a quoted identifier."""
     return exp.column(exp.to_identifier(name, quoted=True), table=table)
 
 
-def _internal_runs(plan: Plan) -> list[str]:
+def internal_runs(plan: Plan) -> list[str]:
+    """Internal names of the run key columns: _run0, _run1, ..."""
     return [f"_run{i}" for i in range(len(plan.run_cols))]
 
 
@@ -73,25 +75,25 @@ def _id(plan: Plan, column: str, internal: str) -> exp.Expression:
     if internal in plan.text_ids and plan.id_collation:
         collation = sqlglot.parse_one(plan.id_collation, into=exp.Column) if plan.id_collation.startswith('"') \
             else exp.var(plan.id_collation)
-        return exp.alias_(exp.Collate(this=_col(column), expression=collation), internal)
-    return exp.alias_(_col(column), internal)
+        return exp.alias_(exp.Collate(this=quoted_column(column), expression=collation), internal)
+    return exp.alias_(quoted_column(column), internal)
 
 
 def _keys(plan: Plan, with_runs: bool) -> list[exp.Expression]:
-    keys = [exp.alias_(_col(c), r) for c, r in zip(plan.run_cols, _internal_runs(plan))] if with_runs else []
+    keys = [exp.alias_(quoted_column(c), r) for c, r in zip(plan.run_cols, internal_runs(plan))] if with_runs else []
     return keys + [_id(plan, plan.user_col, "user_id"), _id(plan, plan.item_col, "item_id")]
 
 
 def recs_in(plan: Plan) -> exp.Select:
     """Recommendations with internal names; ``ord`` is smaller-is-better (-score, or the rank)."""
-    order = exp.cast(_col(plan.rank_col or plan.score_col), "DOUBLE")
+    order = exp.cast(quoted_column(plan.rank_col or plan.score_col), "DOUBLE")
     ord_expr = order if plan.rank_col else exp.Neg(this=order)
     return _keyed_input(plan.recs, _keys(plan, True), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
 
 
 def truth_in(plan: Plan) -> exp.Select:
     """Truth with internal names; relevance 1 for every row when there is no relevance column."""
-    rel = exp.cast(_col(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
+    rel = exp.cast(quoted_column(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
     return _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs), rel, "relevance",
                         exp.Max if plan.duplicates == "best" else None)
 
@@ -100,8 +102,8 @@ def _items_in(plan: Plan) -> exp.Select:
     if plan.items is None:
         return exp.select("item_id", exp.alias_(exp.cast(exp.null(), "DOUBLE"), "price")).from_("recs_in").where(exp.false())
     return exp.select(
-        exp.alias_(_col(plan.item_col), "item_id"),
-        exp.alias_(exp.cast(_col(plan.price_col), "DOUBLE"), "price"),
+        exp.alias_(quoted_column(plan.item_col), "item_id"),
+        exp.alias_(exp.cast(quoted_column(plan.price_col), "DOUBLE"), "price"),
     ).from_(plan.items.copy())
 
 
@@ -184,22 +186,17 @@ def _expand_run_keys(tree: exp.Expression, keys: list[str]) -> exp.Expression:
         if node.name != RUN_KEYS or node.parent is None:
             continue
         parent, table = node.parent, node.table or None
-        if isinstance(parent, exp.EQ):
-            cond = exp.and_(*[exp.column(k, table=o.table or None).eq(exp.column(k, table=node.table or None))
-                              for k in keys for o in [parent.expression]]) if keys else exp.true()
-            parent.replace(cond)
+        if isinstance(parent, exp.EQ):  # a.run_keys = b.run_keys -> a._run0 = b._run0 AND ... (or TRUE)
+            other = (parent.expression if parent.this is node else parent.this).table or None
+            parent.replace(exp.and_(*[exp.column(k, table=other).eq(exp.column(k, table=table)) for k in keys])
+                           if keys else exp.true())
             continue
         if node.arg_key not in parent.args or not isinstance(parent.args[node.arg_key], list):
             raise RuntimeError(f"run_keys in an unexpected place: {parent.sql()}")
         siblings = parent.args[node.arg_key]
         index = next(i for i, s in enumerate(siblings) if s is node)
         parent.set(node.arg_key, siblings[:index] + [exp.column(k, table=table) for k in keys] + siblings[index + 1:])
-    for node in list(tree.find_all(exp.And)):  # TRUE AND x -> x
-        if node.this == exp.true():
-            node.replace(node.expression)
-        elif node.expression == exp.true():
-            node.replace(node.this)
-    return tree
+    return _fold(tree)  # TRUE AND x -> x where a join had only run keys to add
 
 
 def _alias_projections(tree: exp.Expression) -> exp.Expression:
@@ -307,18 +304,16 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
         override = sqlglot.parse_one(read_template(name)[1], read="duckdb")
         ctes["list_ranked"].set("this", _substitute(override, {"max_k": values["max_k"]}, f"sql/{name}.sql"))
     ctes["list_ideal_cuts"].set("this", _cutoffs_select(sorted(features.get("list_ideal", {1}))))
-    # Drop the UNION ALL branches of stage features nobody asked for.
-    branch_tables = {"list_ideal": "list_ideal", "slots": "slots"}
-    union = ctes["stacked"].this
+    # Drop the UNION ALL branches reading stage features nobody asked for (each reads the CTE
+    # named after its feature).
+    unused = {"list_ideal", "slots"} - set(features)
     branches: list[exp.Select] = []
-    node = union
+    node = ctes["stacked"].this
     while isinstance(node, exp.Union):
         branches.insert(0, node.expression)
         node = node.this
     branches.insert(0, node)
-    kept = [b for b in branches
-            if not any(b.args["from_"].this.name == t and f not in features
-                       for f, t in branch_tables.items())]
+    kept = [b for b in branches if b.args["from_"].this.name not in unused]
     rebuilt = kept[0]
     for b in kept[1:]:
         rebuilt = exp.union(rebuilt, b, distinct=False)
@@ -330,7 +325,7 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
         for col in truth_runs.find_all(exp.Column):
             if col.table == "runs":
                 col.set("table", exp.to_identifier("t"))
-    return _alias_projections(_expand_run_keys(stage, _internal_runs(plan)))
+    return _alias_projections(_expand_run_keys(stage, internal_runs(plan)))
 
 
 def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.Select:
@@ -348,7 +343,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     stage = _stage(plan, metrics)
     with_ = stage.args["with_"]
     inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", _items_in(plan))]
-    runs = _internal_runs(plan)
+    runs = internal_runs(plan)
     per_user = exp.select(
         *[exp.column(r) for r in runs], "user_id",
         exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
@@ -375,7 +370,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
 
 
 def _run_aliases(plan: Plan) -> list[exp.Expression]:
-    return [exp.alias_(exp.column(r), exp.to_identifier(c, quoted=True)) for r, c in zip(_internal_runs(plan), plan.run_cols)]
+    return [exp.alias_(exp.column(r), exp.to_identifier(c, quoted=True)) for r, c in zip(internal_runs(plan), plan.run_cols)]
 
 
 def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
@@ -391,10 +386,10 @@ def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
             exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "users_without_recs"),
             exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "recs_users_without_truth"),
         ).from_("per_user")
-        runs = [exp.column(r) for r in _internal_runs(plan)]
+        runs = [exp.column(r) for r in internal_runs(plan)]
         return select.group_by(*runs).order_by(*runs) if runs else select
     select = exp.select(
         *_run_aliases(plan), exp.alias_(exp.column("user_id"), exp.to_identifier(plan.user_col, quoted=True)),
         *[exp.alias_(exp.column(f"_m{i}"), n) for i, n in enumerate(names)],
     ).from_("per_user")
-    return select.where(exp.column("_in_population").eq(1)).order_by(*[exp.column(r) for r in _internal_runs(plan)], "user_id")
+    return select.where(exp.column("_in_population").eq(1)).order_by(*[exp.column(r) for r in internal_runs(plan)], "user_id")
