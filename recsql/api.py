@@ -11,7 +11,8 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from .compose import Plan, compose, finalize, internal_runs, quoted_column, recs_in, truth_in
+from .compose import TIES, Plan, compose, finalize, internal_runs, quoted_column, recs_in, truth_in
+from .conventions import convention as get_convention
 from .dialects import dialect as get_dialect
 from .dialects import render
 from .engines import runner_for
@@ -53,7 +54,15 @@ class Evaluation:
 
 
 def _options(**cols: Any) -> dict[str, Any]:
-    """The column and definition options shared by evaluate and to_sql, checked."""
+    """The column and definition options shared by evaluate and to_sql, checked; the convention
+    fills in the tie rule and population the user did not give."""
+    conv = get_convention(cols["convention"])
+    cols["population"] = cols["population"] or conv.population
+    cols["ties"] = cols["ties"] or conv.ties
+    if cols["ties"] not in TIES:
+        raise RecsqlError(f"ties={cols['ties']!r} is not valid; choose one of {', '.join(TIES)} ('item_id': equal "
+                          "scores ordered by item id ascending; 'item_id_desc': descending; 'average': the expected "
+                          "value over every order of the tied items)")
     _check_options(cols["population"], cols["duplicates"], cols["threshold"], cols["rank_col"], cols["score_col"])
     return cols
 
@@ -75,7 +84,8 @@ def _plan(recs: exp.Expression, truth: exp.Expression, items: exp.Expression | N
         user_col=cols["user_col"], item_col=cols["item_col"],
         score_col=None if cols["rank_col"] else cols["score_col"], rank_col=cols["rank_col"],
         relevance_col=cols["relevance_col"], price_col=cols["price_col"], run_cols=tuple(cols["run_cols"]),
-        threshold=cols["threshold"], population=cols["population"],
+        threshold=cols["threshold"], population=cols["population"], ties=cols["ties"],
+        convention=cols["convention"], negative_unjudged=get_convention(cols["convention"]).negative_unjudged,
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
         id_collation=get_dialect(target).collation, topk=get_dialect(target).topk,
     )
@@ -196,8 +206,10 @@ def evaluate(
     price_col: str = "price",
     run_cols: Iterable[str] = (),
     threshold: float = 1,
-    population: str = "relevant",
+    population: str | None = None,
     duplicates: str = "error",
+    convention: str = "recsql",
+    ties: str | None = None,
     progress: bool = False,
 ) -> Evaluation:
     """Evaluate recommendations against truth with any set of metrics, in ONE query on one engine.
@@ -219,7 +231,8 @@ def evaluate(
     parsed = parse_metrics(metrics)
     cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
                     relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
-                    threshold=threshold, population=population, duplicates=duplicates)
+                    threshold=threshold, population=population, duplicates=duplicates,
+                    convention=convention, ties=ties)
     started = time.perf_counter()
     with runner_for(con, progress=progress) as runner:
         sources: list[Source] = []
@@ -279,8 +292,10 @@ def to_sql(
     truth_has_run_cols: bool = False,
     text_ids: Iterable[str] = (),
     threshold: float = 1,
-    population: str = "relevant",
+    population: str | None = None,
     duplicates: str = "error",
+    convention: str = "recsql",
+    ties: str | None = None,
     pretty: bool = True,
 ) -> str:
     """The SQL that :func:`evaluate` runs, for (qualified) table names or file paths, in ``dialect``.
@@ -300,7 +315,8 @@ def to_sql(
     parsed = parse_metrics(metrics)
     cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
                     relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
-                    threshold=threshold, population=population, duplicates=duplicates)
+                    threshold=threshold, population=population, duplicates=duplicates,
+                    convention=convention, ties=ties)
     relations = [bind(role, value, None).relation if value is not None else None
                  for role, value in (("recs", recs), ("truth", truth), ("items", items))]
     named = {user_col: "user_id", item_col: "item_id"}

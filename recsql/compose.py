@@ -15,11 +15,19 @@ from sqlglot import exp
 
 from .discounts import discount_expression, gains
 from .errors import RecsqlError
+from .conventions import resolve_metric
 from .metrics import Metric, registry
 from .templates import read_template
 
 RUN_KEYS = "run_keys"
-POPULATIONS = ("relevant", "intersection")
+POPULATIONS = ("relevant", "intersection", "judged")
+TIES = ("item_id", "item_id_desc", "average")
+# Which users each population averages over, from a user's flags (relevant truth items, truth rows, recs).
+_POPULATION_SQL = {
+    "relevant": "_n_rel > 0",
+    "intersection": "_n_rel > 0 AND _has_recs = 1",
+    "judged": "_n_truth > 0",
+}
 OUTPUTS = ("per_user", "summary", "raw")
 MAX_SLOTS = 10_000  # positions sql/_ranked.sql's slot_positions generates (four digit tables)
 TOPK_MAX_K = 100_000  # above this a per-user heap is no faster than sorting (DuckDB's MIN_BY takes n < 1e6)
@@ -46,6 +54,9 @@ class Plan:
     text_ids: frozenset = frozenset()  # internal id columns ("user_id", "item_id") holding strings
     topk: str | None = None  # engine whose top-k override (sql/_topk.<engine>.sql) replaces ROW_NUMBER
     id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
+    ties: str = "item_id"  # tie rule: item_id (ascending), item_id_desc, or average (expected value)
+    negative_unjudged: bool = False  # truth rows with relevance < 0 mean "unjudged" (trec_eval): dropped
+    convention: str = "recsql"  # fills in the metric options the user did not write (recsql/conventions.py)
 
 
 def quoted_column(name: str, table: str | None = None) -> exp.Column:
@@ -94,8 +105,13 @@ def recs_in(plan: Plan) -> exp.Select:
 def truth_in(plan: Plan) -> exp.Select:
     """Truth with internal names; relevance 1 for every row when there is no relevance column."""
     rel = exp.cast(quoted_column(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
-    return _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs), rel, "relevance",
-                        exp.Max if plan.duplicates == "best" else None)
+    select = _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs), rel, "relevance",
+                          exp.Max if plan.duplicates == "best" else None)
+    if plan.negative_unjudged and plan.relevance_col:
+        zero = exp.Literal.number(0)
+        select = (select.having(exp.GTE(this=exp.Max(this=rel.copy()), expression=zero)) if plan.duplicates == "best"
+                  else select.where(exp.GTE(this=rel.copy(), expression=zero)))
+    return select
 
 
 def _items_in(plan: Plan) -> exp.Select:
@@ -118,9 +134,10 @@ def _literal(value: object) -> exp.Expression:
     return exp.Literal.string(str(value))
 
 
-def _substitute(tree: exp.Expression, values: dict[str, object], where: str) -> exp.Expression:
+def _substitute(tree: exp.Expression, values: dict[str, object], where: str,
+                keep: frozenset | set = frozenset()) -> exp.Expression:
     def sub(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Placeholder):
+        if isinstance(node, exp.Placeholder) and node.name not in keep:
             if node.name not in values:
                 raise RuntimeError(f"{where}: no value for ${node.name}")
             return _literal(values[node.name])
@@ -243,10 +260,13 @@ def _wrap(node: exp.Expression) -> exp.Expression:
     return node if isinstance(node, (exp.Column, exp.Literal, exp.Cast, exp.Func, exp.Paren)) else exp.Paren(this=node)
 
 
-def metric_expression(metric: Metric) -> exp.Expression:
-    """The per-user aggregate expression of one metric, parameters bound."""
+def metric_expression(metric: Metric, ties: str = "item_id") -> exp.Expression:
+    """The per-user aggregate expression of one metric, parameters bound (``ties``: the plan's
+    tie rule, which a template may read as ``$ties``)."""
     options = metric.all_options()
-    values: dict[str, object] = {"k": metric.k, **options}
+    params = metric.spec.params
+    values: dict[str, object] = {"k": metric.k, "ties": ties, **{
+        p: float(v) if params[p].kind == "number" and v != "auto" else v for p, v in options.items()}}
 
     def expand(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Anonymous):
@@ -258,11 +278,35 @@ def metric_expression(metric: Metric) -> exp.Expression:
             if fname in registry():
                 inner = registry()[fname]
                 inherited = {p: v for p, v in options.items() if p in inner.params}
-                return _wrap(metric_expression(Metric(fname, metric.k, **inherited)))
+                return _wrap(metric_expression(Metric(fname, metric.k, **inherited), ties))
         return node
 
-    tree = _substitute(_metric_projection(metric.name).copy(), values, f"sql/{metric.name}.sql")
+    tree = _metric_projection(metric.name).copy()
+    if metric.k is None:
+        values.pop("k")
+        tree = _without_cutoff(_fold(_substitute(tree, values, f"sql/{metric.name}.sql", keep={"k"})), metric)
+    tree = _substitute(tree, values, f"sql/{metric.name}.sql")
     return _fold(tree.transform(expand, copy=False))
+
+
+def _is_k(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Placeholder) and node.name == "k"
+
+
+def _without_cutoff(tree: exp.Expression, metric: Metric) -> exp.Expression:
+    """A metric with an optional cutoff, asked without one, ranks the whole list: ``x <= $k``
+    becomes TRUE and ``LEAST($k, x)`` becomes ``x``; any other use of ``$k`` is a template error."""
+    def drop(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.LTE) and _is_k(node.expression):
+            return exp.true()
+        if isinstance(node, exp.Least) and any(_is_k(a) for a in [node.this, *node.expressions]):
+            rest = [a for a in [node.this, *node.expressions] if not _is_k(a)]
+            return rest[0] if len(rest) == 1 else exp.Least(this=rest[0], expressions=rest[1:])
+        return node
+    tree = tree.transform(drop, copy=False)
+    if any(_is_k(p) for p in tree.find_all(exp.Placeholder)):
+        raise RecsqlError(f"metric {str(metric)!r} needs a cutoff with these options: write it as '{metric}@10'")
+    return tree
 
 
 # ---------------------------------------------------------------- the statement
@@ -292,6 +336,7 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
                           f"got k = {max(features['slots'])}")
     needs_full_list = any(m.k is None for m in metrics)
     values = {
+        "ties": plan.ties,
         "threshold": plan.threshold,
         "max_k": None if needs_full_list else max(m.k for m in metrics),
         "max_slot_k": max(features.get("slots", {0})),
@@ -299,10 +344,17 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
     stage = _fold(_substitute(stage, values, "sql/_ranked.sql"))
     with_ = stage.args["with_"]
     ctes = {c.alias: c for c in with_.expressions}
-    if plan.topk and values["max_k"] is not None and values["max_k"] <= TOPK_MAX_K:
+    if plan.ties == "item_id" and plan.topk and values["max_k"] is not None and values["max_k"] <= TOPK_MAX_K:
         name = f"_topk.{plan.topk}"
         override = sqlglot.parse_one(read_template(name)[1], read="duckdb")
         ctes["list_ranked"].set("this", _substitute(override, {"max_k": values["max_k"]}, f"sql/{name}.sql"))
+    if plan.ties == "item_id_desc":  # trec_eval, RePlay: among equal scores the larger item id first
+        for ordered in ctes["list_ranked"].this.find_all(exp.Ordered):
+            if isinstance(ordered.this, exp.Column) and ordered.this.name == "item_id":
+                ordered.set("desc", True)
+    if plan.ties == "average":
+        override = sqlglot.parse_one(read_template("_ties_average")[1], read="duckdb")
+        ctes["list_judged"].set("this", _fold(_substitute(override, values, "sql/_ties_average.sql")))
     ctes["list_ideal_cuts"].set("this", _cutoffs_select(sorted(features.get("list_ideal", {1}))))
     # Drop the UNION ALL branches reading stage features nobody asked for (each reads the CTE
     # named after its feature).
@@ -336,26 +388,36 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         raise RecsqlError(f"population={plan.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")
     if output not in OUTPUTS:
         raise RecsqlError(f"output={output!r} is not valid; choose one of {', '.join(OUTPUTS)}")
-    for m in metrics:
+    if plan.ties not in TIES:
+        raise RecsqlError(f"ties={plan.ties!r} is not valid; choose one of {', '.join(TIES)}")
+    resolved = [resolve_metric(m, plan.convention) for m in metrics]
+    for m in resolved:
+        if not m.spec.supports_ties(plan.ties, m.all_options()):
+            supported = sorted(n for n, s in registry().items() if s.ties)
+            raise RecsqlError(f"metric {str(m)!r} has no exact expected value under ties='average'; "
+                              f"metrics that do: {', '.join(supported)} (ndcg/idcg not with ideal=list). "
+                              "Use ties='item_id' (deterministic) for the others")
+    for m in resolved:
         if "price" in m.spec.needs and plan.items is None:
             raise RecsqlError(f"metric {str(m)!r} needs item prices: pass items= with columns "
                               f"{plan.item_col!r} and {plan.price_col!r}")
-    stage = _stage(plan, metrics)
+    stage = _stage(plan, resolved)
     with_ = stage.args["with_"]
     inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", _items_in(plan))]
     runs = internal_runs(plan)
     per_user = exp.select(
         *[exp.column(r) for r in runs], "user_id",
         exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
+        exp.alias_(exp.Max(this=exp.column("n_truth")), "_n_truth"),
         exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
-        *[exp.alias_(exp.cast(metric_expression(m), "DOUBLE"), f"_m{i}") for i, m in enumerate(metrics)],
+        *[exp.alias_(exp.cast(metric_expression(m, plan.ties), "DOUBLE"), f"_m{i}") for i, m in enumerate(resolved)],
     ).from_("ranked").group_by(*[exp.column(r) for r in runs], "user_id")
-    in_pop = sqlglot.parse_one("_n_rel > 0" if plan.population == "relevant" else "_n_rel > 0 AND _has_recs = 1")
+    in_pop = sqlglot.parse_one(_POPULATION_SQL[plan.population])
     flagged = exp.select(
         *[exp.column(r) for r in runs], "user_id",
         *[exp.column(f"_m{i}") for i in range(len(metrics))],
         exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
-        "_has_recs", "_n_rel",
+        "_has_recs", "_n_rel", "_n_truth",
     ).from_("per_user_raw")
     ctes = [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in inputs]
     ctes += list(with_.expressions)
@@ -381,8 +443,9 @@ def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
         select = exp.select(
             *_run_aliases(plan),
             exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(_in_population), 0) AS BIGINT)"), "n_users"),
-            *[exp.alias_(exp.Avg(this=exp.Case(ifs=[exp.If(this=in_pop.copy(), true=exp.column(f"_m{i}"))])), n)
-              for i, n in enumerate(names)],
+            *[exp.alias_((exp.Sum if m.spec.summary == "sum" else exp.Avg)(
+                this=exp.Case(ifs=[exp.If(this=in_pop.copy(), true=exp.column(f"_m{i}"))])), n)
+              for i, (m, n) in enumerate(zip(metrics, names))],
             exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "users_without_recs"),
             exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "recs_users_without_truth"),
         ).from_("per_user")

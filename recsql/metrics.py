@@ -23,16 +23,18 @@ from .discounts import normalize_discount, DISCOUNT_PRESETS
 from .errors import RecsqlError
 from .templates import read_template, template_names
 
-_PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount)\s*=\s*(\S+)$")
+_PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount|number)\s*=\s*(\S+)$")
+K_RULES = ("required", "optional", "none")  # header `k:` — a cutoff is needed, allowed, or not allowed
 _STAGE_RE = re.compile(r"^(\w+)\s+if\s+(\w+)\s*=\s*(\w+)$")
 
 
 @dataclass(frozen=True)
 class Param:
-    """One option of a metric: an enum of words, or a position discount."""
+    """One option of a metric: an enum of words, a position discount, or a number (whose default
+    may be the word ``auto``: a value the query derives from the data)."""
 
     name: str
-    kind: str  # "enum" | "discount"
+    kind: str  # "enum" | "discount" | "number"
     default: str
     choices: tuple[str, ...] = ()
 
@@ -41,6 +43,8 @@ class Param:
         text = str(value).strip()
         if self.kind == "discount":
             return normalize_discount(text, metric)
+        if self.kind == "number":
+            return _number(text, metric, self)
         if text not in self.choices:
             raise RecsqlError(
                 f"metric {metric!r}: option {self.name}={text!r} is not valid; "
@@ -49,19 +53,49 @@ class Param:
         return text
 
 
+def _number(text: str, metric: str, param: Param) -> str:
+    if text == param.default == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value != value or value in (float("inf"), float("-inf")):
+        auto = " or 'auto'" if param.default == "auto" else ""
+        raise RecsqlError(f"metric {metric!r}: option {param.name}={text!r} must be a finite number{auto}")
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """What a template's header says: name, aliases, cutoff, options, stage features, citation."""
 
     name: str
     aliases: tuple[str, ...]
-    needs_k: bool
+    k_rule: str  # "required" | "optional" (no cutoff = the whole list) | "none"
     params: dict[str, Param]
     stage: tuple[tuple[str, str, str], ...]  # (feature, option, value that switches it on)
     needs: tuple[str, ...]
     formula: str
     cite: str
     sql: str = field(repr=False)
+    summary: str = "mean"  # how the summary aggregates per-user values: mean, or sum (counts)
+    ties: str = ""  # header `ties: average [unless opt = value]`: the metric supports ties="average"
+
+    def supports_ties(self, rule: str, options: dict[str, str]) -> bool:
+        """Whether the metric is exact under tie rule ``rule`` with these options (the
+        deterministic rules always are; ``average`` where the header says so)."""
+        if rule != "average":
+            return True
+        word, _, unless = self.ties.partition(" unless ")
+        if word != "average":
+            return False
+        opt, _, value = unless.partition("=")
+        return not unless or options.get(opt.strip()) != value.strip()
+
+    @property
+    def needs_k(self) -> bool:
+        return self.k_rule == "required"
 
     def features(self, options: dict[str, str]) -> set[str]:
         """Stage features (``list_ideal``, ``slots``) this metric needs with these options."""
@@ -77,6 +111,8 @@ def _parse_params(text: str, metric: str) -> dict[str, Param]:
         name, kind, choices, default = match.groups()
         if kind == "discount":
             params[name] = Param(name, "discount", default, tuple(DISCOUNT_PRESETS))
+        elif kind == "number":
+            params[name] = Param(name, "number", default)
         else:
             params[name] = Param(name, "enum", default, tuple(c.strip() for c in choices.split(",")))
     return params
@@ -88,10 +124,15 @@ def _spec(name: str) -> MetricSpec:
         _STAGE_RE.match(p.strip()).groups()  # type: ignore[union-attr]
         for p in header.get("stage", "").split(";") if p.strip()
     )
+    k_rule = header.get("k", "required")
+    if k_rule not in K_RULES or header.get("summary", "mean") not in ("mean", "sum"):
+        raise RuntimeError(f"sql/{name}.sql: k must be one of {K_RULES}; summary mean or sum")
     return MetricSpec(
         name=header.get("name", name),
         aliases=tuple(a.strip() for a in header.get("aliases", "").split(",") if a.strip()),
-        needs_k=header.get("k", "required") != "none",
+        k_rule=k_rule,
+        summary=header.get("summary", "mean"),
+        ties=header.get("ties", ""),
         params=_parse_params(header.get("params", ""), name),
         stage=stage,
         needs=tuple(n.strip() for n in header.get("needs", "").split(",") if n.strip()),
@@ -139,7 +180,7 @@ class Metric:
     Metric('map(denominator=relevant)@10')
     """
 
-    __slots__ = ("name", "k", "options")
+    __slots__ = ("name", "k", "options", "explicit")
 
     def __init__(self, name: str, k: int | None = None, **options: object) -> None:
         spec = resolve_name(name)
@@ -157,6 +198,9 @@ class Metric:
             (p, normalized[p]) for p in spec.params
             if p in normalized and normalized[p] != spec.params[p].default
         )
+        # Options the user wrote, defaults included: a convention (recsql/conventions.py) fills in
+        # only the others. Not part of equality: map(denominator=min)@5 == map@5.
+        self.explicit: frozenset[str] = frozenset(normalized)
 
     @property
     def spec(self) -> MetricSpec:
@@ -184,9 +228,11 @@ class Metric:
 
 
 def _check_k(spec: MetricSpec, k: object) -> int | None:
-    if not spec.needs_k:
+    if spec.k_rule == "none":
         if k is not None:
             raise RecsqlError(f"metric {spec.name!r} takes no cutoff; write it as {spec.name!r}, not with @k")
+        return None
+    if k is None and spec.k_rule == "optional":
         return None
     if k is None:
         raise RecsqlError(f"metric {spec.name!r} needs a cutoff: write it as '{spec.name}@10' (any k >= 1)")

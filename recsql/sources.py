@@ -19,6 +19,7 @@ from typing import Any, Callable
 from sqlglot import exp
 
 from .errors import RecsqlError
+from .trec import TrecFile
 
 _READERS = {
     ".parquet": "read_parquet", ".pq": "read_parquet",
@@ -78,6 +79,13 @@ def bind(role: str, obj: Any, runner: Any | None) -> Source:
 
     A string is a file path (when the engine reads files and it looks like one and is not a table
     there) or a table name; anything else is a DataFrame the runner may register for this run."""
+    if isinstance(obj, TrecFile):
+        if runner is not None:
+            if runner.dialect != "duckdb":
+                raise RecsqlError(f"{role}: TREC files are read by DuckDB (con=None or a DuckDB connection); on "
+                                  f"{runner.name}, load the file into a table first")
+            obj.check(runner.fetch_rows)
+        return Source(role, obj.relation(), described=repr(obj))
     if isinstance(obj, os.PathLike):
         obj = os.fspath(obj)
     if isinstance(obj, str):

@@ -1,9 +1,9 @@
 -- Gain functions (SPEC §2.5), chosen by a metric's `gain` option and written GAIN() in metric files.
 -- gain = max(relevance, 0), unjudged 0; hit = 1 when relevance >= threshold.
 -- linear: the relevance itself (trec_eval, Järvelin & Kekäläinen 2002)
--- exponential: 2^gain - 1 (Burges et al., ICML 2005)
+-- exponential: gain_exp = 2^gain - 1 (Burges et al., ICML 2005), computed by the stage
 -- binary: 1 for a relevant item, else 0 (RePlay, Spark RankingMetrics)
 SELECT
     gain AS linear,
-    POWER(2, gain) - 1 AS exponential,
+    gain_exp AS exponential,
     CAST(hit AS DOUBLE) AS binary

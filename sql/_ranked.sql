@@ -13,8 +13,13 @@
 --   src 3  list item in its re-sorted order for cutoff `cut` (feature list_ideal, ideal = list)
 --   src 4  ideal slot 1..k of gain 1 (feature slots, ideal = k_slots)
 -- with columns rank, ideal_rank, cut, item_id, relevance (NULL = unjudged),
--- hit (relevance >= threshold), gain = max(relevance, 0) (unjudged: 0),
--- hits_cum (hits at positions <= rank), n_rel (R: the user's relevant truth items), price.
+-- hit (relevance >= threshold), gain = max(relevance, 0) (unjudged: 0), gain_exp = 2^gain - 1,
+-- hits_cum (hits at positions <= rank), nonrel_cum (judged non-relevant items at positions <= rank),
+-- n_rel (R: the user's relevant truth items), n_nonrel (the user's judged non-relevant truth items),
+-- n_truth (the user's truth rows), price.
+-- With ties = "average" (list_judged replaced by sql/_ties_average.sql), a list row's hit, gain and
+-- gain_exp are the means over its tie group (so hits_cum is not an integer there and the metrics
+-- using it refuse that rule), and tie_miss is the factor of P(no hit in the top k) (hit_rate).
 WITH
 runs AS (
     SELECT DISTINCT run_keys FROM recs_in
@@ -25,27 +30,33 @@ truth_runs AS (
 ),
 truth_users AS (
     SELECT run_keys, user_id,
-        CAST(SUM(CASE WHEN relevance >= $threshold THEN 1 ELSE 0 END) AS BIGINT) AS n_rel
+        CAST(SUM(CASE WHEN relevance >= $threshold THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+        CAST(SUM(CASE WHEN relevance < $threshold THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+        CAST(COUNT(*) AS BIGINT) AS n_truth
     FROM truth_runs
     GROUP BY run_keys, user_id
 ),
 list_ranked AS (
-    SELECT run_keys, user_id, item_id,
+    SELECT run_keys, user_id, item_id, ord,
         CAST(ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
     FROM recs_in
 ),
 list_judged AS (
     SELECT l.run_keys, l.user_id, l.item_id, l.rank, t.relevance,
-        CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END AS hit
+        CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END AS hit,
+        CAST(NULL AS DOUBLE) AS tie_gain, CAST(NULL AS DOUBLE) AS tie_gain_exp, CAST(NULL AS DOUBLE) AS tie_miss
     FROM list_ranked AS l
     LEFT JOIN truth_runs AS t
         ON l.run_keys = t.run_keys AND l.user_id = t.user_id AND l.item_id = t.item_id
     WHERE $max_k IS NULL OR l.rank <= $max_k
 ),
 list_rows AS (
-    SELECT run_keys, user_id, item_id, rank, relevance, hit,
+    SELECT run_keys, user_id, item_id, rank, relevance, hit, tie_gain, tie_gain_exp, tie_miss,
         CAST(SUM(hit) OVER (PARTITION BY run_keys, user_id ORDER BY rank
-                            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS hits_cum
+                            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS hits_cum,
+        CAST(SUM(CASE WHEN relevance < $threshold THEN 1 ELSE 0 END)
+             OVER (PARTITION BY run_keys, user_id ORDER BY rank
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS nonrel_cum
     FROM list_judged
 ),
 truth_rows AS (
@@ -78,31 +89,41 @@ slots AS (
 ),
 stacked AS (
     SELECT run_keys, user_id, 1 AS src, rank, CAST(NULL AS BIGINT) AS ideal_rank,
-        CAST(NULL AS BIGINT) AS cut, item_id, relevance, hit, hits_cum
+        CAST(NULL AS BIGINT) AS cut, item_id, relevance, hit, hits_cum, nonrel_cum,
+        tie_gain, tie_gain_exp, tie_miss
     FROM list_rows
     UNION ALL
     SELECT run_keys, user_id, 2 AS src, CAST(NULL AS BIGINT) AS rank, ideal_rank,
-        CAST(NULL AS BIGINT) AS cut, item_id, relevance, hit, CAST(NULL AS BIGINT) AS hits_cum
+        CAST(NULL AS BIGINT) AS cut, item_id, relevance, hit, CAST(NULL AS BIGINT) AS hits_cum,
+        CAST(NULL AS BIGINT) AS nonrel_cum,
+        CAST(NULL AS DOUBLE) AS tie_gain, CAST(NULL AS DOUBLE) AS tie_gain_exp, CAST(NULL AS DOUBLE) AS tie_miss
     FROM truth_rows
     UNION ALL
     SELECT run_keys, user_id, 3 AS src, CAST(NULL AS BIGINT) AS rank, ideal_rank,
-        cut, item_id, relevance, hit, CAST(NULL AS BIGINT) AS hits_cum
+        cut, item_id, relevance, hit, CAST(NULL AS BIGINT) AS hits_cum, CAST(NULL AS BIGINT) AS nonrel_cum,
+        CAST(NULL AS DOUBLE) AS tie_gain, CAST(NULL AS DOUBLE) AS tie_gain_exp, CAST(NULL AS DOUBLE) AS tie_miss
     FROM list_ideal
     UNION ALL
     SELECT run_keys, user_id, 4 AS src, CAST(NULL AS BIGINT) AS rank, ideal_rank,
         CAST(NULL AS BIGINT) AS cut, NULL AS item_id, CAST(1 AS DOUBLE) AS relevance, 1 AS hit,
-        CAST(NULL AS BIGINT) AS hits_cum
+        CAST(NULL AS BIGINT) AS hits_cum, CAST(NULL AS BIGINT) AS nonrel_cum,
+        CAST(NULL AS DOUBLE) AS tie_gain, CAST(NULL AS DOUBLE) AS tie_gain_exp, CAST(NULL AS DOUBLE) AS tie_miss
     FROM slots
 ),
 ranked AS (
     SELECT s.run_keys, s.user_id, s.src, s.rank, s.ideal_rank, s.cut, s.item_id,
-        s.relevance, s.hit, s.hits_cum,
-        CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS DOUBLE) ELSE CAST(0 AS DOUBLE) END AS gain,
-        COALESCE(u.n_rel, 0) AS n_rel,
+        s.relevance, s.hit, s.hits_cum, s.nonrel_cum,
+        CASE WHEN $ties = 'average' AND s.src = 1 THEN s.tie_gain
+             WHEN s.relevance > 0 THEN CAST(s.relevance AS DOUBLE) ELSE CAST(0 AS DOUBLE) END AS gain,
+        CASE WHEN $ties = 'average' AND s.src = 1 THEN s.tie_gain_exp
+             WHEN s.relevance > 0 THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1 ELSE CAST(0 AS DOUBLE) END AS gain_exp,
+        s.tie_miss,
+        COALESCE(u.n_rel, 0) AS n_rel, COALESCE(u.n_nonrel, 0) AS n_nonrel, COALESCE(u.n_truth, 0) AS n_truth,
         CAST(i.price AS DOUBLE) AS price
     FROM stacked AS s
     LEFT JOIN truth_users AS u ON s.run_keys = u.run_keys AND s.user_id = u.user_id
     LEFT JOIN items_in AS i ON s.item_id = i.item_id
 )
-SELECT run_keys, user_id, src, rank, ideal_rank, cut, item_id, relevance, hit, hits_cum, gain, n_rel, price
+SELECT run_keys, user_id, src, rank, ideal_rank, cut, item_id, relevance, hit, hits_cum, nonrel_cum, gain,
+    gain_exp, tie_miss, n_rel, n_nonrel, n_truth, price
 FROM ranked

@@ -1,6 +1,7 @@
 -- name: cg
--- k: required
+-- k: optional
 -- params: gain enum(linear, exponential, binary) = linear
+-- ties: average
 -- formula: CG@k = Σ_{i≤k} g_i
 -- cite: Järvelin & Kekäläinen, TOIS 2002
 SELECT

@@ -1,6 +1,7 @@
 -- name: dcg
--- k: required
+-- k: optional
 -- params: gain enum(linear, exponential, binary) = linear; discount discount = log2
+-- ties: average
 -- formula: DCG@k = Σ_{i≤k} g_i · disc(i); disc(i) = 1/log2(i+1) (log2), 1/max(1, log2 i) (jarvelin) or a SQL expression in rank
 -- cite: Järvelin & Kekäläinen, TOIS 2002; Burges et al., ICML 2005
 SELECT

@@ -1,7 +1,8 @@
 -- name: idcg
--- k: required
+-- k: optional
 -- params: gain enum(linear, exponential, binary) = linear; discount discount = log2; ideal enum(truth, list, binary, k_slots) = truth
 -- stage: list_ideal if ideal = list; slots if ideal = k_slots
+-- ties: average unless ideal = list
 -- formula: DCG@k of the ideal order: truth = every truth item's gain sorted, top k; list = the user's own top-k gains re-sorted; binary = min(k, R) slots of gain 1; k_slots = k slots of gain 1
 -- cite: Järvelin & Kekäläinen, TOIS 2002
 SELECT

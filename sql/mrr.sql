@@ -1,6 +1,6 @@
 -- name: mrr
 -- aliases: rr
--- k: required
+-- k: optional
 -- formula: 1 / (first relevant position ≤ k), else 0
 -- cite: Voorhees, TREC-8 QA track, 1999; trec_eval recip_rank
 SELECT

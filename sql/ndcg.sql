@@ -1,7 +1,8 @@
 -- name: ndcg
--- k: required
+-- k: optional
 -- params: gain enum(linear, exponential, binary) = linear; discount discount = log2; ideal enum(truth, list, binary, k_slots) = truth
 -- stage: list_ideal if ideal = list; slots if ideal = k_slots
+-- ties: average unless ideal = list
 -- formula: nDCG@k = DCG@k / IDCG@k, 0 when IDCG@k = 0; with ideal = binary the list's gains are binary too (RePlay, Spark)
 -- cite: Järvelin & Kekäläinen, TOIS 2002
 SELECT

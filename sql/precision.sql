@@ -1,6 +1,7 @@
 -- name: precision
 -- k: required
 -- params: denominator enum(k, list) = k
+-- ties: average
 -- formula: hits@k / k; denominator=list: hits@k / min(k, n) (0 for an empty list)
 -- cite: Manning, Raghavan & Schütze, Introduction to IR 2008, §8.4; trec_eval P_k
 SELECT

@@ -1,5 +1,6 @@
 -- name: recall
 -- k: required
+-- ties: average
 -- formula: hits@k / R, R = the user's relevant truth items
 -- cite: Manning, Raghavan & Schütze, Introduction to IR 2008, §8.4; trec_eval recall_k
 SELECT

@@ -27,7 +27,7 @@ CATALOGUE = [
     ("k is zero", dict(metrics=["ndcg@0"]), ["'ndcg'", "k must be >= 1"]),
     ("k is negative", dict(metrics=["map@-3"]), ["'map'", "k must be >= 1"]),
     ("k is not a number", dict(metrics=["map@ten"]), ["whole number"]),
-    ("k missing", dict(metrics=["ndcg"]), ["needs a cutoff", "ndcg@10"]),
+    ("k missing", dict(metrics=["precision"]), ["needs a cutoff", "precision@10"]),
     ("unknown metric", dict(metrics=["ndgc@10"]), ["unknown metric 'ndgc'", "did you mean 'ndcg'", "valid metrics"]),
     ("unknown option", dict(metrics=["ndcg(gian=exponential)@10"]), ["unknown option 'gian'", "did you mean 'gain'"]),
     ("bad option value", dict(metrics=["map(denominator=R)@10"]), ["denominator='R'", "min, relevant, hits, k"]),

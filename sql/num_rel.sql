@@ -1,0 +1,10 @@
+-- name: num_rel
+-- k: none
+-- summary: sum
+-- formula: R, the number of relevant truth items (relevance ≥ threshold); the summary is the sum over users
+-- cite: trec_eval num_rel
+SELECT
+    user_id,
+    CAST(MAX(n_rel) AS DOUBLE) AS num_rel
+FROM ranked
+GROUP BY user_id

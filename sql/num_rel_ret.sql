@@ -1,0 +1,11 @@
+-- name: num_rel_ret
+-- k: optional
+-- summary: sum
+-- ties: average
+-- formula: hits@k, the number of relevant recommended items (in the top k); the summary is the sum over users
+-- cite: trec_eval num_rel_ret
+SELECT
+    user_id,
+    CAST(COALESCE(SUM(CASE WHEN src = 1 AND rank <= $k THEN hit END), 0) AS DOUBLE) AS num_rel_ret
+FROM ranked
+GROUP BY user_id

@@ -1,0 +1,662 @@
+"""Plain-Python reference oracle for recsql's "beyond accuracy" metrics (SPEC section 4).
+
+Written only from the metric definitions of /work/shared/SPEC.md section 4 (and the brief that
+spelled out its edge cases), independently of the SQL implementation, so that tests can compare
+the two. Standard library only; clarity over speed.
+
+Entry point: ``reference_beyond(name, k, options, recs, truth, items=..., ...)``.
+Inputs are lists of dict rows for ONE run:
+
+    recs          {user_id, item_id, score}  (or {user_id, item_id, rank} with use_rank=True)
+    truth         {user_id, item_id, relevance?}        relevance defaults to 1
+    items         {item_id, price?, category?, probability?, features? (list of floats)}
+    features      {item_id, feature, value}             sparse alternative to items.features
+    interactions  {user_id, item_id}                    training data; duplicates count once
+    catalog       {item_id}
+    baseline      rows like recs: another recommender's lists, ranked the same way, cut at k
+
+Shared conventions
+------------------
+* Order: score descending (rank ascending with use_rank), ties by item_id ascending; positions
+  1..n. ``L`` = the user's top min(k, n) items (k None = the whole list).
+* Relevant iff relevance >= threshold; gain g = max(relevance, 0), unjudged items have g = 0.
+* ``U_I`` = distinct users of interactions, ``n_i`` = distinct users of interactions who saw
+  item i (0 when unseen), ``c_i`` = number of users whose top k holds item i.
+* Populations: metrics needing truth (serendipity, auc, accuracy, err, pfound, spearman, kendall,
+  rbp) -> users with >= 1 relevant truth item (a user without recommendations scores on an empty
+  list); list-only metrics (novelty, surprisal, unexpectedness, diversity, arp) -> users with
+  recommendations; global metrics (coverage, gini, personalization) -> one number.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+# name -> default options (an option absent here is rejected as unknown)
+DEFAULT_OPTIONS = {
+    "novelty": {"p": "interactions"},
+    "surprisal": {},
+    "unexpectedness": {},
+    "serendipity": {},
+    "diversity": {"by": "category"},
+    "arp": {},
+    "coverage": {},
+    "gini": {},
+    "personalization": {},
+    "auc": {},
+    "accuracy": {},
+    "err": {"max_grade": None},
+    "pfound": {"max_grade": None, "p_break": 0.15},
+    "spearman": {},
+    "kendall": {},
+    "rbp": {"p": 0.8},
+}
+
+TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp"}
+LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp"}
+GLOBAL_METRICS = {"coverage", "gini", "personalization"}
+# metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
+NEEDS_K = {"surprisal", "unexpectedness", "serendipity", "personalization"}
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _relevance(row):
+    """Truth relevance; a missing (or None) relevance counts as 1."""
+    value = row.get("relevance")
+    return 1.0 if value is None else float(value)
+
+
+def _gain(relevance):
+    """g = max(relevance, 0); unjudged (None) -> 0."""
+    return 0.0 if relevance is None else max(float(relevance), 0.0)
+
+
+def _div(num, den):
+    """num / den, 0 when den is 0."""
+    return num / den if den else 0.0
+
+
+def ranked_lists(recs, use_rank=False):
+    """{user_id: [item_id, ...]} in position order: rank ascending (use_rank) or score
+    descending, ties by item_id ascending; positions are then renumbered 1..n.
+    Duplicate (user, item) rows are an error."""
+    pairs = [(r["user_id"], r["item_id"]) for r in recs]
+    if len(pairs) != len(set(pairs)):
+        raise ValueError("duplicate (user, item) in recommendations")
+    by_user = {}
+    for row in recs:
+        by_user.setdefault(row["user_id"], []).append(row)
+    key = (lambda r: (r["rank"], r["item_id"])) if use_rank else (lambda r: (-r["score"], r["item_id"]))
+    return {user: [r["item_id"] for r in sorted(rows, key=key)] for user, rows in by_user.items()}
+
+
+def _sort_values(recs, use_rank):
+    """{(user, item): the ordering value} -- score, or rank with use_rank (for AUC's ties)."""
+    column = "rank" if use_rank else "score"
+    return {(r["user_id"], r["item_id"]): r[column] for r in recs}
+
+
+def _cut(items, k):
+    """Top min(k, n) of a ranked list; k None = the whole list."""
+    return list(items) if k is None else list(items[:k])
+
+
+def _truth_by_user(truth):
+    """{user: {item: relevance}}; duplicate (user, item) rows are an error."""
+    out = {}
+    for row in truth:
+        user_truth = out.setdefault(row["user_id"], {})
+        if row["item_id"] in user_truth:
+            raise ValueError("duplicate (user, item) in truth")
+        user_truth[row["item_id"]] = _relevance(row)
+    return out
+
+
+def _popularity(interactions):
+    """(U_I, {item: n_i}): distinct users, and distinct users per item; duplicates count once."""
+    pairs = {(r["user_id"], r["item_id"]) for r in interactions}
+    users = {u for u, _ in pairs}
+    n = {}
+    for _, item in pairs:
+        n[item] = n.get(item, 0) + 1
+    return len(users), n
+
+
+def _exposure(lists, k):
+    """{item: c_i}: the number of users whose top k holds item i."""
+    c = {}
+    for ranked in lists.values():
+        for item in _cut(ranked, k):
+            c[item] = c.get(item, 0) + 1
+    return c
+
+
+def _catalog(catalog, items, truth, recs):
+    """The catalog: the catalog input, else the items input, else distinct items of truth ∪ recs."""
+    if catalog is not None:
+        return {r["item_id"] for r in catalog}
+    if items is not None:
+        return {r["item_id"] for r in items}
+    return {r["item_id"] for r in (truth or [])} | {r["item_id"] for r in recs}
+
+
+def _vectors(items, features):
+    """{item: {feature: value}}. The sparse ``features`` input wins when given (an item's vector
+    = its rows, value None -> 0); otherwise the items' dense ``features`` list, feature j = index
+    j. Missing features are 0. Items without any vector are absent."""
+    if features is not None:
+        out = {}
+        for row in features:
+            vec = out.setdefault(row["item_id"], {})
+            if row["feature"] in vec:
+                raise ValueError("duplicate (item, feature) in features")
+            vec[row["feature"]] = float(row["value"] or 0.0)
+        return out
+    out = {}
+    for row in items or []:
+        dense = row.get("features")
+        if dense is not None:
+            out[row["item_id"]] = {j: float(v or 0.0) for j, v in enumerate(dense)}
+    return out
+
+
+def _cosine(a, b):
+    """cos(a, b) = a·b / (|a|·|b|) over sparse dicts (absent = 0); None when either norm is 0."""
+    na = math.sqrt(sum(v * v for v in a.values()))
+    nb = math.sqrt(sum(v * v for v in b.values()))
+    if na == 0 or nb == 0:
+        return None
+    return sum(v * b.get(f, 0.0) for f, v in a.items()) / (na * nb)
+
+
+def _average_ranks(values):
+    """Ranks 1..n of the values (ascending), ties get the average of their ranks."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for t in range(i, j + 1):
+            ranks[order[t]] = (i + j) / 2 + 1  # average of 1-based ranks i+1..j+1
+        i = j + 1
+    return ranks
+
+
+def _pearson(x, y):
+    """Pearson correlation; None when either side is constant or fewer than 2 points."""
+    n = len(x)
+    if n < 2:
+        return None
+    mx, my = sum(x) / n, sum(y) / n
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def _sign(v):
+    return (v > 0) - (v < 0)
+
+
+# --------------------------------------------------------------------------- context
+
+class _Context:
+    """Everything a metric may need, prepared once."""
+
+    def __init__(self, k, opts, recs, truth, items, features, interactions, catalog, baseline,
+                 threshold, use_rank):
+        self.k = k
+        self.opts = opts
+        self.threshold = threshold
+        self.use_rank = use_rank
+        self.recs = recs
+        self.lists = ranked_lists(recs, use_rank)
+        self.values = _sort_values(recs, use_rank)
+        self.truth_rows = truth
+        self.truth = _truth_by_user(truth) if truth is not None else None
+        self.items_rows = items
+        self.items = {r["item_id"]: r for r in items} if items is not None else None
+        self.features = features
+        self.interactions = interactions
+        if interactions is not None:
+            self.U_I, self.n = _popularity(interactions)
+        else:
+            self.U_I, self.n = None, None
+        self.catalog_rows = catalog
+        self.baseline = ranked_lists(baseline, use_rank) if baseline is not None else None
+
+    def top(self, user):
+        """L: the user's top min(k, n) items (empty when the user has no recommendations)."""
+        return _cut(self.lists.get(user, []), self.k)
+
+    def full(self, user):
+        """The user's whole ranked list."""
+        return list(self.lists.get(user, []))
+
+    def relevant(self, user, item):
+        rel = self.truth.get(user, {}).get(item)
+        return rel is not None and rel >= self.threshold
+
+    def need(self, what):
+        if getattr(self, what if what != "interactions" else "n") is None:
+            raise ValueError(f"this metric needs the {what} input")
+
+
+# --------------------------------------------------------------------------- per-user metrics
+# Each takes (ctx, user) and returns the value (float) or None.
+
+def novelty(ctx, user):
+    """novelty@k = Σ_{i∈L} −log2 p_i / #L.
+
+    p="interactions" (default): p_i = n_i / U_I; p="items": the items' ``probability`` column.
+    An item with p = 0, unseen in interactions or missing from items contributes 0 but still
+    counts in #L. An empty L gives 0 (cannot happen in the population: users with recs).
+    """
+    L = ctx.top(user)
+    source = ctx.opts["p"]
+    total = 0.0
+    for item in L:
+        if source == "interactions":
+            p = _div(ctx.n.get(item, 0), ctx.U_I)
+        elif source == "items":
+            row = ctx.items.get(item) or {}
+            p = float(row.get("probability") or 0.0)
+        else:
+            raise ValueError(f"unknown novelty p={source!r}")
+        if p > 0:
+            total += -math.log2(p)
+    return _div(total, len(L))
+
+
+def surprisal(ctx, user):
+    """surprisal@k = Σ_{i∈L} w_i / k, w_i = log2(U_I / n_i) / log2(U_I).
+
+    Items never seen in interactions weigh 1; when U_I = 1 a seen item weighs 0.
+    """
+    total = 0.0
+    for item in ctx.top(user):
+        n_i = ctx.n.get(item, 0)
+        if n_i == 0:
+            w = 1.0
+        elif ctx.U_I == 1:
+            w = 0.0
+        else:
+            w = math.log2(ctx.U_I / n_i) / math.log2(ctx.U_I)
+        total += w
+    return total / ctx.k
+
+
+def _baseline_top(ctx, user):
+    """L_baseline: the same user's top k in the baseline input (empty when absent there)."""
+    return set(_cut(ctx.baseline.get(user, []), ctx.k))
+
+
+def unexpectedness(ctx, user):
+    """unexpectedness@k = 1 − #(L ∩ L_baseline) / k."""
+    return 1.0 - len(set(ctx.top(user)) & _baseline_top(ctx, user)) / ctx.k
+
+
+def _most_popular(ctx):
+    """The k most popular items of interactions: n_i descending, ties item_id ascending."""
+    ranked = sorted(ctx.n.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {item for item, _ in ranked[: ctx.k]}
+
+
+def serendipity(ctx, user):
+    """serendipity@k = Σ_{i∈L} hit_i · [i ∉ L_baseline] / k.
+
+    L_baseline = the user's top k in the baseline input; without a baseline input, the k most
+    popular items of interactions (n_i descending, ties item_id ascending), same set for all users.
+    """
+    if ctx.baseline is not None:
+        expected = _baseline_top(ctx, user)
+    else:
+        expected = _most_popular(ctx)
+    return sum(1 for i in ctx.top(user) if ctx.relevant(user, i) and i not in expected) / ctx.k
+
+
+def diversity(ctx, user):
+    """diversity@k (intra-list) = mean over pairs i<j in L of dissimilarity(i, j).
+
+    by="category" (default): 1 if the categories differ else 0;
+    by="features": 1 − cosine(vector_i, vector_j).
+    Pairs where either item has no category (resp. no vector, or a zero vector) are skipped;
+    None when no pair is left (in particular when #L < 2).
+    """
+    L = ctx.top(user)
+    by = ctx.opts["by"]
+    if by == "category":
+        cats = {i: (r.get("category")) for i, r in (ctx.items or {}).items()}
+        dissim = lambda a, b: (None if cats.get(a) is None or cats.get(b) is None
+                               else float(cats[a] != cats[b]))
+    elif by == "features":
+        vecs = _vectors(ctx.items_rows, ctx.features)
+
+        def dissim(a, b):
+            if a not in vecs or b not in vecs:
+                return None
+            cos = _cosine(vecs[a], vecs[b])
+            return None if cos is None else 1.0 - cos
+    else:
+        raise ValueError(f"unknown diversity by={by!r}")
+    values = []
+    for x in range(len(L)):
+        for y in range(x + 1, len(L)):
+            d = dissim(L[x], L[y])
+            if d is not None:
+                values.append(d)
+    return sum(values) / len(values) if values else None
+
+
+def arp(ctx, user):
+    """arp@k = Σ_{i∈L} n_i / #L (items unseen in interactions have n_i = 0)."""
+    L = ctx.top(user)
+    return _div(sum(ctx.n.get(i, 0) for i in L), len(L))
+
+
+def auc(ctx, user):
+    """auc@k (auc: k None = the whole list): over the items of the user's list, the share of
+    (relevant, non-relevant) pairs where the relevant item is ranked higher; a pair whose two
+    items have an equal score (equal rank with use_rank) counts ½. Unjudged = non-relevant.
+    None when the list lacks either class.
+    """
+    L = ctx.top(user)
+    pos = [i for i in L if ctx.relevant(user, i)]
+    neg = [i for i in L if not ctx.relevant(user, i)]
+    if not pos or not neg:
+        return None
+    total = 0.0
+    for a in pos:
+        for b in neg:
+            va, vb = ctx.values[(user, a)], ctx.values[(user, b)]
+            if va == vb:
+                total += 0.5
+            elif (va < vb) if ctx.use_rank else (va > vb):
+                total += 1.0
+    return total / (len(pos) * len(neg))
+
+
+def accuracy(ctx, user):
+    """accuracy@k = (TP + TN) / N.
+
+    predicted positive = the top k; TP = relevant items in the top k; TN = non-relevant items of
+    the list beyond position k; N = #(whole list ∪ relevant truth items).
+    """
+    full = ctx.full(user)
+    top = _cut(full, ctx.k)
+    rest = full[len(top):]
+    tp = sum(1 for i in top if ctx.relevant(user, i))
+    tn = sum(1 for i in rest if not ctx.relevant(user, i))
+    relevant_truth = {i for i, r in ctx.truth.get(user, {}).items() if r >= ctx.threshold}
+    return _div(tp + tn, len(set(full) | relevant_truth))
+
+
+def _max_grade(ctx):
+    """g_max: the max_grade option, else the largest relevance in the whole truth input."""
+    given = ctx.opts["max_grade"]
+    if given is not None:
+        return float(given)
+    return max(_relevance(r) for r in ctx.truth_rows)
+
+
+def err(ctx, user):
+    """err@k = Σ_{i≤k} (1/i)·R_i·Π_{j<i}(1 − R_j), R_i = (2^{g_i} − 1) / 2^{g_max}.
+    (No clipping: a grade above max_grade gives R_i > 1 as the formula says.)"""
+    g_max = _max_grade(ctx)
+    truth = ctx.truth.get(user, {})
+    total, not_stopped = 0.0, 1.0
+    for i, item in enumerate(ctx.top(user), start=1):
+        R = (2.0 ** _gain(truth.get(item)) - 1.0) / 2.0 ** g_max
+        total += not_stopped * R / i
+        not_stopped *= 1.0 - R
+    return total
+
+
+def pfound(ctx, user):
+    """pfound@k = Σ_{i≤k} pLook_i·pRel_i; pLook_1 = 1,
+    pLook_i = pLook_{i−1}·(1 − pRel_{i−1})·(1 − p_break); pRel_i = g_i / g_max (0 when g_max = 0)."""
+    g_max = _max_grade(ctx)
+    p_break = float(ctx.opts["p_break"])
+    truth = ctx.truth.get(user, {})
+    total, look = 0.0, 1.0
+    for item in ctx.top(user):
+        rel = _div(_gain(truth.get(item)), g_max)
+        total += look * rel
+        look *= (1.0 - rel) * (1.0 - p_break)
+    return total
+
+
+def _judged(ctx, user):
+    """(x, y) over the judged items of the top k: x = −position, y = relevance (raw; 0 and
+    negative relevances included)."""
+    truth = ctx.truth.get(user, {})
+    x, y = [], []
+    for pos, item in enumerate(ctx.top(user), start=1):
+        if item in truth:
+            x.append(-float(pos))
+            y.append(truth[item])
+    return x, y
+
+
+def spearman(ctx, user):
+    """spearman@k = Pearson correlation of the average ranks of (−position) and relevance over the
+    judged items of the top k; None when fewer than 2 such items or either side is constant."""
+    x, y = _judged(ctx, user)
+    if len(x) < 2:
+        return None
+    return _pearson(_average_ranks(x), _average_ranks(y))
+
+
+def kendall(ctx, user):
+    """kendall@k = tau-b of (−position, relevance) over the judged items of the top k:
+    (n_c − n_d) / sqrt((n_0 − n_x)(n_0 − n_y)), n_0 = n(n−1)/2, n_x / n_y = pairs tied in x / y.
+    None when fewer than 2 items or either side is constant."""
+    x, y = _judged(ctx, user)
+    n = len(x)
+    if n < 2:
+        return None
+    s, tied_x, tied_y = 0, 0, 0
+    for a in range(n):
+        for b in range(a + 1, n):
+            sx, sy = _sign(x[a] - x[b]), _sign(y[a] - y[b])
+            s += sx * sy
+            tied_x += sx == 0
+            tied_y += sy == 0
+    n0 = n * (n - 1) // 2
+    den = (n0 - tied_x) * (n0 - tied_y)
+    if den == 0:
+        return None
+    return s / math.sqrt(den)
+
+
+def rbp(ctx, user):
+    """rbp@k = (1 − p)·Σ_{i≤k} hit_i·p^(i−1), p = 0.8 by default; rbp = the whole list."""
+    p = float(ctx.opts["p"])
+    return (1.0 - p) * sum(p ** (i - 1) for i, item in enumerate(ctx.top(user), start=1)
+                           if ctx.relevant(user, item))
+
+
+# --------------------------------------------------------------------------- global metrics
+
+def coverage(ctx):
+    """coverage@k = #(catalog items appearing in any user's top k) / catalog size.
+    Catalog: the catalog input, else the items input, else distinct items of truth ∪ recs.
+    None for an empty catalog."""
+    cat = _catalog(ctx.catalog_rows, ctx.items_rows, ctx.truth_rows, ctx.recs)
+    shown = set(_exposure(ctx.lists, ctx.k))
+    return len(cat & shown) / len(cat) if cat else None
+
+
+def gini(ctx):
+    """gini@k = Σ_{j=1..m} (2j − m − 1)·c_(j) / (m·Σ c), c = exposure counts c_i of every catalog
+    item (zero exposure included; recommended items outside the catalog ignored), sorted
+    ascending; m = catalog size. None when Σ c = 0."""
+    cat = _catalog(ctx.catalog_rows, ctx.items_rows, ctx.truth_rows, ctx.recs)
+    c_all = _exposure(ctx.lists, ctx.k)
+    c = sorted(c_all.get(i, 0) for i in cat)
+    m, total = len(c), sum(c)
+    if total == 0:
+        return None
+    return sum((2 * j - m - 1) * cj for j, cj in enumerate(c, start=1)) / (m * total)
+
+
+def personalization(ctx):
+    """personalization@k = 1 − Σ_i c_i(c_i − 1) / (U(U − 1)·k), U = users with recommendations;
+    None when U < 2. (Computed from item counts; see personalization_pairwise for the check.)
+
+    >>> recs = [{"user_id": u, "item_id": i, "score": s} for u, i, s in [
+    ...     (1, 10, 3), (1, 11, 2), (1, 12, 1), (2, 10, 3), (2, 13, 2),
+    ...     (3, 11, 3), (3, 10, 2), (3, 14, 1), (4, 15, 1)]]
+    >>> a = reference_beyond("personalization", 2, {}, recs)
+    >>> b = personalization_pairwise(recs, 2)
+    >>> abs(a - b) < 1e-12, round(a, 12)  # c = {10: 3, 11: 2, 13: 1, 15: 1}: 1 - 8/24
+    (True, 0.666666666667)
+    >>> reference_beyond("personalization", 3, {}, recs) == personalization_pairwise(recs, 3)
+    True
+    """
+    U = len(ctx.lists)
+    if U < 2:
+        return None
+    c = _exposure(ctx.lists, ctx.k)
+    return 1.0 - sum(ci * (ci - 1) for ci in c.values()) / (U * (U - 1) * ctx.k)
+
+
+def personalization_pairwise(recs, k, use_rank=False):
+    """Check form of personalization@k: 1 − mean over unordered user pairs (u, v) of
+    #(L_u ∩ L_v) / k; None when fewer than 2 users have recommendations.
+
+    Equal to the count form because Σ_i c_i(c_i − 1) counts every ordered pair (u ≠ v) once per
+    shared item, i.e. = 2·Σ_{u<v} #(L_u ∩ L_v), while there are U(U − 1)/2 unordered pairs.
+    """
+    lists = {u: set(_cut(items, k)) for u, items in ranked_lists(recs, use_rank).items()}
+    users = sorted(lists)
+    pairs = [(a, b) for x, a in enumerate(users) for b in users[x + 1:]]
+    if not pairs:
+        return None
+    return 1.0 - sum(len(lists[a] & lists[b]) / k for a, b in pairs) / len(pairs)
+
+
+METRICS = {
+    "novelty": novelty,
+    "surprisal": surprisal,
+    "unexpectedness": unexpectedness,
+    "serendipity": serendipity,
+    "diversity": diversity,
+    "arp": arp,
+    "auc": auc,
+    "accuracy": accuracy,
+    "err": err,
+    "pfound": pfound,
+    "spearman": spearman,
+    "kendall": kendall,
+    "rbp": rbp,
+    "coverage": coverage,
+    "gini": gini,
+    "personalization": personalization,
+}
+
+
+# --------------------------------------------------------------------------- entry points
+
+def _option_value(value):
+    """Options come as strings or numbers: numeric strings become floats, "none"/"null" None."""
+    if isinstance(value, str):
+        if value.lower() in ("none", "null"):
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def reference_beyond(name, k, options, recs, truth=None, *, items=None, features=None,
+                     interactions=None, catalog=None, baseline=None, threshold=1.0, use_rank=False):
+    """returns {user_id: value or None} for per-user metrics (users of the metric's population),
+    or a float/None for global metrics.
+
+    Raises ValueError for an unknown metric or option, a missing cutoff where the formula divides
+    by k, or a missing input the metric needs (truth; interactions for surprisal, arp and
+    novelty(p=interactions); items for novelty(p=items) and diversity(by=category); items or
+    features for diversity(by=features); baseline for unexpectedness; baseline or interactions
+    for serendipity).
+    """
+    if name not in METRICS:
+        raise ValueError(f"unknown metric {name!r}")
+    opts = {**DEFAULT_OPTIONS[name], **{key: _option_value(v) for key, v in (options or {}).items()}}
+    unknown = set(opts) - set(DEFAULT_OPTIONS[name])
+    if unknown:
+        raise ValueError(f"unknown options for {name}: {sorted(unknown)}")
+    if k is None and name in NEEDS_K:
+        raise ValueError(f"{name} needs a cutoff k")
+    if k is not None and (int(k) != k or k < 1):
+        raise ValueError("k must be a positive integer")
+
+    ctx = _Context(k, opts, recs, truth, items, features, interactions, catalog, baseline,
+                   float(threshold), use_rank)
+
+    # inputs each metric needs
+    if name in TRUTH_METRICS:
+        ctx.need("truth")
+    if name in ("surprisal", "arp") or (name == "novelty" and opts["p"] == "interactions"):
+        ctx.need("interactions")
+    if (name == "novelty" and opts["p"] == "items") or (name == "diversity" and opts["by"] == "category"):
+        ctx.need("items")
+    if name == "diversity" and opts["by"] == "features" and items is None and features is None:
+        raise ValueError("diversity(by=features) needs the items or features input")
+    if name == "unexpectedness":
+        ctx.need("baseline")
+    if name == "serendipity" and baseline is None:
+        ctx.need("interactions")
+
+    metric = METRICS[name]
+    if name in GLOBAL_METRICS:
+        value = metric(ctx)
+        return None if value is None else float(value)
+    if name in TRUTH_METRICS:
+        users = [u for u, t in ctx.truth.items() if any(r >= ctx.threshold for r in t.values())]
+    else:
+        users = list(ctx.lists)
+    out = {}
+    for user in users:
+        value = metric(ctx, user)
+        out[user] = None if value is None else float(value)
+    return out
+
+
+def summary(values):
+    """The reported number: a global value as is; for per-user values the mean of the non-None
+    ones (None when there are none)."""
+    if not isinstance(values, dict):
+        return values
+    defined = [v for v in values.values() if v is not None]
+    return sum(defined) / len(defined) if defined else None
+
+
+_METRIC_RE = re.compile(r"^(?P<name>[a-z_]+)(?:\((?P<opts>[^)]*)\))?(?:@(?P<k>\d+))?$")
+
+
+def parse_metric(text):
+    """"diversity(by=features)@3" -> ("diversity", 3, {"by": "features"}); "rbp(p=0.5)" ->
+    ("rbp", None, {"p": 0.5}).
+
+    >>> parse_metric("err(max_grade=3)@3")
+    ('err', 3, {'max_grade': 3.0})
+    >>> parse_metric("auc")
+    ('auc', None, {})
+    """
+    m = _METRIC_RE.match(text.strip())
+    if not m:
+        raise ValueError(f"cannot parse metric {text!r}")
+    opts = {}
+    if m.group("opts"):
+        for part in m.group("opts").split(","):
+            key, _, value = part.partition("=")
+            opts[key.strip()] = _option_value(value.strip())
+    k = int(m.group("k")) if m.group("k") else None
+    return m.group("name"), k, opts
