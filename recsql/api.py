@@ -59,6 +59,8 @@ def _options(**cols: Any) -> dict[str, Any]:
     conv = get_convention(cols["convention"])
     cols["population"] = cols["population"] or conv.population
     cols["ties"] = cols["ties"] or conv.ties
+    if cols["threshold"] is None:  # every truth row relevant: the lowest threshold there is
+        cols["threshold"] = -1.7976931348623157e308 if conv.every_truth_row_relevant else 1
     if cols["ties"] not in TIES:
         raise RecsqlError(f"ties={cols['ties']!r} is not valid; choose one of {', '.join(TIES)} ('item_id': equal "
                           "scores ordered by item id ascending; 'item_id_desc': descending; 'average': the expected "
@@ -86,6 +88,7 @@ def _plan(recs: exp.Expression, truth: exp.Expression, items: exp.Expression | N
         relevance_col=cols["relevance_col"], price_col=cols["price_col"], run_cols=tuple(cols["run_cols"]),
         threshold=cols["threshold"], population=cols["population"], ties=cols["ties"],
         convention=cols["convention"], negative_unjudged=get_convention(cols["convention"]).negative_unjudged,
+        gain_rule=get_convention(cols["convention"]).gain_rule,
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
         id_collation=get_dialect(target).collation, topk=get_dialect(target).topk,
     )
@@ -205,7 +208,7 @@ def evaluate(
     relevance_col: str | None = "relevance",
     price_col: str = "price",
     run_cols: Iterable[str] = (),
-    threshold: float = 1,
+    threshold: float | None = None,
     population: str | None = None,
     duplicates: str = "error",
     convention: str = "recsql",
@@ -255,7 +258,7 @@ def evaluate(
     for row in summary.itertuples(index=False):
         if row.n_users == 0:
             warnings.warn("no user has a relevant truth item (relevance >= threshold"
-                          f" = {threshold}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
+                          f" = {cols['threshold']}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
     inputs = tuple(src.table for src in sources if src.table)
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in)
@@ -291,7 +294,7 @@ def to_sql(
     run_cols: Iterable[str] = (),
     truth_has_run_cols: bool = False,
     text_ids: Iterable[str] = (),
-    threshold: float = 1,
+    threshold: float | None = None,
     population: str | None = None,
     duplicates: str = "error",
     convention: str = "recsql",

@@ -56,6 +56,7 @@ class Plan:
     id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
     ties: str = "item_id"  # tie rule: item_id (ascending), item_id_desc, or average (expected value)
     negative_unjudged: bool = False  # truth rows with relevance < 0 mean "unjudged" (trec_eval): dropped
+    gain_rule: str = "all"  # "relevant": items below the threshold give no gain (ranx)
     convention: str = "recsql"  # fills in the metric options the user did not write (recsql/conventions.py)
 
 
@@ -337,6 +338,7 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
     needs_full_list = any(m.k is None for m in metrics)
     values = {
         "ties": plan.ties,
+        "gain_rule": plan.gain_rule,
         "threshold": plan.threshold,
         "max_k": None if needs_full_list else max(m.k for m in metrics),
         "max_slot_k": max(features.get("slots", {0})),

@@ -29,6 +29,8 @@ class Convention:
     ties: str = "item_id"
     population: str = "relevant"
     negative_unjudged: bool = False
+    gain_rule: str = "all"  # "relevant": judgments below the threshold give no gain
+    every_truth_row_relevant: bool = False  # the tool reads no relevance: each truth row is a relevant item
     defaults: dict[str, dict[str, str]] = field(default_factory=dict)  # metric -> option -> value
     why: dict[str, str] = field(default_factory=dict)
 
@@ -50,9 +52,81 @@ _TREC = Convention(
     },
 )
 
+_RANX = Convention(
+    name="ranx",
+    tool="ranx 0.3 (Run/Qrels objects)",
+    ties="item_id",
+    population="judged",
+    gain_rule="relevant",
+    defaults={"map": {"denominator": "relevant"}},
+    why={
+        "ties": "data_structures/common.py sort_dict_by_value: numba argsort of -score, which keeps the input "
+                "order of tied docs for lists under 16 docs and follows no rule above; recsql uses item id "
+                "ascending, ranx's result when a run is given to it in id order",
+        "population": "Run.make_comparable: every qrels query, a query missing from the run scores 0",
+        "gain": "metrics/common.py clean_qrels: judgments below the relevance level (-lN) are dropped before "
+                "every metric, so they give no gain in ndcg and its ideal",
+        "map": "average_precision.py: Σ precision at hits / R",
+        "relevance": "Qrels truncates relevances to int (1.7 -> 1); recsql keeps them: round them first to match",
+    },
+)
+
+_IR_MEASURES = Convention(
+    name="ir_measures",
+    tool="ir_measures 0.4 with its default providers (pytrec_eval for P, R, AP, nDCG, RR, Success, Rprec, Bpref)",
+    ties="item_id_desc",
+    population="judged",
+    negative_unjudged=True,
+    defaults={"map": {"denominator": "relevant"}, "judged": {"denominator": "list"}},
+    why={
+        "ties": "pytrec_eval = trec_eval 9.0.8: score descending, docno descending (its msmarco RR@k and Judged "
+                "providers sort docno ascending: pass ties='item_id' for those)",
+        "population": "providers/base.py iter_calc: every qrels query, missing ones count 0",
+        "map": "trec_eval map / map_cut: ÷ R",
+        "judged": "providers/judged_provider.py: judged docs in the top min(k, n), ÷ min(k, n)",
+    },
+)
+
+_REPLAY = Convention(
+    name="replay",
+    tool="RePlay 0.22 (replay.metrics)",
+    ties="item_id_desc",
+    population="relevant",
+    every_truth_row_relevant=True,
+    defaults={"ndcg": {"ideal": "binary"}, "map": {"denominator": "min"}},
+    why={
+        "ties": "base_metric.py: sort_values([rating, item], ascending=False): score, then item id descending",
+        "relevance": "ground truth is (query, item) pairs; ratings are never read: every row is relevant",
+        "population": "_dict_call over the ground-truth users; a user without recommendations scores 0",
+        "map": "map.py: ÷ min(k, R)",
+        "ndcg": "ndcg.py: binary gain, ideal = min(k, R) slots of gain 1",
+    },
+)
+
+_MSR = Convention(
+    name="msr",
+    tool="Microsoft Recommenders 1.2 (recommenders.evaluation.python_evaluation)",
+    ties="item_id",
+    population="intersection",
+    every_truth_row_relevant=True,
+    defaults={"ndcg": {"ideal": "binary"}, "map": {"denominator": "min"}},
+    why={
+        "ties": "get_top_k_items: a stable sort on the prediction keeps tied items in input order; recsql uses "
+                "item id ascending, MSR's result when the rows come in id order",
+        "relevance": "merge_ranking_true_pred: every rating_true row is relevant, whatever its rating",
+        "population": "merge_ranking_true_pred: users in both rating_true and rating_pred (common_users)",
+        "map": "map_at_k: ÷ min(k, R) (python_evaluation.map, ÷ R, is map(denominator=relevant))",
+        "ndcg": "ndcg_at_k score_type='binary': binary gain, ideal = min(k, R) slots of gain 1",
+    },
+)
+
 CONVENTIONS: dict[str, Convention] = {
     "recsql": Convention(name="recsql", tool="recsql's own definitions (SPEC §2-4)"),
     "trec": _TREC,
+    "ranx": _RANX,
+    "ir_measures": _IR_MEASURES,
+    "replay": _REPLAY,
+    "msr": _MSR,
 }
 
 

@@ -13,7 +13,8 @@
 --   src 3  list item in its re-sorted order for cutoff `cut` (feature list_ideal, ideal = list)
 --   src 4  ideal slot 1..k of gain 1 (feature slots, ideal = k_slots)
 -- with columns rank, ideal_rank, cut, item_id, relevance (NULL = unjudged),
--- hit (relevance >= threshold), gain = max(relevance, 0) (unjudged: 0), gain_exp = 2^gain - 1,
+-- hit (relevance >= threshold), gain = max(relevance, 0) (unjudged: 0; with $gain_rule = 'relevant'
+-- also 0 below the threshold, as ranx drops those judgments), gain_exp = 2^gain - 1,
 -- hits_cum (hits at positions <= rank), nonrel_cum (judged non-relevant items at positions <= rank),
 -- n_rel (R: the user's relevant truth items), n_nonrel (the user's judged non-relevant truth items),
 -- n_truth (the user's truth rows), price.
@@ -114,9 +115,9 @@ ranked AS (
     SELECT s.run_keys, s.user_id, s.src, s.rank, s.ideal_rank, s.cut, s.item_id,
         s.relevance, s.hit, s.hits_cum, s.nonrel_cum,
         CASE WHEN $ties = 'average' AND s.src = 1 THEN s.tie_gain
-             WHEN s.relevance > 0 THEN CAST(s.relevance AS DOUBLE) ELSE CAST(0 AS DOUBLE) END AS gain,
+             WHEN s.relevance > 0 AND ($gain_rule = 'all' OR s.relevance >= $threshold) THEN CAST(s.relevance AS DOUBLE) ELSE CAST(0 AS DOUBLE) END AS gain,
         CASE WHEN $ties = 'average' AND s.src = 1 THEN s.tie_gain_exp
-             WHEN s.relevance > 0 THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1 ELSE CAST(0 AS DOUBLE) END AS gain_exp,
+             WHEN s.relevance > 0 AND ($gain_rule = 'all' OR s.relevance >= $threshold) THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1 ELSE CAST(0 AS DOUBLE) END AS gain_exp,
         s.tie_miss,
         COALESCE(u.n_rel, 0) AS n_rel, COALESCE(u.n_nonrel, 0) AS n_nonrel, COALESCE(u.n_truth, 0) AS n_truth,
         CAST(i.price AS DOUBLE) AS price

@@ -14,9 +14,9 @@ FROM (
     SELECT l.run_keys, l.user_id, l.item_id, l.rank, t.relevance,
         AVG(CASE WHEN t.relevance >= $threshold THEN 1.0 ELSE 0.0 END)
             OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS hit,
-        AVG(CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS DOUBLE) ELSE 0.0 END)
+        AVG(CASE WHEN t.relevance > 0 AND ($gain_rule = 'all' OR t.relevance >= $threshold) THEN CAST(t.relevance AS DOUBLE) ELSE 0.0 END)
             OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS tie_gain,
-        AVG(CASE WHEN t.relevance > 0 THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1 ELSE 0.0 END)
+        AVG(CASE WHEN t.relevance > 0 AND ($gain_rule = 'all' OR t.relevance >= $threshold) THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1 ELSE 0.0 END)
             OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS tie_gain_exp,
         COUNT(*) OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS tie_size,
         SUM(CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END)

@@ -1,9 +1,14 @@
 -- name: judged
 -- k: required
--- formula: the share of the top k positions holding a judged item (one with a truth row), over k; 1 − trec_eval's unj_k
+-- params: denominator enum(k, list) = k
+-- formula: judged items (with a truth row) in the top k, ÷ k (1 − trec_eval's unj_k); denominator=list: ÷ min(k, n) (ir_measures Judged@k), 0 for an empty list
 -- cite: Sakai & Kando 2008 (condensed lists); trec_eval unj; ir_measures Judged@k
 SELECT
     user_id,
-    CAST(SUM(CASE WHEN src = 1 AND rank <= $k AND relevance IS NOT NULL THEN 1 ELSE 0 END) AS DOUBLE) / $k AS judged
+    COALESCE(
+        CAST(SUM(CASE WHEN src = 1 AND rank <= $k AND relevance IS NOT NULL THEN 1 ELSE 0 END) AS DOUBLE)
+        / NULLIF(CASE WHEN $denominator = 'list' THEN SUM(CASE WHEN src = 1 AND rank <= $k THEN 1 ELSE 0 END)
+                      ELSE $k END, 0),
+        0) AS judged
 FROM ranked
 GROUP BY user_id
