@@ -14,9 +14,12 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from . import api
+from .compose import POPULATIONS, TIES
+from .conventions import CONVENTIONS
 from .errors import RecsqlError
 from .dialects import DIALECTS
 from .metrics import registry
+from .trec import trec_qrels, trec_run
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
     "table": lambda df: df.to_string(index=False, float_format=lambda v: f"{v:.6f}"),
@@ -41,9 +44,16 @@ def _columns(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--price-col", default="price", help="items price column (default: price)")
     group.add_argument("--run-col", action="append", default=[], dest="run_cols",
                        help="run key column of recs (model, experiment, ...); repeat for several")
-    group.add_argument("--threshold", type=float, default=1.0, help="relevant iff relevance >= threshold (default 1)")
-    group.add_argument("--population", choices=("relevant", "intersection"), default="relevant",
-                       help="users averaged over (default: relevant)")
+    group.add_argument("--threshold", type=float, default=None,
+                       help="relevant iff relevance >= threshold (default 1; trec_eval's -l)")
+    group.add_argument("--population", choices=POPULATIONS, default=None,
+                       help="users averaged over (default: the convention's; recsql: relevant)")
+    group.add_argument("--convention", choices=sorted(CONVENTIONS), default="recsql",
+                       help="reproduce another tool's numbers: tie rule, denominators, gains, population "
+                            "(default: recsql)")
+    group.add_argument("--ties", choices=TIES, default=None,
+                       help="equal scores: item_id (ascending), item_id_desc, or average (expected value over "
+                            "every order; default: the convention's)")
     group.add_argument("--duplicates", choices=api.DUPLICATE_POLICIES, default="error",
                        help="duplicate keys: error (default), best / max to keep the best row")
 
@@ -57,11 +67,23 @@ def _column_kwargs(args: argparse.Namespace) -> dict:
     return dict(user_col=args.user_col, item_col=args.item_col, score_col=args.score_col,
                 rank_col=args.rank_col, relevance_col=args.relevance_col, price_col=args.price_col,
                 run_cols=args.run_cols, threshold=args.threshold, population=args.population,
-                duplicates=args.duplicates)
+                duplicates=args.duplicates, convention=args.convention, ties=args.ties)
+
+
+def _recs_and_truth(args: argparse.Namespace) -> tuple[object, object]:
+    """The two inputs: RECS TRUTH, with either one given as a TREC file instead (--run / --qrels)."""
+    positional = [p for p in (args.recs, args.truth) if p is not None]
+    recs = trec_run(args.run) if args.run else (positional.pop(0) if positional else None)
+    truth = trec_qrels(args.qrels) if args.qrels else (positional.pop(0) if positional else None)
+    if positional or recs is None or truth is None:
+        raise RecsqlError("name each input once: recsql evaluate RECS TRUTH -m ..., or --run RUN_FILE --qrels QRELS_FILE "
+                          "(either may replace its positional argument)")
+    return recs, truth
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    result = api.evaluate(args.recs, args.truth, args.metrics, items=args.items, con=args.db,
+    recs, truth = _recs_and_truth(args)
+    result = api.evaluate(recs, truth, args.metrics, items=args.items, con=args.db,
                           progress=sys.stdout.isatty(), **_column_kwargs(args))
     print(FORMATS[args.format](result.summary))
     if args.out or args.out_per_user:
@@ -88,7 +110,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 def cmd_metrics(args: argparse.Namespace) -> int:
     for spec in registry().values():
-        cutoff = "@k" if spec.needs_k else ""
+        cutoff = {"required": "@k", "optional": "[@k]", "none": ""}[spec.k_rule]
         aliases = f"  (aliases: {', '.join(spec.aliases)})" if spec.aliases else ""
         print(f"{spec.name}{cutoff}{aliases}")
         print(f"    {spec.formula}")
@@ -103,8 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="recsql", description="Recommender and ranking metrics as SQL.")
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("evaluate", help="evaluate recommendations against truth (DuckDB)")
-    ev.add_argument("recs", help="recommendations: Parquet/CSV/JSON path or glob, or a table in --db")
-    ev.add_argument("truth", help="truth: Parquet/CSV/JSON path or glob, or a table in --db")
+    ev.add_argument("recs", nargs="?", help="recommendations: Parquet/CSV/JSON path or glob, or a table in --db")
+    ev.add_argument("truth", nargs="?", help="truth: Parquet/CSV/JSON path or glob, or a table in --db")
+    ev.add_argument("--run", help="recommendations as a TREC run file (qid Q0 docno rank score tag), instead of RECS")
+    ev.add_argument("--qrels", help="truth as a TREC qrels file (qid 0 docno relevance), instead of TRUTH")
     _metrics(ev)
     ev.add_argument("--items", help="items (item_id, price, ...): path or table")
     ev.add_argument("--db", help="a .duckdb file holding the tables (opened read-only)")

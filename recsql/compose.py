@@ -330,6 +330,9 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
     stage = _parsed_stage().copy()
     features: dict[str, set[int]] = {}
     for m in metrics:
+        if m.k is None and m.spec.features(m.all_options()):
+            raise RecsqlError(f"metric {str(m)!r} needs a cutoff with these options (its ideal order is cut at k): "
+                              f"write it as '{m}@10'")
         for feat in m.spec.features(m.all_options()):
             features.setdefault(feat, set()).add(m.k or 0)
     if max(features.get("slots", {0})) > MAX_SLOTS:

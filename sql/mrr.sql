@@ -1,5 +1,5 @@
 -- name: mrr
--- aliases: rr
+-- aliases: rr, recip_rank
 -- k: optional
 -- formula: 1 / (first relevant position ≤ k), else 0
 -- cite: Voorhees, TREC-8 QA track, 1999; trec_eval recip_rank

@@ -1,4 +1,5 @@
 -- name: precision
+-- aliases: p
 -- k: required
 -- params: denominator enum(k, list) = k
 -- ties: average

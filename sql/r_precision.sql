@@ -1,4 +1,5 @@
 -- name: r_precision
+-- aliases: rprec
 -- k: none
 -- formula: hits@R / R, R = the user's relevant truth items (the whole list is ranked, no cutoff)
 -- cite: Buckley & Voorhees, SIGIR 2000; trec_eval Rprec

@@ -1,4 +1,5 @@
 -- name: recall
+-- aliases: r
 -- k: required
 -- ties: average
 -- formula: hits@k / R, R = the user's relevant truth items

@@ -6,9 +6,13 @@ Standard library only; clarity over speed.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 DEFAULT_OPTIONS = {
+    "judged": {"denominator": "k"},
+    "set_f": {"beta": 1.0},
+    "rbp": {"p": 0.8},
     "precision": {"denominator": "k"},
     "map": {"denominator": "min"},
     "cg": {"gain": "linear"},
@@ -17,7 +21,10 @@ DEFAULT_OPTIONS = {
     "ndcg": {"gain": "linear", "discount": "log2", "ideal": "truth"},
 }
 
-ALIASES = {"hr": "hit_rate", "success": "hit_rate", "ap": "map", "rr": "mrr"}
+ALIASES = {"hr": "hit_rate", "success": "hit_rate", "ap": "map", "rr": "mrr", "recip_rank": "mrr", "p": "precision",
+           "r": "recall", "rprec": "r_precision"}
+NO_CUTOFF = {"r_precision", "num_rel", "set_p", "set_recall", "set_f"}  # always the whole list
+OPTIONAL_CUTOFF = {"map", "ndcg", "idcg", "dcg", "cg", "mrr", "bpref", "num_ret", "num_rel_ret", "rbp"}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -77,6 +84,9 @@ class _User:
         cut = ordered_items if k is None else ordered_items[:k]
         self.rels = full_rels[: len(cut)]
         self.hits = self.full_hits[: len(cut)]
+        self.full_rels = full_rels
+        # judged non-relevant truth items (trec_eval bpref's N)
+        self.N = sum(1 for r in truth.values() if r < threshold)
         prices = items or {}
         self.prices = [float(prices.get(item) or 0.0) for item in cut]
         self.relevant_truth_price = sum(
@@ -128,7 +138,7 @@ def map_(u, o):
     for i, h in enumerate(u.hits, start=1):
         running += h
         total += h * running / i
-    den = {"min": min(u.k, u.R), "relevant": u.R, "hits": sum(u.hits), "k": u.k}
+    den = {"min": u.R if u.k is None else min(u.k, u.R), "relevant": u.R, "hits": sum(u.hits), "k": u.k}
     return _div(total, den[o["denominator"]])
 
 
@@ -151,14 +161,14 @@ def _ideal_gains(u, o):
     """Gains of the ideal order, best first, at most k of them:
     truth   = every truth row's gain, sorted descending, top k;
     list    = the user's own top-k gains re-sorted descending;
-    binary  = min(k, R) slots of gain 1;
+    binary  = min(k, R) slots of gain 1 (R slots without a cutoff);
     k_slots = k slots of gain 1."""
     ideal = o["ideal"]
     if ideal == "truth":
         return sorted(u.truth_gains(o["gain"]), reverse=True)[: u.k]
     return {
         "list": lambda: sorted(u.gains(o["gain"]), reverse=True),
-        "binary": lambda: [1.0] * min(u.k, u.R),
+        "binary": lambda: [1.0] * (u.R if u.k is None else min(u.k, u.R)),
         "k_slots": lambda: [1.0] * u.k,
     }[ideal]()
 
@@ -190,7 +200,77 @@ def money_recall(u, o):
     return _div(sum(h * p for h, p in zip(u.hits, u.prices)), u.relevant_truth_price)
 
 
+# ---- trec_eval measures (trec_eval 10.0 source: m_bpref.c, m_num_*.c, m_set_*.c, m_unjudged.c, m_rbp.c)
+
+def bpref(u, o):
+    """(1/R) Σ over relevant retrieved i (within k) of 1 - min(nonrel above i, R) / min(N, R), where
+    nonrel counts judged non-relevant items (truth rows below the threshold); the term is 1 when no
+    judged non-relevant item is above i. Unjudged items are ignored. 0 when R = 0."""
+    total, nonrel = 0.0, 0
+    for r in u.rels:
+        if r is None:
+            continue
+        if r < u.threshold:
+            nonrel += 1
+        else:
+            total += 1.0 - min(nonrel, u.R) / min(u.N, u.R) if nonrel else 1.0
+    return _div(total, u.R)
+
+
+def num_ret(u, o):
+    """Length of the (cut) list."""
+    return float(len(u.rels))
+
+
+def num_rel(u, o):
+    """R."""
+    return float(u.R)
+
+
+def num_rel_ret(u, o):
+    """hits in the (cut) list."""
+    return float(sum(u.hits))
+
+
+def set_p(u, o):
+    """hits / n over the whole list (0 for an empty list)."""
+    return _div(sum(u.full_hits), u.n)
+
+
+def set_recall(u, o):
+    """hits / R over the whole list."""
+    return _div(sum(u.full_hits), u.R)
+
+
+def set_f(u, o):
+    """(1 + b²)·P·R / (b²·P + R) with P = set_p, R = set_recall; 0 when the denominator is 0."""
+    b2 = float(o["beta"]) ** 2
+    p, r = set_p(u, o), set_recall(u, o)
+    return _div((1 + b2) * p * r, b2 * p + r)
+
+
+def judged(u, o):
+    """Items with a truth row among the top k, ÷ k (denominator "k") or ÷ min(k, n) ("list")."""
+    den = {"k": u.k, "list": min(u.k, u.n)}[o["denominator"]]
+    return _div(sum(1 for r in u.rels if r is not None), den)
+
+
+def rbp(u, o):
+    """(1 - p) · Σ_{i <= k} hit_i · p^(i-1)."""
+    p = float(o["p"])
+    return (1 - p) * sum(h * p ** (i - 1) for i, h in enumerate(u.hits, start=1))
+
+
 METRICS = {
+    "bpref": bpref,
+    "num_ret": num_ret,
+    "num_rel": num_rel,
+    "num_rel_ret": num_rel_ret,
+    "set_p": set_p,
+    "set_recall": set_recall,
+    "set_f": set_f,
+    "judged": judged,
+    "rbp": rbp,
     "hit_rate": hit_rate,
     "precision": precision,
     "recall": recall,
@@ -209,27 +289,49 @@ METRICS = {
 
 # --------------------------------------------------------------------------- entry points
 
-def ranked_lists(recs, use_rank=False):
-    """{user_id: [item_id, ...]} in position order (SPEC 2.2): rank ascending (use_rank) or
-    score descending, ties by item_id ascending; positions are then renumbered 1..n."""
+def ranked_groups(recs, use_rank=False, ties="item_id"):
+    """{user_id: [[item_id, ...], ...]}: the user's tie groups (equal rank, or equal score) best
+    first, each group ordered by item_id ascending ("item_id") or descending ("item_id_desc")."""
     by_user = {}
     for row in recs:
         by_user.setdefault(row["user_id"], []).append(row)
-    key = (lambda r: (r["rank"], r["item_id"])) if use_rank else (lambda r: (-r["score"], r["item_id"]))
-    return {user: [r["item_id"] for r in sorted(rows, key=key)] for user, rows in by_user.items()}
+    order = (lambda r: r["rank"]) if use_rank else (lambda r: -r["score"])
+    lists = {}
+    for user, rows in by_user.items():
+        groups = {}
+        for r in rows:
+            groups.setdefault(order(r), []).append(r["item_id"])
+        lists[user] = [sorted(groups[key], reverse=ties == "item_id_desc") for key in sorted(groups)]
+    return lists
+
+
+def ranked_lists(recs, use_rank=False, ties="item_id"):
+    """{user_id: [item_id, ...]} in position order (SPEC 2.2): rank ascending (use_rank) or
+    score descending, ties by item_id ascending (or descending); positions are then renumbered 1..n."""
+    return {user: [i for g in groups for i in g] for user, groups in ranked_groups(recs, use_rank, ties).items()}
+
+
+def orderings(groups):
+    """Every order of a list whose tie groups may each be permuted (ties="average")."""
+    return [[i for g in combo for i in g] for combo in itertools.product(*(itertools.permutations(g) for g in groups))]
 
 
 def reference(recs, truth, name, k=None, options=None, *, items=None, threshold=1.0,
-              population="relevant", use_rank=False) -> dict:
+              population="relevant", use_rank=False, ties="item_id", negative_unjudged=False,
+              gain_relevant_only=False) -> dict:
     """Per-user metric values for ONE run: {user_id: float} for every user of the population.
 
     population "relevant": users with >= 1 truth item with relevance >= threshold (users without
     recommendations included; they score per formula on an empty list); "intersection": those of
-    them that also have recommendations.
+    them that also have recommendations; "judged": every user with a truth row.
+    ties: "item_id" / "item_id_desc" break equal scores by item id; "average" is the mean of the
+    metric over every order of the tied items (enumerated).
+    negative_unjudged: truth rows with relevance < 0 are ignored (trec_eval's "unjudged").
+    gain_relevant_only: truth rows below the threshold give no gain (ranx).
     """
     name = ALIASES.get(name, name)
     metric = METRICS[name]
-    if k is None and name != "r_precision":
+    if k is None and name not in NO_CUTOFF | OPTIONAL_CUTOFF:
         raise ValueError(f"{name} needs a cutoff k")
     opts = {**DEFAULT_OPTIONS.get(name, {}), **(options or {})}
     unknown = set(opts) - set(DEFAULT_OPTIONS.get(name, {}))
@@ -245,20 +347,43 @@ def reference(recs, truth, name, k=None, options=None, *, items=None, threshold=
         if row["item_id"] in user_truth:
             raise ValueError("duplicate (user, item) in truth")
         user_truth[row["item_id"]] = _relevance(row)
+    if negative_unjudged:
+        truth_by_user = {u: {i: r for i, r in t.items() if r >= 0} for u, t in truth_by_user.items()}
+        truth_by_user = {u: t for u, t in truth_by_user.items() if t}
 
-    lists = ranked_lists(recs, use_rank)
-    users = [u for u, t in truth_by_user.items() if any(r >= threshold for r in t.values())]
+    groups = ranked_groups(recs, use_rank, "item_id" if ties == "average" else ties)
+    if population == "judged":
+        users = list(truth_by_user)
+    else:
+        users = [u for u, t in truth_by_user.items() if any(r >= threshold for r in t.values())]
     if population == "intersection":
-        users = [u for u in users if u in lists]
-    elif population != "relevant":
+        users = [u for u in users if u in groups]
+    elif population not in ("relevant", "judged"):
         raise ValueError(f"unknown population {population!r}")
 
-    return {
-        user: float(metric(_User(lists.get(user, []), truth_by_user[user], k, threshold, items), opts))
-        for user in users
-    }
+    def value(user, ordered):
+        t = truth_by_user[user]
+        if gain_relevant_only:  # judgments below the threshold keep their hit/judged role but give no gain
+            u = _User(ordered, t, k, threshold, items)
+            u.rels = [r if r is None or r >= threshold else min(r, 0.0) for r in u.rels]
+            u.truth = {i: (r if r >= threshold else min(r, 0.0)) for i, r in t.items()}
+            return float(metric(u, opts))
+        return float(metric(_User(ordered, t, k, threshold, items), opts))
+
+    result = {}
+    for user in users:
+        user_groups = groups.get(user, [])
+        orders = orderings(user_groups) if ties == "average" else [[i for g in user_groups for i in g]]
+        result[user] = sum(value(user, o) for o in orders) / len(orders)
+    return result
 
 
 def mean(values: dict) -> float | None:
     """Mean of the per-user values; None for an empty population."""
     return sum(values.values()) / len(values) if values else None
+
+
+def summarize(values: dict, how: str = "mean") -> float | None:
+    """The summary of per-user values: their mean, or their sum for the counts (num_rel, ...,
+    as trec_eval prints them); None for an empty population."""
+    return (sum(values.values()) if how == "sum" else mean(values)) if values else None

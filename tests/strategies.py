@@ -12,6 +12,9 @@ RELEVANCES = [-1, 0, 1, 1, 2, 3, 4]
 CUSTOM_DISCOUNT = ("1.0 / (rank + 1)", lambda i: 1.0 / (i + 1))
 
 OPTION_VALUES = {
+    "judged": {"denominator": ["k", "list"]},
+    "set_f": {"beta": [0.5, 1, 2]},
+    "rbp": {"p": [0.5, 0.8, 0.95]},
     "precision": {"denominator": ["k", "list"]},
     "map": {"denominator": ["min", "relevant", "hits", "k"]},
     "cg": {"gain": ["linear", "exponential", "binary"]},
@@ -28,7 +31,10 @@ def metrics(draw, names=None) -> recsql.Metric:
     name = draw(st.sampled_from(names or sorted(recsql.registry())))
     options = {opt: draw(st.sampled_from(values)) for opt, values in OPTION_VALUES.get(name, {}).items()
                if draw(st.booleans())}
-    k = None if name == "r_precision" else draw(st.integers(1, 7))
+    rule = recsql.registry()[name].k_rule
+    k = None if rule == "none" or (rule == "optional" and draw(st.booleans())) else draw(st.integers(1, 7))
+    if k is None and (options.get("ideal") in ("list", "k_slots") or options.get("denominator") == "k"):
+        k = draw(st.integers(1, 7))  # these options need a cutoff
     return recsql.Metric(name, k, **options)
 
 
@@ -56,7 +62,7 @@ def truth_rows(draw) -> list[dict]:
 
 def python_options(metric: recsql.Metric) -> dict:
     """The metric's options for tests/reference.py (custom discount as a Python callable)."""
-    options = dict(metric.options)
+    options = {o: float(v) if metric.spec.params[o].kind == "number" else v for o, v in metric.options}
     if options.get("discount") not in (None, "log2", "jarvelin"):
         options["discount"] = CUSTOM_DISCOUNT[1]
     return options

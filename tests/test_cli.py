@@ -107,3 +107,50 @@ def test_sql_for_another_dialect(capsys):
     assert "`proj`.`ds`.`recs`" in sql and "FLOAT64" in sql
     assert main(["sql", "-m", "ndcg@10", "--dialect", "nosuchsql"]) == 2
     assert "is not supported" in capsys.readouterr().err
+
+
+TREC = Path(__file__).resolve().parents[2] / "shared" / "oracles" / "trec_eval"
+
+
+def _trec_eval_all(name: str) -> dict[str, float]:
+    """{measure: value} of the 'all' rows of one of trec_eval's expected output files."""
+    rows = [line.split() for line in (TREC / name).read_text().splitlines() if line.strip()]
+    return {m: float(v) for m, q, v in rows if q == "all" and m != "runid"}
+
+
+def test_evaluate_trec_files_with_a_convention(capsys):
+    """`--run/--qrels --convention trec` prints trec_eval's own numbers (out.test: trec_eval -c)."""
+    assert main(["evaluate", "--run", str(TREC / "results.test"), "--qrels", str(TREC / "qrels.test"),
+                 "-m", "map", "-m", "P@10", "-m", "bpref", "-m", "num_rel_ret", "--convention", "trec",
+                 "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    want = _trec_eval_all("out.test")
+    assert row["map"] == pytest.approx(want["map"], abs=5.0001e-5)
+    assert row["precision@10"] == pytest.approx(want["P_10"], abs=5.0001e-5)
+    assert row["bpref"] == pytest.approx(want["bpref"], abs=5.0001e-5)
+    assert row["num_rel_ret"] == want["num_rel_ret"]
+
+
+def test_evaluate_trec_run_against_a_truth_file_and_input_errors(tmp_path, capsys):
+    qrels = pd.read_csv(TREC / "qrels.test", sep=r"\s+", header=None, names=["user_id", "it", "item_id", "relevance"],
+                        dtype={"user_id": str, "item_id": str})
+    truth_file = tmp_path / "truth.parquet"
+    qrels[["user_id", "item_id", "relevance"]].to_parquet(truth_file)
+    with_qrels = main(["evaluate", "--run", str(TREC / "results.test"), str(truth_file), "-m", "ndcg@10", "--format", "json"])
+    from_files = json.loads(capsys.readouterr().out)[0]["ndcg@10"]
+    assert with_qrels == 0
+    api = recsql.evaluate(recsql.trec_run(TREC / "results.test"), qrels[["user_id", "item_id", "relevance"]], ["ndcg@10"])
+    assert from_files == pytest.approx(api.summary["ndcg@10"].iloc[0], abs=1e-12)
+    assert main(["evaluate", RECS, TRUTH, "--qrels", str(TREC / "qrels.test"), "-m", "map@10"]) == 2
+    assert "name each input once" in capsys.readouterr().err
+    assert main(["evaluate", "-m", "map@10"]) == 2
+    assert "--run RUN_FILE --qrels QRELS_FILE" in capsys.readouterr().err
+
+
+def test_ties_option_reaches_the_query(tmp_path, capsys):
+    recs, truth = tmp_path / "r.csv", tmp_path / "t.csv"
+    recs.write_text("user_id,item_id,score\n1,1,0.5\n1,2,0.5\n")
+    truth.write_text("user_id,item_id\n1,2\n")
+    for ties, want in (("item_id", 0.0), ("item_id_desc", 1.0), ("average", 0.5)):
+        assert main(["evaluate", str(recs), str(truth), "-m", "precision@1", "--ties", ties, "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)[0]["precision@1"] == want

@@ -110,6 +110,25 @@ def test_trec_eval_test_files(engine):
         assert_same(got.summary, want.summary, [])
 
 
+@pytest.mark.parametrize("convention", ["trec", "ranx", "replay", "msr"])
+def test_conventions_and_tie_rules(engine, convention):
+    """Each convention (tie rule, population, negative relevance, gain rule, option defaults) and
+    ties='average' give DuckDB's numbers; the trec_eval measures run everywhere."""
+    run = _trec("results.test", ["qid", "q0", "docno", "rank", "score", "tag"])[["qid", "docno", "score"]]
+    run["score"] = run["score"].round(1)  # many ties
+    qrels = _trec("qrels.rel_level", ["qid", "iter", "docno", "rel"])[["qid", "docno", "rel"]]
+    qrels.loc[qrels.index[::7], "rel"] = -1  # unjudged under trec
+    kw = dict(user_col="qid", item_col="docno", relevance_col="rel")
+    asked = ["map", "ndcg", "map@10", "ndcg@10", "mrr", "bpref", "rbp", "precision@5", "recall@20", "judged@10",
+             "num_ret", "num_rel", "num_rel_ret", "set_p", "set_recall", "set_f", "r_precision", "hit_rate@3"]
+    got, want = both(engine, {"recs": run, "truth": qrels}, asked, convention=convention, **kw)
+    assert_same(got.per_user, want.per_user, ["qid"])
+    assert_same(got.summary, want.summary, [])
+    averaged = ["precision@5", "recall@20", "ndcg@10", "dcg(gain=exponential)@10", "hit_rate@3", "cg@5", "rbp@10"]
+    got, want = both(engine, {"recs": run, "truth": qrels}, averaged, convention=convention, ties="average", **kw)
+    assert_same(got.per_user, want.per_user, ["qid"])
+
+
 def test_summary_sql_runs_in_the_engine(engine):
     recs = pd.DataFrame({"model": ["a", "a", "a", "b", "b"], "user_id": [1, 1, 2, 1, 2],
                          "item_id": [1, 2, 1, 3, 2], "score": [0.3, 0.2, 0.9, 0.5, 0.5]})
