@@ -1,6 +1,7 @@
 """The public entry points: :func:`evaluate` (run on an engine) and :func:`to_sql` (render the query)."""
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -79,9 +80,18 @@ def _check_options(population: str, duplicates: str, threshold: float, rank_col:
         raise RecsqlError("recs need an order: pass score_col='<column>' (higher is better) or rank_col='<column>' (1 is best)")
 
 
-def _plan(recs: exp.Expression, truth: exp.Expression, items: exp.Expression | None, cols: dict[str, Any],
-          target: str, **resolved: Any) -> Plan:
-    """The composer's plan from the user's options (``resolved`` overrides columns found by validation)."""
+# The optional inputs beside recs and truth (SPEC §1, §4), as evaluate / to_sql keywords.
+EXTRA_INPUTS = ("items", "interactions", "catalog", "baseline", "item_features")
+# Column options of those inputs (Plan fields), with their defaults.
+EXTRA_COLUMNS = {"probability_col": "probability", "category_col": "category", "features_col": "features",
+                 "feature_col": "feature", "value_col": "value"}
+# Items columns read for a metric's needs (recsql/compose.py _REQUIREMENTS): need -> column option.
+_ITEM_NEEDS = {"price": "price_col", "probability": "probability_col", "category": "category_col"}
+
+
+def _plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any], target: str, **resolved: Any) -> Plan:
+    """The composer's plan from the bound relations and the user's options (``resolved`` overrides
+    columns found by validation)."""
     settings = dict(
         user_col=cols["user_col"], item_col=cols["item_col"],
         score_col=None if cols["rank_col"] else cols["score_col"], rank_col=cols["rank_col"],
@@ -90,40 +100,61 @@ def _plan(recs: exp.Expression, truth: exp.Expression, items: exp.Expression | N
         convention=cols["convention"], negative_unjudged=get_convention(cols["convention"]).negative_unjudged,
         gain_rule=get_convention(cols["convention"]).gain_rule,
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
-        id_collation=get_dialect(target).collation, topk=get_dialect(target).topk,
+        id_collation=get_dialect(target).collation, topk=get_dialect(target).topk, dialect=target,
+        **{c: cols[c] for c in EXTRA_COLUMNS},
     )
     settings.update(resolved)
-    return Plan(recs=recs, truth=truth, items=items, **settings)
+    return Plan(**relations, **settings)
 
 
-def _validated_plan(runner: Runner, recs: Source, truth: Source, items: Source | None,
-                    cols: dict[str, Any], metrics: list[Metric]) -> Plan:
-    for src in filter(None, (recs, truth, items)):
+def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, Any], metrics: list[Metric]) -> Plan:
+    for src in sources.values():
         src.columns = runner.describe(src)
+    recs, truth = sources["recs"], sources.get("truth")
     user = resolve_column(recs, cols["user_col"], "user_col")
     item = resolve_column(recs, cols["item_col"], "item_col")
-    t_user = resolve_column(truth, cols["user_col"], "user_col")
-    t_item = resolve_column(truth, cols["item_col"], "item_col")
-    require_same_ids(recs, truth, [("user", user, t_user), ("item", item, t_item)])
     order = resolve_column(recs, cols["rank_col"] or cols["score_col"], "rank_col" if cols["rank_col"] else "score_col")
     require_number(recs, order, "rank (1 is best)" if cols["rank_col"] else "score (higher is better)")
+    # every other input keys rows by user and/or item like recs
+    keyed = {"truth": ("user", "item"), "interactions": ("user", "item"), "baseline": ("user", "item"),
+             "items": ("item",), "catalog": ("item",), "item_features": ("item",)}
+    for role, src in sources.items():
+        if role != "recs":
+            ids = [(label, recs_col, resolve_column(src, cols[f"{label}_col"], f"{label}_col"))
+                   for label, recs_col in (("user", user), ("item", item)) if label in keyed[role]]
+            require_same_ids(recs, src, ids)
+    if "baseline" in sources:
+        require_number(sources["baseline"], resolve_column(sources["baseline"], order, "rank_col" if cols["rank_col"]
+                                                           else "score_col"), "baseline's order (the recs' column)")
     relevance = None
-    if cols["relevance_col"] and (cols["relevance_col"] in truth.columns or cols["relevance_col"] != "relevance"):
+    if truth is not None and cols["relevance_col"] and (cols["relevance_col"] in truth.columns
+                                                        or cols["relevance_col"] != "relevance"):
         relevance = resolve_column(truth, cols["relevance_col"], "relevance_col")
         require_number(truth, relevance, "relevance")
     runs = tuple(resolve_column(recs, c, "run_cols") for c in cols["run_cols"])
-    truth_has = [c for c in runs if c.lower() in {t.lower() for t in truth.columns}]
-    price = cols["price_col"]
-    if items is not None and any("price" in m.spec.needs for m in metrics):
-        price = resolve_column(items, price, "price_col")
-        require_number(items, price, "price")
-        resolve_column(items, cols["item_col"], "item_col")
+    truth_has = [c for c in runs if truth is not None and c.lower() in {t.lower() for t in truth.columns}]
+    needs = set().union(*(m.spec.requires(m.all_options()) for m in metrics))
+    item_columns = {}
+    if "items" in sources:
+        for need, option in _ITEM_NEEDS.items():
+            if need in needs:
+                item_columns[option] = resolve_column(sources["items"], cols[option], option)
+                if need != "category":
+                    require_number(sources["items"], item_columns[option], need)
+        if "features" in needs and "item_features" not in sources:
+            item_columns["features_col"] = resolve_column(sources["items"], cols["features_col"], "features_col")
+    if "item_features" in sources:
+        for option in ("feature_col", "value_col"):
+            item_columns[option] = resolve_column(sources["item_features"], cols[option], option)
+        require_number(sources["item_features"], item_columns["value_col"], "feature value")
     text_ids = frozenset(internal for internal, column in (("user_id", user), ("item_id", item))
                          if family(recs.columns[column]) != "number")
-    return _plan(recs.relation, truth.relation, items.relation if items else None, cols, runner.dialect,
+    relations = {role: sources[role].relation if role in sources else None for role in ("recs", "truth", *EXTRA_INPUTS)}
+    return _plan(relations, cols, runner.dialect,
                  user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,
-                 rank_col=order if cols["rank_col"] else None, relevance_col=relevance, price_col=price,
-                 run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids)
+                 rank_col=order if cols["rank_col"] else None, relevance_col=relevance,
+                 run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids,
+                 **item_columns)
 
 
 _MAX_DOUBLE = exp.Literal.number("1.7976931348623157E308")
@@ -150,9 +181,12 @@ def _check_values(runner: Runner, plan: Plan) -> int:
     order = plan.rank_col or plan.score_col
     checks = [("recs", plan.recs, [*plan.run_cols, plan.user_col, plan.item_col, order], [order]),
               ("truth", plan.truth, [plan.user_col, plan.item_col, *filter(None, [plan.relevance_col])],
-               list(filter(None, [plan.relevance_col])))]
+               list(filter(None, [plan.relevance_col]))),
+              ("baseline", plan.baseline, [plan.user_col, plan.item_col, order], [order])]
     rows = 0
     for role, relation, columns, numbers in checks:
+        if relation is None:
+            continue
         counts = [_count(exp.Is(this=quoted_column(c), expression=exp.null())) for c in columns]
         counts += [_count(_not_finite(quoted_column(c))) for c in numbers]
         counts += [exp.Count(this=exp.Star())]
@@ -180,9 +214,13 @@ def _check_duplicates(runner: Runner, plan: Plan, recs_columns: list[str]) -> No
     if extra:
         recs_fix = (f"If recs hold several runs, name their key columns: run_cols={extra[:3]!r} "
                     f"(CLI: --run-col {extra[0]}); otherwise pass duplicates='best' to keep each item's best-ranked row.")
-    checks = [(recs_in(plan), runs, "recs", recs_fix),
-              (truth_in(plan), runs if plan.truth_has_runs else [], "truth",
-               "Pass duplicates='max' to keep the highest relevance.")]
+    checks = [(recs_in(plan), runs, "recs", recs_fix)]
+    if plan.truth is not None:
+        checks.append((truth_in(plan), runs if plan.truth_has_runs else [], "truth",
+                       "Pass duplicates='max' to keep the highest relevance."))
+    if plan.baseline is not None:
+        checks.append((recs_in(dataclasses.replace(plan, recs=plan.baseline, run_cols=())), [], "baseline",
+                       "Pass duplicates='best' to keep each item's best-ranked row."))
     for body, run_keys, role, fix in checks:
         keys = run_keys + ["user_id", "item_id"]
         names = list(plan.run_cols[: len(run_keys)]) + [plan.user_col, plan.item_col]
@@ -200,6 +238,10 @@ def evaluate(
     metrics: Sequence[str | Metric] | str | Metric,
     *,
     items: Any = None,
+    interactions: Any = None,
+    catalog: Any = None,
+    baseline: Any = None,
+    item_features: Any = None,
     con: Any = None,
     user_col: str = "user_id",
     item_col: str = "item_id",
@@ -213,6 +255,11 @@ def evaluate(
     duplicates: str = "error",
     convention: str = "recsql",
     ties: str | None = None,
+    probability_col: str = "probability",
+    category_col: str = "category",
+    features_col: str = "features",
+    feature_col: str = "feature",
+    value_col: str = "value",
     progress: bool = False,
 ) -> Evaluation:
     """Evaluate recommendations against truth with any set of metrics, in ONE query on one engine.
@@ -235,31 +282,35 @@ def evaluate(
     cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
                     relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
                     threshold=threshold, population=population, duplicates=duplicates,
-                    convention=convention, ties=ties)
+                    convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
+                    features_col=features_col, feature_col=feature_col, value_col=value_col)
+    if recs is None:
+        raise RecsqlError("recs is required: the recommendations to evaluate")
+    inputs = dict(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
+                  item_features=item_features)
     started = time.perf_counter()
     with runner_for(con, progress=progress) as runner:
-        sources: list[Source] = []
+        sources: dict[str, Source] = {}
         try:
-            for role, obj in (("recs", recs), ("truth", truth), ("items", items)):
+            for role, obj in inputs.items():
                 if obj is not None:
-                    sources.append(bind(role, obj, runner))
-            recs_src, truth_src = sources[0], sources[1]
-            items_src = sources[2] if items is not None else None
-            plan = _validated_plan(runner, recs_src, truth_src, items_src, cols, parsed)
+                    sources[role] = bind(role, obj, runner)
+            plan = _validated_plan(runner, sources, cols, parsed)
             rows_in = _check_values(runner, plan)
             if duplicates == "error":
-                _check_duplicates(runner, plan, list(recs_src.columns))
+                _check_duplicates(runner, plan, list(sources["recs"].columns))
             sql = render(compose(plan, parsed, output="raw"), runner.dialect)
             raw = runner.fetch(sql)
         finally:
-            for src in sources:
+            for src in sources.values():
                 src.cleanup()
     per_user, summary = _split(plan, parsed, raw)
+    truth_metrics = [m for m in parsed if m.spec.needs_truth]
     for row in summary.itertuples(index=False):
-        if row.n_users == 0:
+        if row.n_users == 0 and truth_metrics:
             warnings.warn("no user has a relevant truth item (relevance >= threshold"
                           f" = {cols['threshold']}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
-    inputs = tuple(src.table for src in sources if src.table)
+    inputs = tuple(src.table for src in sources.values() if src.table)
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in)
 
@@ -280,9 +331,13 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, p
 def to_sql(
     metrics: Sequence[str | Metric] | str | Metric,
     recs: str = "recs",
-    truth: str = "truth",
+    truth: str | None = "truth",
     *,
     items: str | None = None,
+    interactions: str | None = None,
+    catalog: str | None = None,
+    baseline: str | None = None,
+    item_features: str | None = None,
     dialect: str = "duckdb",
     output: str = "summary",
     user_col: str = "user_id",
@@ -299,6 +354,11 @@ def to_sql(
     duplicates: str = "error",
     convention: str = "recsql",
     ties: str | None = None,
+    probability_col: str = "probability",
+    category_col: str = "category",
+    features_col: str = "features",
+    feature_col: str = "feature",
+    value_col: str = "value",
     pretty: bool = True,
 ) -> str:
     """The SQL that :func:`evaluate` runs, for (qualified) table names or file paths, in ``dialect``.
@@ -319,13 +379,15 @@ def to_sql(
     cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
                     relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
                     threshold=threshold, population=population, duplicates=duplicates,
-                    convention=convention, ties=ties)
-    relations = [bind(role, value, None).relation if value is not None else None
-                 for role, value in (("recs", recs), ("truth", truth), ("items", items))]
+                    convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
+                    features_col=features_col, feature_col=feature_col, value_col=value_col)
+    given = dict(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
+                 item_features=item_features)
+    relations = {role: bind(role, value, None).relation if value is not None else None for role, value in given.items()}
     named = {user_col: "user_id", item_col: "item_id"}
     unknown = [c for c in text_ids if c not in named]
     if unknown:
         raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {user_col!r} and/or {item_col!r}")
-    plan = _plan(*relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(tuple(run_cols)),
+    plan = _plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(tuple(run_cols)),
                  text_ids=frozenset(named[c] for c in text_ids))
     return render(compose(plan, parsed, output=output), target.name, pretty=pretty)

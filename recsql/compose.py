@@ -7,8 +7,10 @@ features nobody asked for, folds constant CASE branches, and assembles the state
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import sqlglot
 from sqlglot import exp
@@ -28,6 +30,8 @@ _POPULATION_SQL = {
     "intersection": "_n_rel > 0 AND _has_recs = 1",
     "judged": "_n_truth > 0",
 }
+# Whose values each metric's population holds (header `population:`, recsql/metrics.py).
+_METRIC_POPULATION_SQL = {"lists": "_has_recs = 1", "global": "_is_global = 1"}
 OUTPUTS = ("per_user", "summary", "raw")
 MAX_SLOTS = 10_000  # positions sql/_ranked.sql's slot_positions generates (four digit tables)
 TOPK_MAX_K = 100_000  # above this a per-user heap is no faster than sorting (DuckDB's MIN_BY takes n < 1e6)
@@ -58,6 +62,17 @@ class Plan:
     negative_unjudged: bool = False  # truth rows with relevance < 0 mean "unjudged" (trec_eval): dropped
     gain_rule: str = "all"  # "relevant": items below the threshold give no gain (ranx)
     convention: str = "recsql"  # fills in the metric options the user did not write (recsql/conventions.py)
+    dialect: str = "duckdb"
+    # Inputs of the beyond-accuracy metrics (SPEC §4), each optional.
+    interactions: exp.Expression | None = None  # (user, item) seen in training
+    catalog: exp.Expression | None = None  # items; default: the items input, else truth ∪ recs items
+    baseline: exp.Expression | None = None  # another recommender's lists, ordered like recs
+    item_features: exp.Expression | None = None  # (item, feature, value) rows
+    probability_col: str = "probability"
+    category_col: str = "category"
+    features_col: str = "features"  # an items column holding a feature vector (array; DuckDB)
+    feature_col: str = "feature"
+    value_col: str = "value"
 
 
 def quoted_column(name: str, table: str | None = None) -> exp.Column:
@@ -103,8 +118,16 @@ def recs_in(plan: Plan) -> exp.Select:
     return _keyed_input(plan.recs, _keys(plan, True), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
 
 
+def _empty(*columns: tuple[str, str]) -> exp.Select:
+    """No rows, with the named columns: an input that was not given (typed from recs_in's ids)."""
+    return exp.select(*[exp.alias_(exp.column(src) if src in ("user_id", "item_id") else exp.cast(exp.null(), src), name)
+                        for name, src in columns]).from_("recs_in").where(exp.false())
+
+
 def truth_in(plan: Plan) -> exp.Select:
     """Truth with internal names; relevance 1 for every row when there is no relevance column."""
+    if plan.truth is None:
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("relevance", "DOUBLE"))
     rel = exp.cast(quoted_column(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
     select = _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs), rel, "relevance",
                           exp.Max if plan.duplicates == "best" else None)
@@ -115,12 +138,59 @@ def truth_in(plan: Plan) -> exp.Select:
     return select
 
 
-def _items_in(plan: Plan) -> exp.Select:
+ITEM_COLUMNS = ("price", "probability", "category")  # items_in's attribute columns, read when a metric needs them
+
+
+def _items_in(plan: Plan, needed: set[str]) -> exp.Select:
     if plan.items is None:
-        return exp.select("item_id", exp.alias_(exp.cast(exp.null(), "DOUBLE"), "price")).from_("recs_in").where(exp.false())
+        return _empty(("item_id", "item_id"), ("price", "DOUBLE"), ("probability", "DOUBLE"), ("category", "VARCHAR"))
+    column = {"price": plan.price_col, "probability": plan.probability_col, "category": plan.category_col}
+    values = {name: quoted_column(column[name]) if name in needed else exp.null() for name in ITEM_COLUMNS}
     return exp.select(
-        exp.alias_(quoted_column(plan.item_col), "item_id"),
-        exp.alias_(exp.cast(quoted_column(plan.price_col), "DOUBLE"), "price"),
+        _id(plan, plan.item_col, "item_id"),
+        *[exp.alias_(exp.cast(values[n], "DOUBLE") if n != "category" else values[n], n) for n in ITEM_COLUMNS],
+    ).from_(plan.items.copy())
+
+
+def _interactions_in(plan: Plan) -> exp.Select:
+    if plan.interactions is None:
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"))
+    return exp.select(_id(plan, plan.user_col, "user_id"), _id(plan, plan.item_col, "item_id")).from_(plan.interactions.copy())
+
+
+def _catalog_in(plan: Plan) -> exp.Expression:
+    """The catalog input, else the items input, else every item of truth and recommendations."""
+    source = plan.catalog if plan.catalog is not None else plan.items
+    if source is None:
+        return exp.union(exp.select("item_id").from_("truth_in"), exp.select("item_id").from_("recs_in"), distinct=False)
+    return exp.select(_id(plan, plan.item_col, "item_id")).from_(source.copy())
+
+
+def _baseline_in(plan: Plan) -> exp.Select:
+    if plan.baseline is None:
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("ord", "DOUBLE"))
+    return recs_in(dataclasses.replace(plan, recs=plan.baseline, run_cols=()))
+
+
+def _features_in(plan: Plan, needed: set[str]) -> exp.Select:
+    """Feature vectors as (item_id, feature, value) rows: the item_features input, or an items array
+    column expanded (DuckDB: feature = the position in the array)."""
+    if "features" not in needed:
+        return _empty(("item_id", "item_id"), ("feature", "VARCHAR"), ("value", "DOUBLE"))
+    if plan.item_features is not None:
+        return exp.select(_id(plan, plan.item_col, "item_id"),
+                          exp.alias_(exp.cast(quoted_column(plan.feature_col), "VARCHAR"), "feature"),
+                          exp.alias_(exp.cast(quoted_column(plan.value_col), "DOUBLE"), "value")).from_(plan.item_features.copy())
+    if plan.dialect != "duckdb":
+        raise RecsqlError(f"feature vectors as an array column ({plan.features_col!r}) are read on DuckDB; on "
+                          f"{plan.dialect}, pass item_features= with rows ({plan.item_col}, {plan.feature_col}, "
+                          f"{plan.value_col})")
+    vector = quoted_column(plan.features_col)
+    return exp.select(
+        _id(plan, plan.item_col, "item_id"),
+        exp.alias_(exp.cast(exp.Explode(this=exp.Anonymous(this="RANGE", expressions=[
+            exp.Anonymous(this="LEN", expressions=[vector.copy()])])), "VARCHAR"), "feature"),
+        exp.alias_(exp.cast(exp.Explode(this=vector.copy()), "DOUBLE"), "value"),
     ).from_(plan.items.copy())
 
 
@@ -261,12 +331,13 @@ def _wrap(node: exp.Expression) -> exp.Expression:
     return node if isinstance(node, (exp.Column, exp.Literal, exp.Cast, exp.Func, exp.Paren)) else exp.Paren(this=node)
 
 
-def metric_expression(metric: Metric, ties: str = "item_id") -> exp.Expression:
-    """The per-user aggregate expression of one metric, parameters bound (``ties``: the plan's
-    tie rule, which a template may read as ``$ties``)."""
+def metric_expression(metric: Metric, context: dict[str, str] | None = None) -> exp.Expression:
+    """The per-user aggregate expression of one metric, parameters bound. ``context``: facts of the
+    plan a template may read: ``$ties`` (the tie rule) and ``$has_baseline`` (yes / no)."""
+    context = {"ties": "item_id", "has_baseline": "no", **(context or {})}
     options = metric.all_options()
     params = metric.spec.params
-    values: dict[str, object] = {"k": metric.k, "ties": ties, **{
+    values: dict[str, object] = {"k": metric.k, **context, **{
         p: float(v) if params[p].kind == "number" and v != "auto" else v for p, v in options.items()}}
 
     def expand(node: exp.Expression) -> exp.Expression:
@@ -279,7 +350,7 @@ def metric_expression(metric: Metric, ties: str = "item_id") -> exp.Expression:
             if fname in registry():
                 inner = registry()[fname]
                 inherited = {p: v for p, v in options.items() if p in inner.params}
-                return _wrap(metric_expression(Metric(fname, metric.k, **inherited), ties))
+                return _wrap(metric_expression(Metric(fname, metric.k, **inherited), context))
         return node
 
     tree = _metric_projection(metric.name).copy()
@@ -313,12 +384,52 @@ def _without_cutoff(tree: exp.Expression, metric: Metric) -> exp.Expression:
 # ---------------------------------------------------------------- the statement
 
 
-def _cutoffs_select(ks: list[int]) -> exp.Expression:
-    selects = [exp.select(exp.alias_(exp.Literal.number(k), "k")) for k in ks]
+def _union_all(selects: list[exp.Select]) -> exp.Expression:
     query: exp.Expression = selects[0]
     for s in selects[1:]:
         query = exp.union(query, s, distinct=False)
     return query
+
+
+def _cutoffs_select(ks: list[int]) -> exp.Expression:
+    return _union_all([exp.select(exp.alias_(exp.Literal.number(k), "k")) for k in ks])
+
+
+def _cascades_select(keys: list[tuple[str, str]]) -> exp.Expression:
+    """(kind, grade) rows for the cascade metrics asked: grade NULL = the largest relevance in truth."""
+    return _union_all([exp.select(exp.alias_(exp.Literal.string(kind), "kind"),
+                                  exp.alias_(exp.cast(exp.null() if grade == "auto" else exp.Literal.number(grade),
+                                                      "DOUBLE"), "grade"))
+                       for kind, grade in keys])
+
+
+def _branches(node: exp.Expression) -> list[exp.Select]:
+    """The SELECTs of a UNION ALL chain, in order."""
+    out: list[exp.Select] = []
+    while isinstance(node, exp.Union):
+        out.insert(0, node.expression)
+        node = node.this
+    return [node, *out]
+
+
+def _pad_union(branches: list[exp.Select], every: list[exp.Select]) -> None:
+    """Give the kept UNION ALL ``branches`` the columns of ``every`` branch, in one order: a column a
+    branch does not select (or whose branch was dropped) becomes a NULL cast to the type a branch
+    casts it to."""
+    order: list[str] = []
+    types: dict[str, exp.DataType | None] = {}
+    for branch in every:
+        for e in branch.expressions:
+            name = e.alias_or_name
+            if name not in types:
+                order.append(name)
+                types[name] = None
+            if types[name] is None and isinstance(e.unalias(), exp.Cast):
+                types[name] = e.unalias().to
+    for branch in branches:
+        have = {e.alias_or_name: e for e in branch.expressions}
+        branch.set("expressions", [have.get(n) or exp.alias_(
+            exp.cast(exp.null(), types[n].copy()) if types[n] is not None else exp.null(), n) for n in order])
 
 
 @lru_cache(maxsize=1)
@@ -326,55 +437,93 @@ def _parsed_stage() -> exp.Select:
     return sqlglot.parse_one(read_template("_ranked")[1], read="duckdb")
 
 
+# Optional parts of the stage, each kept only when an asked metric's header names its feature.
+# UNION ALL branches of `stacked`, by the CTE they read:
+_BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
+             "corr": "corr_rows", "cascade": "cascade_rows"}
+# Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
+_JOINS = {"popularity": ("ranked", {"pop"}), "baseline": ("ranked", {"b"}), "interaction_users": ("ranked", {"iu"}),
+          "catalog": ("ranked", {"cs"}), "categories": ("pair_rows", {"ca", "cb"}),
+          "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
+# Columns (CTE, column, type) replaced by a typed NULL when the feature is off.
+_COLUMNS = {"tie_bounds": (("list_judged", "ord", "DOUBLE"), ("list_rows", "tie_first", "BIGINT"),
+                           ("list_rows", "tie_last", "BIGINT"))}
+# Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
+_CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr"}
+
+
+def _feature_key(feature: str, metric: Metric) -> object:
+    """What a feature is built for: the metric's cutoff, or for cascades (metric, max_grade)."""
+    if feature == "cascade":
+        return metric.name, metric.all_options().get("max_grade", "auto")
+    return metric.k or 0
+
+
+def _drop_joins(select: exp.Select, aliases: set[str]) -> None:
+    select.set("joins", [j for j in select.args.get("joins") or [] if j.this.alias_or_name not in aliases] or None)
+    for col in list(select.find_all(exp.Column)):
+        if col.table in aliases:
+            col.replace(exp.null())
+
+
+def _null_column(select: exp.Select, name: str, type_: str) -> None:
+    select.set("expressions", [exp.alias_(exp.cast(exp.null(), type_), name) if e.alias_or_name == name else e
+                               for e in select.expressions])
+
+
 def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
     stage = _parsed_stage().copy()
-    features: dict[str, set[int]] = {}
+    features: dict[str, set] = {}
     for m in metrics:
-        if m.k is None and m.spec.features(m.all_options()):
+        if m.k is None and m.spec.features(m.all_options()) & {"list_ideal", "slots"}:
             raise RecsqlError(f"metric {str(m)!r} needs a cutoff with these options (its ideal order is cut at k): "
                               f"write it as '{m}@10'")
         for feat in m.spec.features(m.all_options()):
-            features.setdefault(feat, set()).add(m.k or 0)
+            features.setdefault(feat, set()).add(_feature_key(feat, m))
     if max(features.get("slots", {0})) > MAX_SLOTS:
         raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
                           f"got k = {max(features['slots'])}")
-    needs_full_list = any(m.k is None for m in metrics)
+    needs_full_list = any(m.k is None or m.spec.full_list for m in metrics)
     values = {
         "ties": plan.ties,
         "gain_rule": plan.gain_rule,
         "threshold": plan.threshold,
         "max_k": None if needs_full_list else max(m.k for m in metrics),
         "max_slot_k": max(features.get("slots", {0})),
+        "max_pair_k": max(features.get("pairs", {0})),
     }
     stage = _fold(_substitute(stage, values, "sql/_ranked.sql"))
     with_ = stage.args["with_"]
     ctes = {c.alias: c for c in with_.expressions}
-    if plan.ties == "item_id" and plan.topk and values["max_k"] is not None and values["max_k"] <= TOPK_MAX_K:
+    if (plan.ties == "item_id" and plan.topk and values["max_k"] is not None and values["max_k"] <= TOPK_MAX_K
+            and "tie_bounds" not in features):
         name = f"_topk.{plan.topk}"
         override = sqlglot.parse_one(read_template(name)[1], read="duckdb")
         ctes["list_ranked"].set("this", _substitute(override, {"max_k": values["max_k"]}, f"sql/{name}.sql"))
     if plan.ties == "item_id_desc":  # trec_eval, RePlay: among equal scores the larger item id first
-        for ordered in ctes["list_ranked"].this.find_all(exp.Ordered):
-            if isinstance(ordered.this, exp.Column) and ordered.this.name == "item_id":
-                ordered.set("desc", True)
+        for cte in ("list_ranked", "baseline_ranked"):
+            for ordered in ctes[cte].this.find_all(exp.Ordered):
+                if isinstance(ordered.this, exp.Column) and ordered.this.name == "item_id":
+                    ordered.set("desc", True)
     if plan.ties == "average":
         override = sqlglot.parse_one(read_template("_ties_average")[1], read="duckdb")
         ctes["list_judged"].set("this", _fold(_substitute(override, values, "sql/_ties_average.sql")))
-    ctes["list_ideal_cuts"].set("this", _cutoffs_select(sorted(features.get("list_ideal", {1}))))
-    # Drop the UNION ALL branches reading stage features nobody asked for (each reads the CTE
-    # named after its feature).
-    unused = {"list_ideal", "slots"} - set(features)
-    branches: list[exp.Select] = []
-    node = ctes["stacked"].this
-    while isinstance(node, exp.Union):
-        branches.insert(0, node.expression)
-        node = node.this
-    branches.insert(0, node)
-    kept = [b for b in branches if b.args["from_"].this.name not in unused]
-    rebuilt = kept[0]
-    for b in kept[1:]:
-        rebuilt = exp.union(rebuilt, b, distinct=False)
-    ctes["stacked"].set("this", rebuilt)
+    for table, feature in _CUT_TABLES.items():
+        ctes[table].set("this", _cutoffs_select(sorted(features.get(feature, {1}))))
+    ctes["cascade_params"].set("this", _cascades_select(sorted(features.get("cascade", {("err", "auto")}))))
+    for feature, (cte, aliases) in _JOINS.items():
+        if feature not in features:
+            _drop_joins(ctes[cte].this, aliases)
+    for feature, columns in _COLUMNS.items():
+        if feature not in features:
+            for cte, column, type_ in columns:
+                _null_column(ctes[cte].this, column, type_)
+    # Keep the UNION ALL branches of the features asked for, padded to the same columns.
+    unused = {table for feature, table in _BRANCHES.items() if feature not in features}
+    every = _branches(ctes["stacked"].this)
+    kept = [b for b in every if b.args["from_"].this.name not in unused]
+    _pad_union(kept, every)
+    ctes["stacked"].set("this", _union_all(kept))
     # Shared truth is copied to every run; truth that carries the run keys, or no runs, needs no copy.
     truth_runs = ctes["truth_runs"].this
     if plan.truth_has_runs or not plan.run_cols:
@@ -382,7 +531,61 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
         for col in truth_runs.find_all(exp.Column):
             if col.table == "runs":
                 col.set("table", exp.to_identifier("t"))
-    return _alias_projections(_expand_run_keys(stage, internal_runs(plan)))
+    return _alias_projections(_fold(_expand_run_keys(stage, internal_runs(plan))))
+
+
+# What each need of a metric header (`needs:`) requires of the plan, and the fix when it is missing.
+_REQUIREMENTS: dict[str, tuple[Callable[[Plan], bool], str]] = {
+    "price": (lambda p: p.items is not None, "needs item prices: pass items= with columns {item} and {price}"),
+    "probability": (lambda p: p.items is not None,
+                    "needs item probabilities: pass items= with columns {item} and {probability}"),
+    "category": (lambda p: p.items is not None, "needs item categories: pass items= with columns {item} and {category}"),
+    "features": (lambda p: p.items is not None or p.item_features is not None,
+                 "needs item feature vectors: pass items= with an array column {features}, or item_features= with "
+                 "rows ({item}, {feature}, {value})"),
+    "interactions": (lambda p: p.interactions is not None,
+                     "needs training interactions: pass interactions= with columns {user} and {item}"),
+    "baseline": (lambda p: p.baseline is not None,
+                 "needs a baseline: pass baseline= (another recommender's lists, columns like recs)"),
+    "interactions_or_baseline": (lambda p: p.interactions is not None or p.baseline is not None,
+                                 "needs baseline= (another recommender's lists) or interactions= (its k most popular "
+                                 "items are the baseline)"),
+}
+
+
+def _check_inputs(plan: Plan, metrics: list[Metric]) -> set[str]:
+    """Refuse a metric whose inputs are missing; returns every need of the metrics asked."""
+    names = dict(item=plan.item_col, user=plan.user_col, price=plan.price_col, probability=plan.probability_col,
+                 category=plan.category_col, features=plan.features_col, feature=plan.feature_col, value=plan.value_col)
+    needed: set[str] = set()
+    for m in metrics:
+        if m.spec.needs_truth and plan.truth is None:
+            raise RecsqlError(f"metric {str(m)!r} needs truth (relevance judgments): pass truth=; only "
+                              f"{', '.join(sorted(n for n, s in registry().items() if not s.needs_truth))} work without it")
+        for need in m.spec.requires(m.all_options()):
+            present, fix = _REQUIREMENTS[need]
+            if not present(plan):
+                raise RecsqlError(f"metric {str(m)!r} {fix.format(**{k: repr(v) for k, v in names.items()})}")
+            needed.add(need)
+    return needed
+
+
+def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> None:
+    """Keep only the columns of ``ranked`` the metrics read, and the columns of ``stacked`` those
+    need, so the rendered query carries no column nobody asked for."""
+    ctes = {c.alias: c.this for c in stage.args["with_"].expressions}
+    keep = set(keys) | {"user_id", "src"}
+    used = keep | {c.name for c in per_user.find_all(exp.Column)}
+    ranked = ctes["ranked"]
+    ranked.set("expressions", [e for e in ranked.expressions if e.alias_or_name in used])
+    used_stacked = keep | {c.name for c in ranked.find_all(exp.Column) if c.table == "s"}
+    for branch in _branches(ctes["stacked"]):
+        branch.set("expressions", [e for e in branch.expressions if e.alias_or_name in used_stacked])
+
+
+def _metric_population(plan: Plan, metric: Metric) -> exp.Expression:
+    kind = metric.spec.population
+    return sqlglot.parse_one(_POPULATION_SQL[plan.population] if kind == "truth" else _METRIC_POPULATION_SQL[kind])
 
 
 def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.Select:
@@ -402,32 +605,37 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
             raise RecsqlError(f"metric {str(m)!r} has no exact expected value under ties='average'; "
                               f"metrics that do: {', '.join(supported)} (ndcg/idcg not with ideal=list). "
                               "Use ties='item_id' (deterministic) for the others")
-    for m in resolved:
-        if "price" in m.spec.needs and plan.items is None:
-            raise RecsqlError(f"metric {str(m)!r} needs item prices: pass items= with columns "
-                              f"{plan.item_col!r} and {plan.price_col!r}")
+    needed = _check_inputs(plan, resolved)
     stage = _stage(plan, resolved)
     with_ = stage.args["with_"]
-    inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", _items_in(plan))]
+    inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", _items_in(plan, needed)),
+              ("interactions_in", _interactions_in(plan)), ("catalog_in", _catalog_in(plan)),
+              ("baseline_in", _baseline_in(plan)), ("features_in", _features_in(plan, needed))]
     runs = internal_runs(plan)
+    context = {"ties": plan.ties, "has_baseline": "yes" if plan.baseline is not None else "no"}
     per_user = exp.select(
         *[exp.column(r) for r in runs], "user_id",
         exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
         exp.alias_(exp.Max(this=exp.column("n_truth")), "_n_truth"),
         exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
-        *[exp.alias_(exp.cast(metric_expression(m, plan.ties), "DOUBLE"), f"_m{i}") for i, m in enumerate(resolved)],
+        exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 5 THEN 1 ELSE 0 END")), "_is_global"),
+        *[exp.alias_(exp.cast(metric_expression(m, context), "DOUBLE"), f"_m{i}") for i, m in enumerate(resolved)],
     ).from_("ranked").group_by(*[exp.column(r) for r in runs], "user_id")
-    in_pop = sqlglot.parse_one(_POPULATION_SQL[plan.population])
+    _prune_columns(stage, per_user, runs)
+    per_user_pops = list({e.sql(): e for e in (_metric_population(plan, m) for m in resolved
+                                                if m.spec.population != "global")}.values())
+    in_pop = exp.or_(*per_user_pops) if per_user_pops else exp.false()
     flagged = exp.select(
         *[exp.column(r) for r in runs], "user_id",
-        *[exp.column(f"_m{i}") for i in range(len(metrics))],
+        *[exp.alias_(exp.Case(ifs=[exp.If(this=_metric_population(plan, m), true=exp.column(f"_m{i}"))]), f"_m{i}")
+          for i, m in enumerate(resolved)],
         exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
         "_has_recs", "_n_rel", "_n_truth",
     ).from_("per_user_raw")
     ctes = [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in inputs]
     ctes += list(with_.expressions)
     ctes += [exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")),
-             exp.CTE(this=flagged, alias=exp.to_identifier("per_user"))]
+             exp.CTE(this=_fold(flagged), alias=exp.to_identifier("per_user"))]
     final = exp.select("*").from_("per_user") if output == "raw" else finalize(plan, metrics, output)
     statement = final.copy()
     new_with = exp.With(expressions=ctes)
@@ -440,17 +648,20 @@ def _run_aliases(plan: Plan) -> list[exp.Expression]:
     return [exp.alias_(exp.column(r), exp.to_identifier(c, quoted=True)) for r, c in zip(internal_runs(plan), plan.run_cols)]
 
 
+_SUMMARY: dict[str, type[exp.AggFunc]] = {"mean": exp.Avg, "sum": exp.Sum, "global": exp.Max}
+
+
 def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
     """The last SELECT, over the relation ``per_user`` (the raw rows): summary or per-user."""
     names = [exp.to_identifier(str(m), quoted=True) for m in metrics]
     if output == "summary":
-        in_pop = exp.column("_in_population").eq(1)
+        # each _m column holds values only for its metric's population (compose); a global metric's
+        # one value sits on the run's global row
         select = exp.select(
             *_run_aliases(plan),
             exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(_in_population), 0) AS BIGINT)"), "n_users"),
-            *[exp.alias_((exp.Sum if m.spec.summary == "sum" else exp.Avg)(
-                this=exp.Case(ifs=[exp.If(this=in_pop.copy(), true=exp.column(f"_m{i}"))])), n)
-              for i, (m, n) in enumerate(zip(metrics, names))],
+            *[exp.alias_(_SUMMARY[m.spec.population if m.spec.population == "global" else m.spec.summary](
+                this=exp.column(f"_m{i}")), n) for i, (m, n) in enumerate(zip(metrics, names))],
             exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "users_without_recs"),
             exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "recs_users_without_truth"),
         ).from_("per_user")
@@ -458,6 +669,7 @@ def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
         return select.group_by(*runs).order_by(*runs) if runs else select
     select = exp.select(
         *_run_aliases(plan), exp.alias_(exp.column("user_id"), exp.to_identifier(plan.user_col, quoted=True)),
-        *[exp.alias_(exp.column(f"_m{i}"), n) for i, n in enumerate(names)],
+        *[exp.alias_(exp.column(f"_m{i}"), n) for i, (m, n) in enumerate(zip(metrics, names))
+          if m.spec.population != "global"],
     ).from_("per_user")
     return select.where(exp.column("_in_population").eq(1)).order_by(*[exp.column(r) for r in internal_runs(plan)], "user_id")

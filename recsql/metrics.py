@@ -25,7 +25,10 @@ from .templates import read_template, template_names
 
 _PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount|number)\s*=\s*(\S+)$")
 K_RULES = ("required", "optional", "none")  # header `k:` — a cutoff is needed, allowed, or not allowed
-_STAGE_RE = re.compile(r"^(\w+)\s+if\s+(\w+)\s*=\s*(\w+)$")
+_STAGE_RE = re.compile(r"^(\w+)(?:\s+if\s+(\w+)\s*=\s*(\w+))?$")  # "feature" or "feature if option = value"
+# header `population:` — whose values the summary averages (SPEC §4): users of the §2 population
+# (needs truth), users with recommendations (lists only, no truth needed), or one number per run.
+POPULATION_KINDS = ("truth", "lists", "global")
 
 
 @dataclass(frozen=True)
@@ -75,12 +78,15 @@ class MetricSpec:
     k_rule: str  # "required" | "optional" (no cutoff = the whole list) | "none"
     params: dict[str, Param]
     stage: tuple[tuple[str, str, str], ...]  # (feature, option, value that switches it on)
-    needs: tuple[str, ...]
+    needs: tuple[str, ...]  # every input or column the metric may need (names of ``requires``)
     formula: str
     cite: str
     sql: str = field(repr=False)
     summary: str = "mean"  # how the summary aggregates per-user values: mean, or sum (counts)
+    population: str = "truth"  # truth | lists | global (POPULATION_KINDS)
+    full_list: bool = False  # header `list: full`: the metric reads the list beyond its cutoff (accuracy)
     ties: str = ""  # header `ties: average [unless opt = value]`: the metric supports ties="average"
+    needs_when: tuple[tuple[str, str | None, str | None], ...] = ()  # (need, option, value that makes it needed)
 
     def supports_ties(self, rule: str, options: dict[str, str]) -> bool:
         """Whether the metric is exact under tie rule ``rule`` with these options (the
@@ -99,7 +105,15 @@ class MetricSpec:
 
     def features(self, options: dict[str, str]) -> set[str]:
         """Stage features (``list_ideal``, ``slots``) this metric needs with these options."""
-        return {feat for feat, opt, value in self.stage if options.get(opt) == value}
+        return {feat for feat, opt, value in self.stage if opt is None or options.get(opt) == value}
+
+    def requires(self, options: dict[str, str]) -> set[str]:
+        """Inputs and columns needed with these options, from the header ``needs: a; b if opt = v``."""
+        return {need for need, opt, value in self.needs_when if opt is None or options.get(opt) == value}
+
+    @property
+    def needs_truth(self) -> bool:
+        return self.population == "truth"
 
 
 def _parse_params(text: str, metric: str) -> dict[str, Param]:
@@ -118,24 +132,32 @@ def _parse_params(text: str, metric: str) -> dict[str, Param]:
     return params
 
 
+def _conditions(text: str) -> tuple[tuple[str, str | None, str | None], ...]:
+    """``a; b if opt = v`` (also ``a, b``) -> ((a, None, None), (b, opt, v))."""
+    parts = [p.strip() for p in re.split(r"[;,]", text) if p.strip()]
+    return tuple(_STAGE_RE.match(p).groups() for p in parts)  # type: ignore[union-attr]
+
+
 def _spec(name: str) -> MetricSpec:
     header, sql = read_template(name)
-    stage = tuple(
-        _STAGE_RE.match(p.strip()).groups()  # type: ignore[union-attr]
-        for p in header.get("stage", "").split(";") if p.strip()
-    )
+    stage = _conditions(header.get("stage", ""))
     k_rule = header.get("k", "required")
-    if k_rule not in K_RULES or header.get("summary", "mean") not in ("mean", "sum"):
-        raise RuntimeError(f"sql/{name}.sql: k must be one of {K_RULES}; summary mean or sum")
+    if (k_rule not in K_RULES or header.get("summary", "mean") not in ("mean", "sum")
+            or header.get("population", "truth") not in POPULATION_KINDS or header.get("list", "cut") not in ("cut", "full")):
+        raise RuntimeError(f"sql/{name}.sql: k must be one of {K_RULES}; summary mean or sum; "
+                           f"population one of {POPULATION_KINDS}; list cut or full")
     return MetricSpec(
         name=header.get("name", name),
         aliases=tuple(a.strip() for a in header.get("aliases", "").split(",") if a.strip()),
         k_rule=k_rule,
         summary=header.get("summary", "mean"),
+        population=header.get("population", "truth"),
+        full_list=header.get("list", "cut") == "full",
         ties=header.get("ties", ""),
         params=_parse_params(header.get("params", ""), name),
         stage=stage,
-        needs=tuple(n.strip() for n in header.get("needs", "").split(",") if n.strip()),
+        needs=tuple(dict.fromkeys(w[0] for w in _conditions(header.get("needs", "")))),
+        needs_when=_conditions(header.get("needs", "")),
         formula=header.get("formula", ""),
         cite=header.get("cite", ""),
         sql=sql,

@@ -3,7 +3,11 @@
 -- Inputs are bound by recsql/sources.py as three relations with internal column names:
 --   recs_in(run_keys, user_id, item_id, ord)   ord: smaller is better (-score, or the rank column)
 --   truth_in(run_keys?, user_id, item_id, relevance)
---   items_in(item_id, price)
+--   items_in(item_id, price, probability, category)
+--   interactions_in(user_id, item_id)          training interactions (popularity, novelty)
+--   catalog_in(item_id)                        the catalog (coverage, gini)
+--   baseline_in(user_id, item_id, ord)         another recommender's lists (unexpectedness, serendipity)
+--   features_in(item_id, feature, value)       item feature vectors as rows (diversity by features)
 -- `run_keys` stands for the run key columns (_run0, _run1, ...); the composer expands it, or
 -- removes it when the recommendations carry no run keys. Shared truth is copied to every run.
 --
@@ -12,6 +16,13 @@
 --   src 2  truth item: ideal_rank = position in the truth order (relevance desc, item_id asc)
 --   src 3  list item in its re-sorted order for cutoff `cut` (feature list_ideal, ideal = list)
 --   src 4  ideal slot 1..k of gain 1 (feature slots, ideal = k_slots)
+--   src 5  item exposure of a run at cutoff `cut`, user_id NULL: the run's one "global" group
+--          (feature exposure: coverage, gini, personalization)
+--   src 6  pair of list positions a < b (rank = b's position), feature pairs: diversity, kendall
+--   src 7  judged list item within cutoff `cut` with its rank-correlation ranks (feature corr: spearman)
+--   src 8  list position with its cascade terms for one (cascade_kind, cascade_grade) (feature cascade)
+-- The composer pads each UNION ALL branch with typed NULLs for the columns other branches define,
+-- and drops the branches, joins and columns of features nobody asked for.
 -- with columns rank, ideal_rank, cut, item_id, relevance (NULL = unjudged),
 -- hit (relevance >= threshold), gain = max(relevance, 0) (unjudged: 0; with $gain_rule = 'relevant'
 -- also 0 below the threshold, as ranx drops those judgments), gain_exp = 2^gain - 1,
@@ -43,7 +54,7 @@ list_ranked AS (
     FROM recs_in
 ),
 list_judged AS (
-    SELECT l.run_keys, l.user_id, l.item_id, l.rank, t.relevance,
+    SELECT l.run_keys, l.user_id, l.item_id, l.rank, l.ord, t.relevance,
         CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END AS hit,
         CAST(NULL AS DOUBLE) AS tie_gain, CAST(NULL AS DOUBLE) AS tie_gain_exp, CAST(NULL AS DOUBLE) AS tie_miss
     FROM list_ranked AS l
@@ -53,6 +64,8 @@ list_judged AS (
 ),
 list_rows AS (
     SELECT run_keys, user_id, item_id, rank, relevance, hit, tie_gain, tie_gain_exp, tie_miss,
+        CAST(MIN(rank) OVER (PARTITION BY run_keys, user_id, ord) AS BIGINT) AS tie_first,
+        CAST(MAX(rank) OVER (PARTITION BY run_keys, user_id, ord) AS BIGINT) AS tie_last,
         CAST(SUM(hit) OVER (PARTITION BY run_keys, user_id ORDER BY rank
                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS hits_cum,
         CAST(SUM(CASE WHEN relevance < $threshold THEN 1 ELSE 0 END)
@@ -88,10 +101,128 @@ slots AS (
     FROM truth_users AS u CROSS JOIN slot_positions AS p
     WHERE p.pos <= $max_slot_k
 ),
+item_popularity AS (
+    SELECT item_id, n_seen,
+        CAST(ROW_NUMBER() OVER (ORDER BY n_seen DESC, item_id ASC) AS BIGINT) AS pop_rank
+    FROM (
+        SELECT item_id, CAST(COUNT(DISTINCT user_id) AS BIGINT) AS n_seen
+        FROM interactions_in
+        GROUP BY item_id
+    ) AS seen
+),
+interaction_users AS (
+    SELECT CAST(COUNT(DISTINCT user_id) AS BIGINT) AS u_seen FROM interactions_in
+),
+catalog_items AS (
+    SELECT DISTINCT item_id FROM catalog_in
+),
+catalog_size AS (
+    SELECT CAST(COUNT(*) AS BIGINT) AS n_catalog FROM catalog_items
+),
+truth_max AS (
+    SELECT CAST(MAX(relevance) AS DOUBLE) AS max_grade FROM truth_in
+),
+baseline_ranked AS (
+    SELECT user_id, item_id,
+        CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS baseline_rank
+    FROM baseline_in
+),
+exposure_cuts AS (
+    SELECT k FROM cutoffs
+),
+exposure_counts AS (
+    SELECT l.run_keys, CAST(c.k AS BIGINT) AS cut, l.item_id,
+        CAST(COUNT(*) AS BIGINT) AS exposure,
+        CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users
+    FROM list_rows AS l JOIN exposure_cuts AS c ON l.rank <= c.k
+    GROUP BY l.run_keys, c.k, l.item_id
+),
+exposure_rows AS (
+    SELECT e.run_keys, NULL AS user_id, 5 AS src, e.cut, e.item_id, e.exposure, e.list_users,
+        CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
+        CAST(ROW_NUMBER() OVER (PARTITION BY e.run_keys, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
+                                ORDER BY e.exposure ASC, e.item_id ASC) AS BIGINT) AS exposure_rank
+    FROM exposure_counts AS e LEFT JOIN catalog_items AS g ON e.item_id = g.item_id
+),
+list_pairs AS (
+    SELECT a.run_keys, a.user_id, b.rank, a.item_id AS item_a, b.item_id AS item_b,
+        a.relevance AS relevance_a, b.relevance AS relevance_b
+    FROM list_rows AS a
+    JOIN list_rows AS b ON a.run_keys = b.run_keys AND a.user_id = b.user_id AND a.rank < b.rank
+    WHERE b.rank <= $max_pair_k
+),
+feature_norms AS (
+    SELECT item_id, SQRT(SUM(CAST(value AS DOUBLE) * value)) AS norm FROM features_in GROUP BY item_id
+),
+pair_dots AS (
+    SELECT p.run_keys, p.user_id, p.item_a, p.item_b, SUM(CAST(fa.value AS DOUBLE) * fb.value) AS dot
+    FROM list_pairs AS p
+    JOIN features_in AS fa ON fa.item_id = p.item_a
+    JOIN features_in AS fb ON fb.item_id = p.item_b AND fa.feature = fb.feature
+    GROUP BY p.run_keys, p.user_id, p.item_a, p.item_b
+),
+pair_rows AS (
+    SELECT p.run_keys, p.user_id, 6 AS src, p.rank,
+        CASE WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL THEN CAST(NULL AS BIGINT)
+             WHEN p.relevance_a > p.relevance_b THEN CAST(1 AS BIGINT)
+             WHEN p.relevance_a < p.relevance_b THEN CAST(-1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS pair_sign,
+        CAST(CASE WHEN ca.category IS NULL OR cb.category IS NULL THEN NULL
+                  WHEN ca.category = cb.category THEN 0 ELSE 1 END AS DOUBLE) AS pair_category_dissim,
+        CAST(CASE WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0 THEN NULL
+                  ELSE 1 - COALESCE(d.dot, 0) / (na.norm * nb.norm) END AS DOUBLE) AS pair_feature_dissim
+    FROM list_pairs AS p
+    LEFT JOIN items_in AS ca ON ca.item_id = p.item_a
+    LEFT JOIN items_in AS cb ON cb.item_id = p.item_b
+    LEFT JOIN feature_norms AS na ON na.item_id = p.item_a
+    LEFT JOIN feature_norms AS nb ON nb.item_id = p.item_b
+    LEFT JOIN pair_dots AS d
+        ON d.run_keys = p.run_keys AND d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
+),
+corr_cuts AS (
+    SELECT k FROM cutoffs
+),
+corr_rows AS (
+    SELECT l.run_keys, l.user_id, 7 AS src, CAST(c.k AS BIGINT) AS cut,
+        CAST(ROW_NUMBER() OVER (PARTITION BY l.run_keys, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
+        CAST(RANK() OVER (PARTITION BY l.run_keys, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE)
+            + CAST(COUNT(*) OVER (PARTITION BY l.run_keys, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
+    FROM list_rows AS l JOIN corr_cuts AS c ON l.rank <= c.k
+    WHERE l.relevance IS NOT NULL
+),
+cascade_params AS (
+    SELECT kind, grade FROM cascades
+),
+cascade_factors AS (
+    SELECT l.run_keys, l.user_id, l.rank, p.kind AS cascade_kind, p.grade AS cascade_grade,
+        CASE WHEN p.kind = 'err'
+             THEN (POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1)
+                  / POWER(2, COALESCE(p.grade, m.max_grade))
+             ELSE COALESCE(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END
+                           / NULLIF(COALESCE(p.grade, m.max_grade), 0), 0) END AS cascade_rel
+    FROM list_rows AS l CROSS JOIN cascade_params AS p CROSS JOIN truth_max AS m
+),
+cascade_rows AS (
+    SELECT run_keys, user_id, 8 AS src, rank, cascade_kind, cascade_grade, cascade_rel,
+        CAST(CASE WHEN zeros_before > 0 THEN 0
+             ELSE (1 - 2 * MOD(negatives_before, 2)) * EXP(log_before) END AS DOUBLE) AS cascade_reach
+    FROM (
+        SELECT run_keys, user_id, rank, cascade_kind, cascade_grade, cascade_rel,
+            COALESCE(SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END)
+                OVER (PARTITION BY run_keys, user_id, cascade_kind, cascade_grade ORDER BY rank
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS zeros_before,
+            COALESCE(SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END)
+                OVER (PARTITION BY run_keys, user_id, cascade_kind, cascade_grade ORDER BY rank
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS negatives_before,
+            COALESCE(SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END)
+                OVER (PARTITION BY run_keys, user_id, cascade_kind, cascade_grade ORDER BY rank
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS log_before
+        FROM cascade_factors
+    ) AS reach
+),
 stacked AS (
     SELECT run_keys, user_id, 1 AS src, rank, CAST(NULL AS BIGINT) AS ideal_rank,
         CAST(NULL AS BIGINT) AS cut, item_id, relevance, hit, hits_cum, nonrel_cum,
-        tie_gain, tie_gain_exp, tie_miss
+        tie_gain, tie_gain_exp, tie_miss, CAST(tie_first AS BIGINT) AS tie_first, CAST(tie_last AS BIGINT) AS tie_last
     FROM list_rows
     UNION ALL
     SELECT run_keys, user_id, 2 AS src, CAST(NULL AS BIGINT) AS rank, ideal_rank,
@@ -110,6 +241,25 @@ stacked AS (
         CAST(NULL AS BIGINT) AS hits_cum, CAST(NULL AS BIGINT) AS nonrel_cum,
         CAST(NULL AS DOUBLE) AS tie_gain, CAST(NULL AS DOUBLE) AS tie_gain_exp, CAST(NULL AS DOUBLE) AS tie_miss
     FROM slots
+    UNION ALL
+    SELECT run_keys, user_id, src, cut, item_id, CAST(exposure AS BIGINT) AS exposure,
+        CAST(list_users AS BIGINT) AS list_users, CAST(in_catalog AS BIGINT) AS in_catalog,
+        CAST(exposure_rank AS BIGINT) AS exposure_rank
+    FROM exposure_rows
+    UNION ALL
+    SELECT run_keys, user_id, src, rank, CAST(pair_sign AS BIGINT) AS pair_sign,
+        CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+        CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim
+    FROM pair_rows
+    UNION ALL
+    SELECT run_keys, user_id, src, cut, CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+        CAST(corr_rank_y AS DOUBLE) AS corr_rank_y
+    FROM corr_rows
+    UNION ALL
+    SELECT run_keys, user_id, src, rank, CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+        CAST(cascade_grade AS DOUBLE) AS cascade_grade, CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+        CAST(cascade_reach AS DOUBLE) AS cascade_reach
+    FROM cascade_rows
 ),
 ranked AS (
     SELECT s.run_keys, s.user_id, s.src, s.rank, s.ideal_rank, s.cut, s.item_id,
@@ -120,11 +270,18 @@ ranked AS (
              WHEN s.relevance > 0 AND ($gain_rule = 'all' OR s.relevance >= $threshold) THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1 ELSE CAST(0 AS DOUBLE) END AS gain_exp,
         s.tie_miss,
         COALESCE(u.n_rel, 0) AS n_rel, COALESCE(u.n_nonrel, 0) AS n_nonrel, COALESCE(u.n_truth, 0) AS n_truth,
-        CAST(i.price AS DOUBLE) AS price
+        CAST(i.price AS DOUBLE) AS price, CAST(i.probability AS DOUBLE) AS probability, i.category AS category,
+        s.tie_first, s.tie_last, s.exposure, s.list_users, s.in_catalog, s.exposure_rank,
+        s.pair_sign, s.pair_category_dissim, s.pair_feature_dissim, s.corr_rank_x, s.corr_rank_y,
+        s.cascade_kind, s.cascade_grade, s.cascade_rel, s.cascade_reach,
+        pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, b.baseline_rank AS baseline_rank,
+        iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s
     LEFT JOIN truth_users AS u ON s.run_keys = u.run_keys AND s.user_id = u.user_id
     LEFT JOIN items_in AS i ON s.item_id = i.item_id
+    LEFT JOIN item_popularity AS pop ON s.item_id = pop.item_id
+    LEFT JOIN baseline_ranked AS b ON s.user_id = b.user_id AND s.item_id = b.item_id
+    CROSS JOIN interaction_users AS iu
+    CROSS JOIN catalog_size AS cs
 )
-SELECT run_keys, user_id, src, rank, ideal_rank, cut, item_id, relevance, hit, hits_cum, nonrel_cum, gain,
-    gain_exp, tie_miss, n_rel, n_nonrel, n_truth, price
-FROM ranked
+SELECT * FROM ranked

@@ -8,10 +8,10 @@
 -- tie_miss is the factor this row contributes to P(no hit in the top k): a group of m items with
 -- r relevant ones, whose positions t = 1..c fall within k, misses all of them with probability
 -- C(m - r, c) / C(m, c) = Π_{t ≤ c} (m - r - t + 1) / (m - t + 1).
-SELECT run_keys, user_id, item_id, rank, relevance, hit, tie_gain, tie_gain_exp,
+SELECT run_keys, user_id, item_id, rank, ord, relevance, hit, tie_gain, tie_gain_exp,
     CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (tie_size - tie_pos + 1) AS tie_miss
 FROM (
-    SELECT l.run_keys, l.user_id, l.item_id, l.rank, t.relevance,
+    SELECT l.run_keys, l.user_id, l.item_id, l.rank, l.ord, t.relevance,
         AVG(CASE WHEN t.relevance >= $threshold THEN 1.0 ELSE 0.0 END)
             OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS hit,
         AVG(CASE WHEN t.relevance > 0 AND ($gain_rule = 'all' OR t.relevance >= $threshold) THEN CAST(t.relevance AS DOUBLE) ELSE 0.0 END)

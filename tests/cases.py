@@ -26,11 +26,16 @@ def run(case: dict, **overrides) -> recsql.Evaluation:
     """Evaluate a fixture case's metric on its recs/truth/items with recsql."""
     recs = pd.DataFrame(case["recs"]) if case["recs"] else pd.DataFrame(
         {"user_id": pd.Series([], dtype=object), "item_id": pd.Series([], dtype=object), "score": pd.Series([], dtype=float)})
-    truth = pd.DataFrame(case["truth"])
-    items = pd.DataFrame(case["items"]) if case.get("items") else None
+    truth = pd.DataFrame(case["truth"]) if case.get("truth") is not None else None
+    frames = {role: pd.DataFrame(case[key]) for role, key in EXTRA_INPUTS.items() if case.get(key)}
     order = {"rank_col": "rank"} if "rank" in recs.columns else {"score_col": "score"}
-    kwargs = {**order, **case.get("options", {}), **overrides}
-    return recsql.evaluate(recs, truth, [metric_of(case)], items=items, **kwargs)
+    kwargs = {**order, **case.get("options", {}), **frames, **overrides}
+    return recsql.evaluate(recs, truth, [metric_of(case)], **kwargs)
+
+
+# evaluate keyword -> fixture key, for the inputs beside recs and truth
+EXTRA_INPUTS = {"items": "items", "interactions": "interactions", "catalog": "catalog", "baseline": "baseline",
+                "item_features": "features"}
 
 
 def per_user(result: recsql.Evaluation, metric: recsql.Metric) -> dict[str, float]:

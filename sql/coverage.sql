@@ -1,0 +1,12 @@
+-- name: coverage
+-- k: required
+-- population: global
+-- stage: exposure; catalog
+-- formula: coverage@k = #(catalog items in any user's top k) / #catalog; catalog = the catalog input, else the items input, else every item of truth and recs; NULL for an empty catalog
+-- cite: Ge et al., RecSys 2010 (catalog coverage)
+SELECT
+    user_id,
+    CAST(SUM(CASE WHEN src = 5 AND cut = $k AND in_catalog = 1 THEN 1 ELSE 0 END) AS DOUBLE)
+        / NULLIF(MAX(n_catalog), 0) AS coverage
+FROM ranked
+GROUP BY user_id

@@ -1,0 +1,13 @@
+-- name: personalization
+-- k: required
+-- population: global
+-- stage: exposure
+-- formula: personalization@k = 1 − Σ_i c_i(c_i − 1) / (U(U − 1)·k), c_i = users whose top k holds item i, U = users with recommendations; equals 1 − the mean overlap #(L_u ∩ L_v)/k over user pairs, computed from item counts (never user pairs); NULL when U < 2
+-- cite: Christakopoulou et al. (personalization); Microsoft Recommenders / recmetrics personalization
+SELECT
+    user_id,
+    1 - CAST(SUM(CASE WHEN src = 5 AND cut = $k THEN exposure * (exposure - 1) ELSE 0 END) AS DOUBLE)
+        / NULLIF(CAST(SUM(CASE WHEN src = 5 AND cut = $k THEN list_users ELSE 0 END) AS DOUBLE)
+                 * (SUM(CASE WHEN src = 5 AND cut = $k THEN list_users ELSE 0 END) - 1) * $k, 0) AS personalization
+FROM ranked
+GROUP BY user_id

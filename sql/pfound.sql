@@ -1,0 +1,13 @@
+-- name: pfound
+-- k: optional
+-- params: max_grade number = auto; p_break number = 0.15
+-- stage: cascade
+-- formula: pFound@k = Σ_{i≤k} pLook_i·pRel_i; pLook_1 = 1, pLook_i = pLook_{i−1}·(1 − pRel_{i−1})·(1 − p_break); pRel = max(relevance, 0) / max_grade (0 when max_grade is 0), max_grade default the largest relevance in truth
+-- cite: Segalovich, Yandex 2010 (pFound); Gulin, Kuralenok & Pavlov, ROMIP 2009
+SELECT
+    user_id,
+    COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'pfound' AND rank <= $k
+                       AND (CASE WHEN $max_grade = 'auto' THEN cascade_grade IS NULL ELSE cascade_grade = $max_grade END)
+                      THEN cascade_rel * cascade_reach * POWER(1 - $p_break, rank - 1) END), 0) AS pfound
+FROM ranked
+GROUP BY user_id

@@ -1,0 +1,13 @@
+-- name: serendipity
+-- k: required
+-- needs: interactions_or_baseline
+-- stage: baseline; popularity
+-- formula: serendipity@k = Σ_{i∈L} hit_i · [i ∉ L_baseline] / k; L_baseline = the user's top k in the baseline input, or without one the k most popular items of interactions (n_i descending, ties by item id)
+-- cite: Ge et al., RecSys 2010; Murakami et al., 2008
+SELECT
+    user_id,
+    CAST(SUM(CASE WHEN src = 1 AND rank <= $k AND hit = 1
+                   AND COALESCE(CASE WHEN $has_baseline = 'yes' THEN baseline_rank ELSE pop_rank END, $k + 1) > $k
+              THEN 1 ELSE 0 END) AS DOUBLE) / $k AS serendipity
+FROM ranked
+GROUP BY user_id

@@ -1,0 +1,12 @@
+-- name: unexpectedness
+-- k: required
+-- population: lists
+-- needs: baseline
+-- stage: baseline
+-- formula: unexpectedness@k = 1 − #(L ∩ L_baseline) / k, L_baseline = the user's top k in the baseline input (ordered like recs)
+-- cite: Murakami et al., 2008; RePlay Unexpectedness (replay/metrics/unexpectedness.py)
+SELECT
+    user_id,
+    1 - CAST(SUM(CASE WHEN src = 1 AND rank <= $k AND baseline_rank <= $k THEN 1 ELSE 0 END) AS DOUBLE) / $k AS unexpectedness
+FROM ranked
+GROUP BY user_id
