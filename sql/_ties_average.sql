@@ -12,11 +12,11 @@ SELECT run_keys, user_id, item_id, rank, ord, relevance, hit, tie_gain, tie_gain
     CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (tie_size - tie_pos + 1) AS tie_miss
 FROM (
     SELECT l.run_keys, l.user_id, l.item_id, l.rank, l.ord, t.relevance,
-        AVG(CASE WHEN t.relevance >= $threshold THEN 1.0 ELSE 0.0 END)
+        AVG(CASE WHEN t.relevance >= $threshold THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END)
             OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS hit,
-        AVG(CASE WHEN t.relevance > 0 AND ($gain_rule = 'all' OR t.relevance >= $threshold) THEN CAST(t.relevance AS DOUBLE) ELSE 0.0 END)
+        AVG(CASE WHEN t.relevance > 0 AND ($gain_rule = 'all' OR t.relevance >= $threshold) THEN CAST(t.relevance AS DOUBLE) ELSE CAST(0 AS DOUBLE) END)
             OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS tie_gain,
-        AVG(CASE WHEN t.relevance > 0 AND ($gain_rule = 'all' OR t.relevance >= $threshold) THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1 ELSE 0.0 END)
+        AVG(CASE WHEN t.relevance > 0 AND ($gain_rule = 'all' OR t.relevance >= $threshold) THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1 ELSE CAST(0 AS DOUBLE) END)
             OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS tie_gain_exp,
         COUNT(*) OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS tie_size,
         SUM(CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END)
