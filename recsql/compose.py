@@ -625,17 +625,26 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     per_user_pops = list({e.sql(): e for e in (_metric_population(plan, m) for m in resolved
                                                 if m.spec.population != "global")}.values())
     in_pop = exp.or_(*per_user_pops) if per_user_pops else exp.false()
+    def value(i: int, m: Metric) -> exp.Expression:
+        """A metric's value on a user's row: masked to its population; a global metric's one value
+        (on the run's global row, whose user_id is NULL) copied to every row of the run."""
+        masked = exp.Case(ifs=[exp.If(this=_metric_population(plan, m), true=exp.column(f"_m{i}"))])
+        if m.spec.population != "global":
+            return masked
+        return exp.Window(this=exp.Max(this=masked), partition_by=[exp.column(r) for r in runs] or None)
+
     flagged = exp.select(
         *[exp.column(r) for r in runs], "user_id",
-        *[exp.alias_(exp.Case(ifs=[exp.If(this=_metric_population(plan, m), true=exp.column(f"_m{i}"))]), f"_m{i}")
-          for i, m in enumerate(resolved)],
+        *[exp.alias_(value(i, m), f"_m{i}") for i, m in enumerate(resolved)],
         exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
-        "_has_recs", "_n_rel", "_n_truth",
+        "_has_recs", "_n_rel", "_n_truth", "_is_global",
     ).from_("per_user_raw")
+    user_rows = exp.select("*").from_("per_user_all").where(exp.column("_is_global").eq(0))
     ctes = [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in inputs]
     ctes += list(with_.expressions)
     ctes += [exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")),
-             exp.CTE(this=_fold(flagged), alias=exp.to_identifier("per_user"))]
+             exp.CTE(this=_fold(flagged), alias=exp.to_identifier("per_user_all")),
+             exp.CTE(this=user_rows, alias=exp.to_identifier("per_user"))]
     final = exp.select("*").from_("per_user") if output == "raw" else finalize(plan, metrics, output)
     statement = final.copy()
     new_with = exp.With(expressions=ctes)

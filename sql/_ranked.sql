@@ -133,12 +133,14 @@ exposure_cuts AS (
 exposure_counts AS (
     SELECT l.run_keys, CAST(c.k AS BIGINT) AS cut, l.item_id,
         CAST(COUNT(*) AS BIGINT) AS exposure,
-        CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users
+        CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
+        -- a NULL of the user id's own type (an untyped NULL would become text in some engines)
+        MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user
     FROM list_rows AS l JOIN exposure_cuts AS c ON l.rank <= c.k
     GROUP BY l.run_keys, c.k, l.item_id
 ),
 exposure_rows AS (
-    SELECT e.run_keys, NULL AS user_id, 5 AS src, e.cut, e.item_id, e.exposure, e.list_users,
+    SELECT e.run_keys, e.no_user AS user_id, 5 AS src, e.cut, e.item_id, e.exposure, e.list_users,
         CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
         CAST(ROW_NUMBER() OVER (PARTITION BY e.run_keys, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
                                 ORDER BY e.exposure ASC, e.item_id ASC) AS BIGINT) AS exposure_rank

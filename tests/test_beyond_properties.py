@@ -1,0 +1,194 @@
+"""Beyond-accuracy metrics == the plain-Python reference (tests/reference_beyond.py) on random
+inputs: tied scores, users with one item or none, items missing from items / features /
+interactions, baselines that miss users, catalogs that miss recommended items; plus the
+invariants of SPEC §4."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import recsql
+from reference_beyond import personalization_pairwise, reference_beyond, summary
+from strategies import ITEMS, USERS, recs_rows, truth_rows
+
+pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
+
+BEYOND = ["novelty", "surprisal", "unexpectedness", "serendipity", "diversity", "arp", "coverage", "gini",
+          "personalization", "auc", "accuracy", "err", "pfound", "spearman", "kendall"]
+OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}],
+           "err": [{}, {"max_grade": 3}], "pfound": [{}, {"max_grade": 4, "p_break": 0.5}]}
+CATEGORIES = ["a", "b", "c"]
+
+
+@st.composite
+def beyond_metric(draw) -> recsql.Metric:
+    name = draw(st.sampled_from(BEYOND))
+    options = draw(st.sampled_from(OPTIONS.get(name, [{}])))
+    spec = recsql.registry()[name]
+    k = None if spec.k_rule == "optional" and draw(st.booleans()) else draw(st.integers(1, 6))
+    return recsql.Metric(name, k, **options)
+
+
+@st.composite
+def side_inputs(draw) -> dict:
+    """items (probability, category, dense features; some items missing or without a value),
+    sparse features, interactions, a baseline and a catalog."""
+    items = []
+    for item in draw(st.lists(st.sampled_from(ITEMS), unique=True)):
+        items.append({"item_id": item,
+                      "probability": draw(st.sampled_from([None, 0.0, 0.01, 0.2, 0.5, 1.0])),
+                      "category": draw(st.sampled_from([None, *CATEGORIES])),
+                      "features": draw(st.lists(st.sampled_from([0.0, 1.0, 2.0, -1.0]), min_size=3, max_size=3))})
+    features = [{"item_id": i, "feature": f, "value": draw(st.sampled_from([0.0, 1.0, 0.5, -2.0]))}
+                for i in draw(st.lists(st.sampled_from(ITEMS), unique=True))
+                for f in draw(st.lists(st.sampled_from(["x", "y", "z"]), unique=True, min_size=1))]
+    interactions = [{"user_id": u, "item_id": i} for u, i in
+                    draw(st.lists(st.tuples(st.sampled_from(USERS + [7, 8]), st.sampled_from(ITEMS)), unique=True))]
+    catalog = [{"item_id": i} for i in draw(st.lists(st.sampled_from(ITEMS + [10, 11]), unique=True, min_size=1))]
+    return {"items": items, "features": features, "interactions": interactions, "catalog": catalog,
+            "baseline": draw(recs_rows())}
+
+
+def frame(rows: list[dict], columns: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(columns)).astype(columns)
+
+
+RECS = {"user_id": "int64", "item_id": "int64", "score": "float64"}
+TRUTH = {"user_id": "int64", "item_id": "int64", "relevance": "float64"}
+
+
+def evaluate(metrics: list[recsql.Metric], recs, truth, side: dict, dense: bool) -> recsql.Evaluation:
+    items = pd.DataFrame(side["items"], columns=["item_id", "probability", "category", "features"]).astype(
+        {"item_id": "int64", "probability": "float64", "category": "object"})
+    if not dense:
+        items = items.drop(columns="features")
+    return recsql.evaluate(
+        frame(recs, RECS), frame(truth, TRUTH), metrics,
+        items=items, interactions=frame(side["interactions"], {"user_id": "int64", "item_id": "int64"}),
+        catalog=frame(side["catalog"], {"item_id": "int64"}), baseline=frame(side["baseline"], RECS),
+        item_features=None if dense else frame(side["features"], {"item_id": "int64", "feature": "object",
+                                                                   "value": "float64"}))
+
+
+def close(got, want) -> bool:
+    if want is None:
+        return got is None or pd.isna(got)
+    return got is not None and not pd.isna(got) and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@settings(max_examples=80)
+@given(recs=recs_rows(), truth=truth_rows(), side=side_inputs(),
+       asked=st.lists(beyond_metric(), min_size=1, max_size=5, unique_by=str), dense=st.booleans())
+def test_beyond_metrics_match_reference(recs, truth, side, asked, dense):
+    result = evaluate(asked, recs, truth, side, dense)
+    reference_inputs = dict(items=side["items"], features=None if dense else side["features"],
+                            interactions=side["interactions"], catalog=side["catalog"])
+    for metric in asked:
+        # with the baseline input given, serendipity and unexpectedness use it
+        expected = reference_beyond(metric.name, metric.k, dict(metric.options), recs, truth,
+                                    baseline=side["baseline"], **reference_inputs)
+        got_summary = result.summary[str(metric)].iloc[0]
+        assert close(got_summary, summary(expected)), (str(metric), got_summary, summary(expected))
+        if isinstance(expected, dict):
+            rows = result.per_user.set_index("user_id")[str(metric)]
+            for user, value in expected.items():
+                assert close(rows.get(user), value), (str(metric), user, rows.get(user), value)
+            assert {u for u, v in rows.items() if not pd.isna(v)} <= set(expected), str(metric)
+
+
+@settings(max_examples=30)
+@given(recs=recs_rows(), truth=truth_rows(), interactions=st.lists(st.tuples(st.sampled_from(USERS),
+                                                                              st.sampled_from(ITEMS)), unique=True),
+       k=st.integers(1, 5))
+def test_serendipity_without_a_baseline_uses_the_most_popular_items(recs, truth, interactions, k):
+    seen = [{"user_id": u, "item_id": i} for u, i in interactions]
+    result = recsql.evaluate(frame(recs, RECS), frame(truth, TRUTH), [f"serendipity@{k}"],
+                             interactions=frame(seen, {"user_id": "int64", "item_id": "int64"}))
+    expected = reference_beyond("serendipity", k, {}, recs, truth, interactions=seen)
+    assert close(result.summary[f"serendipity@{k}"].iloc[0], summary(expected))
+
+
+@settings(max_examples=30)
+@given(recs=recs_rows(), k=st.integers(1, 5))
+def test_list_and_global_metrics_need_no_truth(recs, k):
+    """Without truth, personalization equals its pairwise definition (1 − mean overlap / k),
+    coverage lies in [0, 1] and the per-user table holds every user with recommendations."""
+    asked = [f"personalization@{k}", f"coverage@{k}", f"gini@{k}"]
+    result = recsql.evaluate(frame(recs, RECS), None, asked)
+    want = personalization_pairwise(recs, k)
+    assert close(result.summary[f"personalization@{k}"].iloc[0], want)
+    coverage = result.summary[f"coverage@{k}"].iloc[0]
+    assert (not recs and pd.isna(coverage)) or 0 <= coverage <= 1
+    assert list(result.per_user.columns) == ["user_id"]  # global metrics only: no per-user columns
+
+
+def test_personalization_identical_and_disjoint_lists():
+    same = [{"user_id": u, "item_id": i, "score": 1.0 / i} for u in (1, 2, 3) for i in (1, 2)]
+    disjoint = [{"user_id": u, "item_id": 10 * u + i, "score": 1.0 / i} for u in (1, 2, 3) for i in (1, 2)]
+    assert recsql.evaluate(frame(same, RECS), None, ["personalization@2"]).summary.iloc[0]["personalization@2"] == 0
+    assert recsql.evaluate(frame(disjoint, RECS), None, ["personalization@2"]).summary.iloc[0]["personalization@2"] == 1
+
+
+def test_single_category_list_has_zero_diversity():
+    recs = [{"user_id": 1, "item_id": i, "score": float(i)} for i in (1, 2, 3)]
+    items = pd.DataFrame({"item_id": [1, 2, 3], "category": ["x", "x", "x"]})
+    assert recsql.evaluate(frame(recs, RECS), None, ["diversity@3"], items=items).summary["diversity@3"].iloc[0] == 0
+
+
+@settings(max_examples=40)
+@given(recs=recs_rows(), truth=truth_rows(), k=st.integers(1, 6))
+def test_cascade_metrics_lie_in_unit_interval(recs, truth, k):
+    result = recsql.evaluate(frame(recs, RECS), frame(truth, TRUTH), [f"err@{k}", f"pfound@{k}", f"coverage@{k}"])
+    for column in (f"err@{k}", f"pfound@{k}"):
+        values = result.per_user[column].dropna()
+        assert ((values >= -1e-12) & (values <= 1 + 1e-12)).all(), column
+    coverage = result.summary[f"coverage@{k}"].iloc[0]
+    assert pd.isna(coverage) or 0 <= coverage <= 1
+
+
+@settings(max_examples=40)
+@given(truth=truth_rows(), k=st.integers(2, 6))
+def test_rank_correlation_is_one_for_a_list_sorted_by_relevance(truth, k):
+    """Recommending the judged items by relevance (distinct grades, best first) gives Spearman and
+    Kendall 1 wherever they are defined."""
+    by_user: dict[int, dict[int, float]] = {}
+    for row in truth:
+        by_user.setdefault(row["user_id"], {})[row["item_id"]] = row["relevance"]
+    distinct = [{"user_id": u, "item_id": i, "relevance": float(rank)}
+                for u, items in by_user.items() for rank, i in enumerate(sorted(items), start=1)]
+    recs = [{"user_id": r["user_id"], "item_id": r["item_id"], "score": r["relevance"]} for r in distinct]
+    result = recsql.evaluate(frame(recs, RECS), frame(distinct, TRUTH), [f"spearman@{k}", f"kendall@{k}"])
+    for column in (f"spearman@{k}", f"kendall@{k}"):
+        values = result.per_user[column].dropna()
+        assert all(math.isclose(v, 1.0) for v in values), column
+
+
+def test_global_metric_needs_no_population_and_sits_in_the_summary():
+    recs = frame([{"user_id": 1, "item_id": 1, "score": 1.0}, {"user_id": 2, "item_id": 2, "score": 1.0}], RECS)
+    truth = frame([{"user_id": 1, "item_id": 1, "relevance": 1.0}], TRUTH)
+    result = recsql.evaluate(recs, truth, ["ndcg@1", "coverage@1", "novelty@1"],
+                             interactions=frame([{"user_id": 9, "item_id": 1}], {"user_id": "int64", "item_id": "int64"}))
+    assert "coverage@1" in result.summary.columns and "coverage@1" not in result.per_user.columns
+    assert result.summary["coverage@1"].iloc[0] == 1.0  # catalog = truth ∪ recs = {1, 2}, both shown
+    # ndcg averages over user 1 (relevant truth); novelty over users 1 and 2 (recommendations)
+    rows = result.per_user.set_index("user_id")
+    assert rows.loc[1, "ndcg@1"] == 1.0 and pd.isna(rows.loc[2, "ndcg@1"])
+    assert rows.loc[1, "novelty@1"] == 0.0 and rows.loc[2, "novelty@1"] == 0.0  # p(1) = 1; item 2 unseen adds 0
+    assert result.summary["ndcg@1"].iloc[0] == 1.0
+    assert list(result.per_user["user_id"]) == [1, 2] and result.summary["n_users"].iloc[0] == 2
+
+
+@pytest.mark.parametrize("metric,fix", [
+    ("novelty@3", "interactions="), ("novelty(p=items)@3", "items="), ("unexpectedness@3", "baseline="),
+    ("serendipity@3", "baseline="), ("diversity@3", "items="), ("diversity(by=features)@3", "item_features="),
+    ("arp@3", "interactions="), ("ndcg@3", "truth="), ("auc@3", "truth="),
+])
+def test_missing_input_is_a_clear_error(metric, fix):
+    recs = frame([{"user_id": 1, "item_id": 1, "score": 1.0}], RECS)
+    truth = frame([{"user_id": 1, "item_id": 1, "relevance": 1.0}], TRUTH) if fix != "truth=" else None
+    with pytest.raises(recsql.RecsqlError, match=fix):
+        recsql.evaluate(recs, truth, [metric])
