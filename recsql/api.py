@@ -12,7 +12,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from .compose import TIES, Plan, compose, finalize, internal_runs, quoted_column, recs_in, truth_in
+from .compose import TIES, Plan, check_inputs, compose, finalize, internal_runs, quoted_column, recs_in, truth_in
 from .conventions import convention as get_convention
 from .dialects import dialect as get_dialect
 from .dialects import render
@@ -288,6 +288,9 @@ def evaluate(
         raise RecsqlError("recs is required: the recommendations to evaluate")
     inputs = dict(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
                   item_features=item_features)
+    check_inputs(parsed, {role for role, obj in inputs.items() if obj is not None},
+                 dict(user=user_col, item=item_col, price=price_col, probability=probability_col, category=category_col,
+                      features=features_col, feature=feature_col, value=value_col))
     started = time.perf_counter()
     with runner_for(con, progress=progress) as runner:
         sources: dict[str, Source] = {}

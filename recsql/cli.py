@@ -42,6 +42,11 @@ def _columns(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--relevance-col", default="relevance",
                        help="truth relevance column (default: relevance; absent: every truth row has relevance 1)")
     group.add_argument("--price-col", default="price", help="items price column (default: price)")
+    group.add_argument("--probability-col", default="probability", help="items probability column (novelty p=items)")
+    group.add_argument("--category-col", default="category", help="items category column (diversity)")
+    group.add_argument("--features-col", default="features", help="items feature-vector array column (DuckDB)")
+    group.add_argument("--feature-col", default="feature", help="--item-features feature column (default: feature)")
+    group.add_argument("--value-col", default="value", help="--item-features value column (default: value)")
     group.add_argument("--run-col", action="append", default=[], dest="run_cols",
                        help="run key column of recs (model, experiment, ...); repeat for several")
     group.add_argument("--threshold", type=float, default=None,
@@ -67,24 +72,43 @@ def _column_kwargs(args: argparse.Namespace) -> dict:
     return dict(user_col=args.user_col, item_col=args.item_col, score_col=args.score_col,
                 rank_col=args.rank_col, relevance_col=args.relevance_col, price_col=args.price_col,
                 run_cols=args.run_cols, threshold=args.threshold, population=args.population,
-                duplicates=args.duplicates, convention=args.convention, ties=args.ties)
+                duplicates=args.duplicates, convention=args.convention, ties=args.ties,
+                probability_col=args.probability_col, category_col=args.category_col, features_col=args.features_col,
+                feature_col=args.feature_col, value_col=args.value_col)
+
+
+def _side_inputs(parser: argparse.ArgumentParser) -> None:
+    """The inputs of the beyond-accuracy metrics (paths or tables), beside --items."""
+    parser.add_argument("--interactions", help="training interactions (user, item): path or table (novelty, "
+                                               "surprisal, arp, serendipity)")
+    parser.add_argument("--catalog", help="catalog items (item): path or table (coverage, gini; default: --items, "
+                                          "else every item of truth and recs)")
+    parser.add_argument("--baseline", help="another recommender's lists, columns like recs (unexpectedness, "
+                                           "serendipity)")
+    parser.add_argument("--item-features", help="item feature vectors as rows (item, feature, value) (diversity)")
+
+
+def _side_kwargs(args: argparse.Namespace) -> dict:
+    return dict(items=args.items, interactions=args.interactions, catalog=args.catalog, baseline=args.baseline,
+                item_features=args.item_features)
 
 
 def _recs_and_truth(args: argparse.Namespace) -> tuple[object, object]:
-    """The two inputs: RECS TRUTH, with either one given as a TREC file instead (--run / --qrels)."""
+    """The two inputs: RECS TRUTH, with either one given as a TREC file instead (--run / --qrels);
+    truth may be missing (novelty, diversity, coverage, ... need none: the API names the metric that does)."""
     positional = [p for p in (args.recs, args.truth) if p is not None]
     recs = trec_run(args.run) if args.run else (positional.pop(0) if positional else None)
     truth = trec_qrels(args.qrels) if args.qrels else (positional.pop(0) if positional else None)
-    if positional or recs is None or truth is None:
+    if positional or recs is None:
         raise RecsqlError("name each input once: recsql evaluate RECS TRUTH -m ..., or --run RUN_FILE --qrels QRELS_FILE "
-                          "(either may replace its positional argument)")
+                          "(either may replace its positional argument; TRUTH may be left out for metrics that need none)")
     return recs, truth
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     recs, truth = _recs_and_truth(args)
-    result = api.evaluate(recs, truth, args.metrics, items=args.items, con=args.db,
-                          progress=sys.stdout.isatty(), **_column_kwargs(args))
+    result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=sys.stdout.isatty(),
+                          **_side_kwargs(args), **_column_kwargs(args))
     print(FORMATS[args.format](result.summary))
     if args.out or args.out_per_user:
         if not args.db:
@@ -102,7 +126,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, items=args.items, output=args.output,
+    print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, output=args.output, **_side_kwargs(args),
                      dialect=args.dialect, text_ids=args.text_ids,
                      truth_has_run_cols=args.truth_has_run_cols, **_column_kwargs(args)))
     return 0
@@ -130,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--run", help="recommendations as a TREC run file (qid Q0 docno rank score tag), instead of RECS")
     ev.add_argument("--qrels", help="truth as a TREC qrels file (qid 0 docno relevance), instead of TRUTH")
     _metrics(ev)
-    ev.add_argument("--items", help="items (item_id, price, ...): path or table")
+    ev.add_argument("--items", help="items (item_id, price, probability, category, ...): path or table")
+    _side_inputs(ev)
     ev.add_argument("--db", help="a .duckdb file holding the tables (opened read-only)")
     ev.add_argument("--per-user", help="also write per-user rows to this .csv/.parquet/.json file")
     ev.add_argument("--format", choices=sorted(FORMATS), default="table", help="summary format (default: table)")
@@ -142,7 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     _metrics(sq)
     sq.add_argument("--recs", default="recs", help="recommendations table name or path (default: recs)")
     sq.add_argument("--truth", default="truth", help="truth table name or path (default: truth)")
+    sq.add_argument("--no-truth", dest="truth", action="store_const", const=None,
+                    help="no truth input (metrics that need none: novelty, diversity, coverage, ...)")
     sq.add_argument("--items", help="items table name or path")
+    _side_inputs(sq)
     sq.add_argument("--output", choices=("summary", "per_user"), default="summary")
     sq.add_argument("--dialect", default="duckdb", help=f"target SQL dialect: {', '.join(sorted(DIALECTS))} (default duckdb)")
     sq.add_argument("--text-id", action="append", default=[], dest="text_ids",

@@ -534,40 +534,45 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
     return _alias_projections(_fold(_expand_run_keys(stage, internal_runs(plan))))
 
 
-# What each need of a metric header (`needs:`) requires of the plan, and the fix when it is missing.
-_REQUIREMENTS: dict[str, tuple[Callable[[Plan], bool], str]] = {
-    "price": (lambda p: p.items is not None, "needs item prices: pass items= with columns {item} and {price}"),
-    "probability": (lambda p: p.items is not None,
-                    "needs item probabilities: pass items= with columns {item} and {probability}"),
-    "category": (lambda p: p.items is not None, "needs item categories: pass items= with columns {item} and {category}"),
-    "features": (lambda p: p.items is not None or p.item_features is not None,
-                 "needs item feature vectors: pass items= with an array column {features}, or item_features= with "
-                 "rows ({item}, {feature}, {value})"),
-    "interactions": (lambda p: p.interactions is not None,
-                     "needs training interactions: pass interactions= with columns {user} and {item}"),
-    "baseline": (lambda p: p.baseline is not None,
-                 "needs a baseline: pass baseline= (another recommender's lists, columns like recs)"),
-    "interactions_or_baseline": (lambda p: p.interactions is not None or p.baseline is not None,
-                                 "needs baseline= (another recommender's lists) or interactions= (its k most popular "
-                                 "items are the baseline)"),
+# What each need of a metric header (`needs:`) requires: one of these inputs, and the fix when none is given.
+_REQUIREMENTS: dict[str, tuple[set[str], str]] = {
+    "price": ({"items"}, "needs item prices: pass items= with columns {item} and {price}"),
+    "probability": ({"items"}, "needs item probabilities: pass items= with columns {item} and {probability}"),
+    "category": ({"items"}, "needs item categories: pass items= with columns {item} and {category}"),
+    "features": ({"items", "item_features"}, "needs item feature vectors: pass items= with an array column {features}, "
+                                             "or item_features= with rows ({item}, {feature}, {value})"),
+    "interactions": ({"interactions"}, "needs training interactions: pass interactions= with columns {user} and {item}"),
+    "baseline": ({"baseline"}, "needs a baseline: pass baseline= (another recommender's lists, columns like recs)"),
+    "interactions_or_baseline": ({"interactions", "baseline"}, "needs baseline= (another recommender's lists) or "
+                                 "interactions= (its k most popular items are then the baseline)"),
 }
 
 
-def _check_inputs(plan: Plan, metrics: list[Metric]) -> set[str]:
-    """Refuse a metric whose inputs are missing; returns every need of the metrics asked."""
-    names = dict(item=plan.item_col, user=plan.user_col, price=plan.price_col, probability=plan.probability_col,
-                 category=plan.category_col, features=plan.features_col, feature=plan.feature_col, value=plan.value_col)
+def check_inputs(metrics: list[Metric], given: set[str], columns: dict[str, str]) -> set[str]:
+    """Refuse a metric whose inputs were not ``given`` (roles: truth, items, interactions, ...), naming
+    the input and its columns (``columns``: user, item, price, ... -> the column names); returns the
+    needs of the metrics asked."""
+    names = {k: repr(v) for k, v in columns.items()}
     needed: set[str] = set()
     for m in metrics:
-        if m.spec.needs_truth and plan.truth is None:
+        if m.spec.needs_truth and "truth" not in given:
             raise RecsqlError(f"metric {str(m)!r} needs truth (relevance judgments): pass truth=; only "
                               f"{', '.join(sorted(n for n, s in registry().items() if not s.needs_truth))} work without it")
         for need in m.spec.requires(m.all_options()):
-            present, fix = _REQUIREMENTS[need]
-            if not present(plan):
-                raise RecsqlError(f"metric {str(m)!r} {fix.format(**{k: repr(v) for k, v in names.items()})}")
+            inputs, fix = _REQUIREMENTS[need]
+            if not inputs & given:
+                raise RecsqlError(f"metric {str(m)!r} {fix.format(**names)}")
             needed.add(need)
     return needed
+
+
+def _plan_inputs(plan: Plan) -> tuple[set[str], dict[str, str]]:
+    """The roles a plan was given and its column names, for :func:`check_inputs`."""
+    given = {role for role in ("truth", "items", "interactions", "catalog", "baseline", "item_features")
+             if getattr(plan, role) is not None}
+    return given, dict(item=plan.item_col, user=plan.user_col, price=plan.price_col, probability=plan.probability_col,
+                       category=plan.category_col, features=plan.features_col, feature=plan.feature_col,
+                       value=plan.value_col)
 
 
 def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> None:
@@ -605,7 +610,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
             raise RecsqlError(f"metric {str(m)!r} has no exact expected value under ties='average'; "
                               f"metrics that do: {', '.join(supported)} (ndcg/idcg not with ideal=list). "
                               "Use ties='item_id' (deterministic) for the others")
-    needed = _check_inputs(plan, resolved)
+    needed = check_inputs(resolved, *_plan_inputs(plan))
     stage = _stage(plan, resolved)
     with_ = stage.args["with_"]
     inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", _items_in(plan, needed)),

@@ -154,3 +154,21 @@ def test_ties_option_reaches_the_query(tmp_path, capsys):
     for ties, want in (("item_id", 0.0), ("item_id_desc", 1.0), ("average", 0.5)):
         assert main(["evaluate", str(recs), str(truth), "-m", "precision@1", "--ties", ties, "--format", "json"]) == 0
         assert json.loads(capsys.readouterr().out)[0]["precision@1"] == want
+
+
+def test_beyond_metrics_from_the_command_line(tmp_path, capsys):
+    """Side inputs by path; truth may be left out when no metric needs it."""
+    interactions = tmp_path / "train.parquet"
+    pd.read_parquet(TRUTH)[["user_id", "item_id"]].to_parquet(interactions)
+    assert main(["evaluate", RECS, "-m", "novelty@10", "-m", "coverage@10", "-m", "diversity@5", "--run-col", "model",
+                 "--items", str(DATA / "items.parquet"), "--interactions", str(interactions), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    api = recsql.evaluate(RECS, None, ["novelty@10", "coverage@10", "diversity@5"], run_cols=["model"],
+                          items=str(DATA / "items.parquet"), interactions=str(interactions)).summary
+    assert [r["coverage@10"] for r in rows] == pytest.approx(list(api["coverage@10"]), abs=1e-12)
+    assert [r["novelty@10"] for r in rows] == pytest.approx(list(api["novelty@10"]), abs=1e-12)
+    assert main(["evaluate", RECS, "-m", "ndcg@10"]) == 2
+    assert "needs truth" in capsys.readouterr().err
+    assert main(["sql", "-m", "personalization@10", "--no-truth", "--recs", "db.recs"]) == 0
+    out = capsys.readouterr().out
+    assert '"db"."recs"' in out and '"truth"' not in out  # no truth table is read
