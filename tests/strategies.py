@@ -4,6 +4,13 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 import recsql
+from reference import METRICS as REFERENCE_METRICS
+
+# The accuracy metrics tests/reference.py implements (the default draw); the beyond-accuracy ones
+# have their own reference (tests/reference_beyond.py) and property tests.
+ACCURACY = sorted(REFERENCE_METRICS)
+# Every metric that runs on recs, truth and an items table with a price column (no other input).
+SELF_CONTAINED = sorted(n for n, spec in recsql.registry().items() if set(spec.needs) <= {"price"})
 
 USERS = [1, 2, 3, 4, 5, 6]
 ITEMS = [1, 2, 3, 4, 5, 6, 7, 8, 9]
@@ -28,7 +35,8 @@ OPTION_VALUES = {
 
 @st.composite
 def metrics(draw, names=None) -> recsql.Metric:
-    name = draw(st.sampled_from(names or sorted(recsql.registry())))
+    """A metric from ``names`` (default: the accuracy metrics) with random options and cutoff."""
+    name = draw(st.sampled_from(names or ACCURACY))
     options = {opt: draw(st.sampled_from(values)) for opt, values in OPTION_VALUES.get(name, {}).items()
                if draw(st.booleans())}
     rule = recsql.registry()[name].k_rule

@@ -22,7 +22,7 @@ import recsql
 from cases import load, metric_of
 from engines import ENGINES, start
 from recsql.engines import runner_for
-from strategies import metrics, recs_rows, truth_rows
+from strategies import SELF_CONTAINED, metrics, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 TREC = Path(__file__).resolve().parent.parent.parent / "shared" / "oracles" / "trec_eval"
@@ -176,7 +176,7 @@ def test_summary_sql_runs_in_the_engine(engine):
 
 
 @settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(recs=recs_rows(), truth=truth_rows(), asked=st.lists(metrics(), min_size=1, max_size=6, unique_by=str),
+@given(recs=recs_rows(), truth=truth_rows(), asked=st.lists(metrics(SELF_CONTAINED), min_size=1, max_size=6, unique_by=str),
        threshold=st.sampled_from([1, 2]), population=st.sampled_from(["relevant", "intersection"]))
 def test_random_cases(engine, recs, truth, asked, threshold, population):
     recs_df = pd.DataFrame(recs, columns=["user_id", "item_id", "score"]).astype({"user_id": "int64", "item_id": "int64", "score": float})

@@ -25,8 +25,8 @@ def test_wheel_carries_and_loads_every_template(tmp_path):
              "import pandas as pd; "
              "r = recsql.evaluate(pd.DataFrame({'user_id':[1],'item_id':[1],'score':[1.0]}), "
              "pd.DataFrame({'user_id':[1],'item_id':[1]}), sorted(n + ('' if s.k_rule == 'none' else '@3') "
-             "for n, s in recsql.registry().items() if not n.startswith('money'))); print(len(r.summary.columns))") % str(site)
+             "for n, s in recsql.registry().items() if not s.needs)); print(len(r.summary.columns))") % str(site)
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                          cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert int(ran.stdout.strip()) == 3 + len([n for n in __import__("recsql").registry() if not n.startswith("money")])
+    assert int(ran.stdout.strip()) == 3 + len([n for n, s in __import__("recsql").registry().items() if not s.needs])
