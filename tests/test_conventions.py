@@ -67,12 +67,15 @@ ASKED = st.lists(metrics([n for n in ACCURACY if "price" not in recsql.registry(
 @settings(max_examples=40)
 @given(recs=recs_rows(), truth=truth_rows(), asked=ASKED, threshold=st.sampled_from([1, 2]))
 def test_ties_item_id_desc_matches_reference(recs, truth, asked, threshold):
+    check_against_reference(recs, truth, asked, threshold=threshold, ties="item_id_desc")
+
+
+def check_against_reference(recs: list[dict], truth: list[dict], asked: list, **switches) -> None:
+    """recsql with these switches equals the reference run with the same switches, metric by metric."""
     result = recsql.evaluate(frame(recs, ["user_id", "item_id", "score"]),
-                             frame(truth, ["user_id", "item_id", "relevance"]), asked,
-                             threshold=threshold, ties="item_id_desc")
+                             frame(truth, ["user_id", "item_id", "relevance"]), asked, **switches)
     for metric in asked:
-        check(result, metric, reference(recs, truth, metric.name, metric.k, python_options(metric),
-                                        threshold=threshold, ties="item_id_desc"))
+        check(result, metric, reference(recs, truth, metric.name, metric.k, python_options(metric), **switches))
 
 
 AVERAGED = sorted(n for n, spec in recsql.registry().items() if spec.ties)
@@ -85,12 +88,7 @@ def test_ties_average_is_the_mean_over_every_order(recs, truth, asked, threshold
     """ties="average" equals the metric averaged over every permutation of every tie group."""
     assume(orderings_count(recs) <= 2000)
     asked = [m for m in asked if m.spec.supports_ties("average", m.all_options())] or [recsql.Metric("ndcg", 3)]
-    result = recsql.evaluate(frame(recs, ["user_id", "item_id", "score"]),
-                             frame(truth, ["user_id", "item_id", "relevance"]), asked,
-                             threshold=threshold, ties="average")
-    for metric in asked:
-        check(result, metric, reference(recs, truth, metric.name, metric.k, python_options(metric),
-                                        threshold=threshold, ties="average"))
+    check_against_reference(recs, truth, asked, threshold=threshold, ties="average")
 
 
 def test_ties_average_by_hand():
