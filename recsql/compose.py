@@ -618,12 +618,14 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
               ("baseline_in", _baseline_in(plan)), ("features_in", _features_in(plan, needed))]
     runs = internal_runs(plan)
     context = {"ties": plan.ties, "has_baseline": "yes" if plan.baseline is not None else "no"}
+    has_global = any(m.spec.population == "global" for m in resolved)
     per_user = exp.select(
         *[exp.column(r) for r in runs], "user_id",
         exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
         exp.alias_(exp.Max(this=exp.column("n_truth")), "_n_truth"),
         exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
-        exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 5 THEN 1 ELSE 0 END")), "_is_global"),
+        *([exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 5 THEN 1 ELSE 0 END")), "_is_global")]
+          if has_global else []),
         *[exp.alias_(exp.cast(metric_expression(m, context), "DOUBLE"), f"_m{i}") for i, m in enumerate(resolved)],
     ).from_("ranked").group_by(*[exp.column(r) for r in runs], "user_id")
     _prune_columns(stage, per_user, runs)
@@ -642,14 +644,17 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         *[exp.column(r) for r in runs], "user_id",
         *[exp.alias_(value(i, m), f"_m{i}") for i, m in enumerate(resolved)],
         exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
-        "_has_recs", "_n_rel", "_n_truth", "_is_global",
+        "_has_recs", "_n_rel", "_n_truth", *(["_is_global"] if has_global else []),
     ).from_("per_user_raw")
-    user_rows = exp.select("*").from_("per_user_all").where(exp.column("_is_global").eq(0))
     ctes = [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in inputs]
     ctes += list(with_.expressions)
-    ctes += [exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")),
-             exp.CTE(this=_fold(flagged), alias=exp.to_identifier("per_user_all")),
-             exp.CTE(this=user_rows, alias=exp.to_identifier("per_user"))]
+    ctes.append(exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")))
+    if has_global:  # the exposure rows' global row (user_id NULL) is not a user
+        user_rows = exp.select("*").from_("per_user_all").where(exp.column("_is_global").eq(0))
+        ctes += [exp.CTE(this=_fold(flagged), alias=exp.to_identifier("per_user_all")),
+                 exp.CTE(this=user_rows, alias=exp.to_identifier("per_user"))]
+    else:
+        ctes.append(exp.CTE(this=_fold(flagged), alias=exp.to_identifier("per_user")))
     final = exp.select("*").from_("per_user") if output == "raw" else finalize(plan, metrics, output)
     statement = final.copy()
     new_with = exp.With(expressions=ctes)
