@@ -269,14 +269,14 @@ def evaluate(
     session or a DataFusion SessionContext. ``recs``/``truth``/``items``: a table or view name; on
     DuckDB also a Parquet/CSV/JSON path or glob, a pandas or polars DataFrame, or an Arrow table;
     on Spark also a Spark DataFrame. Returns an :class:`Evaluation` with ``summary`` (one row per
-    run: run keys, ``n_users``, one column per metric named by its canonical string,
+    run: run keys, ``n_users``, one column per metric named as asked,
     ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. Definitions: README.
 
     >>> import pandas as pd
     >>> recs = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [10, 11, 10], "score": [0.9, 0.8, 0.7]})
     >>> truth = pd.DataFrame({"user_id": [1, 2], "item_id": [11, 12]})
-    >>> evaluate(recs, truth, ["mrr@10", "hr@1"]).summary[["n_users", "mrr@10", "hit_rate@1"]].to_dict("records")
-    [{'n_users': 2, 'mrr@10': 0.25, 'hit_rate@1': 0.0}]
+    >>> evaluate(recs, truth, ["mrr@10", "hr@1"]).summary[["n_users", "mrr@10", "hr@1"]].to_dict("records")
+    [{'n_users': 2, 'mrr@10': 0.25, 'hr@1': 0.0}]
     """
     parsed = parse_metrics(metrics)
     cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,

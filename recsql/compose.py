@@ -672,7 +672,7 @@ _SUMMARY: dict[str, type[exp.AggFunc]] = {"mean": exp.Avg, "sum": exp.Sum, "glob
 
 def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
     """The last SELECT, over the relation ``per_user`` (the raw rows): summary or per-user."""
-    names = [exp.to_identifier(str(m), quoted=True) for m in metrics]
+    names = [exp.to_identifier(m.column, quoted=True) for m in metrics]
     if output == "summary":
         # each _m column holds values only for its metric's population (compose); a global metric's
         # one value sits on the run's global row

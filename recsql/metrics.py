@@ -200,9 +200,12 @@ class Metric:
 
     >>> Metric("map", 10, denominator="relevant")
     Metric('map(denominator=relevant)@10')
+
+    ``column`` is the name of its result column: the text the user asked for when it was parsed
+    from a string (SPEC §6: "named as asked", so ``P@10`` stays ``P@10``), else the canonical name.
     """
 
-    __slots__ = ("name", "k", "options", "explicit")
+    __slots__ = ("name", "k", "options", "explicit", "asked")
 
     def __init__(self, name: str, k: int | None = None, **options: object) -> None:
         spec = resolve_name(name)
@@ -223,6 +226,13 @@ class Metric:
         # Options the user wrote, defaults included: a convention (recsql/conventions.py) fills in
         # only the others. Not part of equality: map(denominator=min)@5 == map@5.
         self.explicit: frozenset[str] = frozenset(normalized)
+        # The text this metric was parsed from (parse_metric), if any. Not part of equality.
+        self.asked: str | None = None
+
+    @property
+    def column(self) -> str:
+        """The result column's name: as asked, or canonical for a Metric built in Python."""
+        return self.asked or str(self)
 
     @property
     def spec(self) -> MetricSpec:
@@ -320,7 +330,9 @@ def parse_metric(text: Union[str, Metric]) -> Metric:
     elif rest:
         raise RecsqlError(f"cannot read metric {text!r}: unexpected {rest!r}; write it as 'name@k'")
     resolve_name(name)
-    return Metric(name, k, **options)
+    metric = Metric(name, k, **options)
+    metric.asked = text.strip()
+    return metric
 
 
 def _matching_paren(text: str, whole: str) -> int:
@@ -333,7 +345,8 @@ def _matching_paren(text: str, whole: str) -> int:
 
 
 def parse_metrics(metrics) -> list[Metric]:
-    """Parse a list of names / Metric objects (a single string is one metric); duplicates dropped."""
+    """Parse a list of names / Metric objects (a single string is one metric). A metric asked twice,
+    under any spelling (``P@10``, ``precision@10``), is computed once, under its first spelling."""
     if isinstance(metrics, (str, Metric)):
         metrics = [metrics]
     parsed = list(dict.fromkeys(parse_metric(m) for m in metrics))

@@ -40,4 +40,4 @@ EXTRA_INPUTS = {"items": "items", "interactions": "interactions", "catalog": "ca
 
 def per_user(result: recsql.Evaluation, metric: recsql.Metric) -> dict[str, float]:
     frame = result.per_user
-    return {str(u): v for u, v in zip(frame["user_id"], frame[str(metric)])}
+    return {str(u): v for u, v in zip(frame["user_id"], frame[metric.column])}

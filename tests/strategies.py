@@ -69,8 +69,10 @@ def truth_rows(draw) -> list[dict]:
 
 
 def python_options(metric: recsql.Metric) -> dict:
-    """The metric's options for tests/reference.py (custom discount as a Python callable)."""
-    options = {o: float(v) if metric.spec.params[o].kind == "number" else v for o, v in metric.options}
+    """The options the metric was given, defaults written out included (they win over a convention,
+    as in recsql), for tests/reference.py; a custom discount as a Python callable."""
+    given = {o: v for o, v in metric.all_options().items() if o in metric.explicit}
+    options = {o: float(v) if metric.spec.params[o].kind == "number" else v for o, v in given.items()}
     if options.get("discount") not in (None, "log2", "jarvelin"):
         options["discount"] = CUSTOM_DISCOUNT[1]
     return options

@@ -99,7 +99,7 @@ def test_inputs_that_work(engine):
           recsql.evaluate(gaps, TRUTH, ["mrr@5"], rank_col="rank"))
     empty = engine.load(RECS.iloc[:0])
     result = recsql.evaluate(empty, t, ["ndcg@3", "hr@3"], con=engine.con)
-    assert result.summary[["n_users", "ndcg@3", "hit_rate@3", "users_without_recs"]].iloc[0].tolist() == [2, 0.0, 0.0, 2]
+    assert result.summary[["n_users", "ndcg@3", "hr@3", "users_without_recs"]].iloc[0].tolist() == [2, 0.0, 0.0, 2]
     none_relevant = engine.load(TRUTH.assign(relevance=[0.0, 0.0]))
     with pytest.warns(recsql.RecsqlWarning, match="no user has a relevant truth item"):
         result = recsql.evaluate(r, none_relevant, ["ndcg@3"], con=engine.con)

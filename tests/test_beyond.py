@@ -30,7 +30,7 @@ def check(case: dict, result: recsql.Evaluation) -> None:
     metric = metric_of(case)
     tol = case.get("tolerance", 1e-12)
     assert "expected" in case, "case asserts nothing"  # an expected None asserts NULL
-    assert same(result.summary[str(metric)].iloc[0], case["expected"], tol), (result.summary, case["expected"])
+    assert same(result.summary[metric.column].iloc[0], case["expected"], tol), (result.summary, case["expected"])
     if metric.spec.population == "global":
         assert str(metric) not in result.per_user.columns  # one number per run, in the summary only
         return

@@ -91,10 +91,10 @@ def test_beyond_metrics_match_reference(recs, truth, side, asked, dense):
         # with the baseline input given, serendipity and unexpectedness use it
         expected = reference_beyond(metric.name, metric.k, dict(metric.options), recs, truth,
                                     baseline=side["baseline"], **reference_inputs)
-        got_summary = result.summary[str(metric)].iloc[0]
+        got_summary = result.summary[metric.column].iloc[0]
         assert close(got_summary, summary(expected)), (str(metric), got_summary, summary(expected))
         if isinstance(expected, dict):
-            rows = result.per_user.set_index("user_id")[str(metric)]
+            rows = result.per_user.set_index("user_id")[metric.column]
             for user, value in expected.items():
                 assert close(rows.get(user), value), (str(metric), user, rows.get(user), value)
             assert {u for u, v in rows.items() if not pd.isna(v)} <= set(expected), str(metric)

@@ -29,7 +29,7 @@ def test_evaluate_table_is_aligned_and_reports_time(capsys):
     assert main(["evaluate", RECS, TRUTH, "-m", "ndcg@10", "-m", "hr@10", "--run-col", "model"]) == 0
     captured = capsys.readouterr()
     header, row, _ = captured.out.splitlines()
-    assert header.split() == ["model", "n_users", "ndcg@10", "hit_rate@10", "users_without_recs", "recs_users_without_truth"]
+    assert header.split() == ["model", "n_users", "ndcg@10", "hr@10", "users_without_recs", "recs_users_without_truth"]
     assert len(header) == len(row)
     assert "metric(s)" in captured.err and "11,480 recommendation rows" in captured.err and " s" in captured.err
 
@@ -126,7 +126,7 @@ def test_evaluate_trec_files_with_a_convention(capsys):
     row = json.loads(capsys.readouterr().out)[0]
     want = _trec_eval_all("out.test")
     assert row["map"] == pytest.approx(want["map"], abs=5.0001e-5)
-    assert row["precision@10"] == pytest.approx(want["P_10"], abs=5.0001e-5)
+    assert row["P@10"] == pytest.approx(want["P_10"], abs=5.0001e-5)
     assert row["bpref"] == pytest.approx(want["bpref"], abs=5.0001e-5)
     assert row["num_rel_ret"] == want["num_rel_ret"]
 

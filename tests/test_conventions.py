@@ -46,12 +46,12 @@ def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
 
 
 def check(result: recsql.Evaluation, metric: recsql.Metric, expected: dict) -> None:
-    got = dict(zip(result.per_user["user_id"], result.per_user[str(metric)]))
+    got = dict(zip(result.per_user["user_id"], result.per_user[metric.column]))
     assert set(got) == set(expected), (str(metric), got, expected)
     for user, value in expected.items():
         assert math.isclose(got[user], value, rel_tol=1e-9, abs_tol=1e-12), (str(metric), user, got[user], value)
     want = summarize(expected, metric.spec.summary)
-    summary = result.summary[str(metric)].iloc[0]
+    summary = result.summary[metric.column].iloc[0]
     assert (want is None and pd.isna(summary)) or math.isclose(summary, want, rel_tol=1e-9, abs_tol=1e-12)
 
 

@@ -26,7 +26,7 @@ def expected() -> pd.DataFrame:
 def test_sample_data_summary_shape(expected):
     assert list(expected["model"]) == ["personal", "popular"]
     assert list(expected.columns) == ["model", "n_users", "ndcg@10", "map@10", "recall@20", "precision@5",
-                                      "mrr@10", "hit_rate@10", "users_without_recs", "recs_users_without_truth"]
+                                      "mrr@10", "hr@10", "users_without_recs", "recs_users_without_truth"]
     assert (expected["n_users"] > 250).all() and (expected["users_without_recs"] > 0).all()
 
 
@@ -89,6 +89,22 @@ def test_renamed_columns_and_rank_input():
     assert math.isclose(result.per_user["ndcg@2"][0], 1 / math.log2(3))
 
 
+def test_result_columns_are_named_as_asked():
+    """SPEC §6: one column per metric, named as asked; a Metric object gives its canonical name;
+    a metric asked twice under two spellings is computed once, under the first spelling."""
+    recs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.9, 0.2]})
+    truth = pd.DataFrame({"user_id": [1], "item_id": [2]})
+    asked = ["P@2", " NDCG@2 ", "precision@2", "map@2", recsql.Metric("mrr", 2), "hr@1"]
+    result = recsql.evaluate(recs, truth, asked)
+    assert list(result.summary.columns) == ["n_users", "P@2", "NDCG@2", "map@2", "mrr@2", "hr@1",
+                                            "users_without_recs", "recs_users_without_truth"]
+    assert list(result.per_user.columns) == ["user_id", "P@2", "NDCG@2", "map@2", "mrr@2", "hr@1"]
+    # one relevant item at position 2: P@2 = 1/2, nDCG@2 = (1/log2 3) / 1, AP@2 = 1/2, RR = 1/2, HR@1 = 0
+    assert result.summary[["P@2", "map@2", "mrr@2", "hr@1"]].iloc[0].tolist() == [0.5, 0.5, 0.5, 0.0]
+    assert math.isclose(result.summary["NDCG@2"].iloc[0], 1 / math.log2(3))
+    assert 'AS "P@2"' in recsql.to_sql(["P@2"])
+
+
 def test_truth_without_relevance_column_means_relevance_one():
     recs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.2, 0.9]})
     truth = pd.DataFrame({"user_id": [1], "item_id": [1]})
@@ -108,10 +124,10 @@ def test_population_diagnostics_and_intersection():
     truth = pd.DataFrame({"user_id": [1, 2, 3], "item_id": [1, 1, 1], "relevance": [1, 1, 0]})
     relevant = recsql.evaluate(recs, truth, ["hr@1"]).summary.iloc[0]
     # users 1 and 2 have relevant truth; 2 has no recs (scores 0); 3 has none relevant; 9 has no truth
-    assert (relevant["n_users"], relevant["hit_rate@1"]) == (2, 0.5)
+    assert (relevant["n_users"], relevant["hr@1"]) == (2, 0.5)
     assert (relevant["users_without_recs"], relevant["recs_users_without_truth"]) == (1, 1)
     inter = recsql.evaluate(recs, truth, ["hr@1"], population="intersection").summary.iloc[0]
-    assert (inter["n_users"], inter["hit_rate@1"]) == (1, 1.0)
+    assert (inter["n_users"], inter["hr@1"]) == (1, 1.0)
 
 
 def test_empty_population_gives_null_and_a_warning():

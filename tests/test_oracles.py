@@ -25,7 +25,7 @@ def assert_case(case: dict, result: recsql.Evaluation) -> None:
     tol = case.get("tolerance", 1e-6)
     assert case["expected"] is not None or case["expected_per_user"], "case asserts nothing"
     if case["expected"] is not None:
-        assert math.isclose(result.summary[str(metric)].iloc[0], case["expected"], abs_tol=tol)
+        assert math.isclose(result.summary[metric.column].iloc[0], case["expected"], abs_tol=tol)
     got = per_user(result, metric)
     for user, value in (case.get("expected_per_user") or {}).items():
         assert math.isclose(got.get(user, 0.0), value, abs_tol=tol), user

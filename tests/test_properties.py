@@ -30,11 +30,11 @@ def prices() -> dict[int, float]:
 
 
 def check(result: recsql.Evaluation, metric: recsql.Metric, expected: dict) -> None:
-    got = dict(zip(result.per_user["user_id"], result.per_user[str(metric)]))
+    got = dict(zip(result.per_user["user_id"], result.per_user[metric.column]))
     assert set(got) == set(expected), (str(metric), got, expected)
     for user, value in expected.items():
         assert math.isclose(got[user], value, rel_tol=1e-9, abs_tol=1e-12), (str(metric), user, got[user], value)
-    summary = result.summary[str(metric)].iloc[0]
+    summary = result.summary[metric.column].iloc[0]
     want = summarize(expected, metric.spec.summary)
     assert (want is None and pd.isna(summary)) or math.isclose(summary, want, rel_tol=1e-9, abs_tol=1e-12)
 
@@ -80,7 +80,7 @@ def test_runs_are_evaluated_independently_in_one_query(recs_a, recs_b, truth, me
             continue
         expected = reference(rows, truth, metric.name, metric.k, python_options(metric))
         per_user = result.per_user[result.per_user["model"] == model]
-        got = dict(zip(per_user["user_id"], per_user[str(metric)]))
+        got = dict(zip(per_user["user_id"], per_user[metric.column]))
         assert got.keys() == expected.keys()
         assert all(math.isclose(got[u], v, abs_tol=1e-12) for u, v in expected.items())
 
@@ -104,7 +104,7 @@ def test_bounded_metrics_lie_in_unit_interval(recs, truth, asked):
     result = recsql.evaluate(frame(recs, ["user_id", "item_id", "score"]),
                              frame(truth, ["user_id", "item_id", "relevance"]), asked)
     for metric in asked:
-        values = result.per_user[str(metric)]
+        values = result.per_user[metric.column]
         assert ((values >= 0) & (values <= 1)).all(), str(metric)
 
 

@@ -18,7 +18,7 @@ def test_every_accuracy_example_is_here():
 def test_worked_example(case):
     result = run(case)
     metric = metric_of(case)
-    assert math.isclose(result.summary[str(metric)].iloc[0], case["expected"], rel_tol=1e-12, abs_tol=1e-12)
+    assert math.isclose(result.summary[metric.column].iloc[0], case["expected"], rel_tol=1e-12, abs_tol=1e-12)
     if case.get("expected_per_user"):
         got = per_user(result, metric)
         for user, value in case["expected_per_user"].items():
