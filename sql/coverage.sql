@@ -2,7 +2,7 @@
 -- k: required
 -- population: global
 -- stage: exposure; catalog
--- formula: coverage@k = #(catalog items in any user's top k) / #catalog; catalog = the catalog input, else the items input, else every item of truth and recs; NULL for an empty catalog
+-- formula: coverage@k = #(catalog items in any user's top k) / #catalog; catalog = the catalog input, else the items input, else every item of truth and recs; NULL for an empty catalog or a run without recommendations
 -- cite: Ge et al., RecSys 2010 (catalog coverage)
 SELECT
     user_id,

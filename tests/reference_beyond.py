@@ -486,10 +486,11 @@ def rbp(ctx, user):
 def coverage(ctx):
     """coverage@k = #(catalog items appearing in any user's top k) / catalog size.
     Catalog: the catalog input, else the items input, else distinct items of truth ∪ recs.
-    None for an empty catalog."""
+    None for an empty catalog, and for a run without any recommendation (nothing was exposed:
+    README, like gini and personalization)."""
     cat = _catalog(ctx.catalog_rows, ctx.items_rows, ctx.truth_rows, ctx.recs)
     shown = set(_exposure(ctx.lists, ctx.k))
-    return len(cat & shown) / len(cat) if cat else None
+    return len(cat & shown) / len(cat) if cat and ctx.lists else None
 
 
 def gini(ctx):

@@ -32,7 +32,7 @@ def check(case: dict, result: recsql.Evaluation) -> None:
     assert "expected" in case, "case asserts nothing"  # an expected None asserts NULL
     assert same(result.summary[metric.column].iloc[0], case["expected"], tol), (result.summary, case["expected"])
     if metric.spec.population == "global":
-        assert str(metric) not in result.per_user.columns  # one number per run, in the summary only
+        assert metric.column not in result.per_user.columns  # one number per run, in the summary only
         return
     got = per_user(result, metric)
     for user, value in (case.get("expected_per_user") or {}).items():
@@ -63,3 +63,20 @@ def test_reference_agrees_with_the_hand_computation(case):
     values = reference_beyond(name, k, options, case["recs"], case.get("truth"),
                               threshold=case.get("options", {}).get("threshold", 1), **inputs)
     assert same(summary(values), case["expected"], case.get("tolerance", 1e-12))
+
+
+def test_global_metrics_of_a_run_without_recommendations_are_null():
+    """An empty recommendations input exposes nothing: coverage, gini and personalization are NULL
+    (README), even with a non-empty catalog; with run keys there is no run, so no summary row."""
+    recs = pd.DataFrame({"user_id": pd.Series([], dtype="int64"), "item_id": pd.Series([], dtype="int64"),
+                         "score": pd.Series([], dtype="float64")})
+    catalog = pd.DataFrame({"item_id": [1, 2, 3]})
+    asked = ["coverage@2", "gini@2", "personalization@2"]
+    result = recsql.evaluate(recs, None, asked, catalog=catalog)
+    assert result.summary[asked].isna().all(axis=None)
+    assert result.summary["n_users"].iloc[0] == 0
+    by_run = recsql.evaluate(recs.assign(model=pd.Series([], dtype=object)), None, asked, catalog=catalog,
+                             run_cols=["model"])
+    assert len(by_run.summary) == 0
+    for name in asked:
+        assert reference_beyond(name.split("@")[0], 2, {}, [], catalog=[{"item_id": i} for i in (1, 2, 3)]) is None
