@@ -1,10 +1,15 @@
-"""Hypothesis strategies: small random recommendation runs and truth with ties and gaps."""
+"""Hypothesis strategies: small random recommendation runs and truth with ties and gaps; the
+typed frames they become and the check of a recsql result against tests/reference.py."""
 from __future__ import annotations
 
+import math
+
+import pandas as pd
 from hypothesis import strategies as st
 
 import recsql
 from reference import METRICS as REFERENCE_METRICS
+from reference import summarize
 
 # The accuracy metrics tests/reference.py implements (the default draw); the beyond-accuracy ones
 # have their own reference (tests/reference_beyond.py) and property tests.
@@ -76,3 +81,22 @@ def python_options(metric: recsql.Metric) -> dict:
     if options.get("discount") not in (None, "log2", "jarvelin"):
         options["discount"] = CUSTOM_DISCOUNT[1]
     return options
+
+
+COLUMNS = {"user_id": "int64", "item_id": "int64", "score": "float64", "rank": "int64", "relevance": "float64"}
+
+
+def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    """Generated rows as a DataFrame with fixed dtypes (an empty list keeps its columns' types)."""
+    return pd.DataFrame(rows, columns=columns).astype({c: COLUMNS[c] for c in columns})
+
+
+def check(result: recsql.Evaluation, metric: recsql.Metric, expected: dict) -> None:
+    """recsql's per-user values and summary for ``metric`` equal the reference's ``{user: value}``."""
+    got = dict(zip(result.per_user["user_id"], result.per_user[metric.column]))
+    assert set(got) == set(expected), (str(metric), got, expected)
+    for user, value in expected.items():
+        assert math.isclose(got[user], value, rel_tol=1e-9, abs_tol=1e-12), (str(metric), user, got[user], value)
+    summary = result.summary[metric.column].iloc[0]
+    want = summarize(expected, metric.spec.summary)
+    assert (want is None and pd.isna(summary)) or math.isclose(summary, want, rel_tol=1e-9, abs_tol=1e-12)

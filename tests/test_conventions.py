@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import recsql
-from reference import ranked_groups, reference, summarize
-from strategies import ACCURACY, metrics, python_options, recs_rows, truth_rows
+from reference import ranked_groups, reference
+from strategies import ACCURACY, check, frame, metrics, python_options, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
@@ -37,22 +36,6 @@ CONVENTIONS = {
     "msr": (dict(ties="item_id", population="intersection", threshold=EVERY_ROW_RELEVANT),
             {"ndcg": {"ideal": "binary"}, "map": {"denominator": "min"}}),
 }
-
-COLUMNS = {"user_id": "int64", "item_id": "int64", "score": "float64", "relevance": "float64"}
-
-
-def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=columns).astype({c: COLUMNS[c] for c in columns})
-
-
-def check(result: recsql.Evaluation, metric: recsql.Metric, expected: dict) -> None:
-    got = dict(zip(result.per_user["user_id"], result.per_user[metric.column]))
-    assert set(got) == set(expected), (str(metric), got, expected)
-    for user, value in expected.items():
-        assert math.isclose(got[user], value, rel_tol=1e-9, abs_tol=1e-12), (str(metric), user, got[user], value)
-    want = summarize(expected, metric.spec.summary)
-    summary = result.summary[metric.column].iloc[0]
-    assert (want is None and pd.isna(summary)) or math.isclose(summary, want, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def orderings_count(recs: list[dict]) -> int:

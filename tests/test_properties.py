@@ -9,34 +9,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recsql
-from reference import reference, summarize
-from strategies import ACCURACY, metrics, python_options, recs_rows, truth_rows
+from reference import reference
+from strategies import ACCURACY, check, frame, metrics, python_options, recs_rows, truth_rows
 
 BOUNDED = {"hit_rate", "precision", "recall", "f1", "map", "mrr", "r_precision", "money_precision", "money_recall"}
 # Random inputs often have no relevant truth at all: the empty-population warning is expected here
 # (tests/test_inputs.py checks that it is raised).
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
-COLUMNS = {"user_id": "int64", "item_id": "int64", "score": "float64", "rank": "int64", "relevance": "float64"}
-
-
-def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=columns).astype({c: COLUMNS[c] for c in columns})
-
 
 def prices() -> dict[int, float]:
     """Prices of items 1..8 (item 9 has none: a missing price counts as 0)."""
     return {item: float(item * 7 % 11) for item in range(1, 9)}
-
-
-def check(result: recsql.Evaluation, metric: recsql.Metric, expected: dict) -> None:
-    got = dict(zip(result.per_user["user_id"], result.per_user[metric.column]))
-    assert set(got) == set(expected), (str(metric), got, expected)
-    for user, value in expected.items():
-        assert math.isclose(got[user], value, rel_tol=1e-9, abs_tol=1e-12), (str(metric), user, got[user], value)
-    summary = result.summary[metric.column].iloc[0]
-    want = summarize(expected, metric.spec.summary)
-    assert (want is None and pd.isna(summary)) or math.isclose(summary, want, rel_tol=1e-9, abs_tol=1e-12)
 
 
 @settings(max_examples=60)
