@@ -70,6 +70,16 @@ else
     python3 -m pip install -q "psycopg[binary]" pymysql pyspark chdb datafusion
 fi
 
+# Microsoft Recommenders' evaluation module, for the msr convention's differential test: installed
+# without its dependencies (the package pins pandas < 3 and pulls in Jupyter, transformers, LightGBM
+# and more), none of which recommenders.evaluation.python_evaluation imports; what it does import
+# (numpy, pandas, scikit-learn) comes with the test extra.
+if python3 -c "import recommenders" >/dev/null 2>&1; then
+    echo "engines.sh: recommenders already installed"
+else
+    python3 -m pip install -q --no-deps "recommenders==1.2.1"
+fi
+
 python3 - <<'EOF'
 import importlib.metadata as md
 print("engines.sh:", ", ".join(f"{p} {md.version(p)}" for p in

@@ -500,10 +500,22 @@ def _notes(data: dict, args) -> None:
 
 
 def _save(data: dict, out: Path, plot: bool = False) -> None:
-    (out / "results.json").write_text(json.dumps(data, indent=1, default=_json_default))
+    (out / "results.json").write_text(json.dumps(_repo_relative(data), indent=1, default=_json_default))
     write_markdown(data, out / "results.md")
     if plot:
         write_plot(data, out / "time_vs_rows.png")
+
+
+def _repo_relative(o):
+    """A copy of ``o`` with paths inside the checkout written relative to it, so that results.json
+    names no directory of the machine it ran on."""
+    if isinstance(o, dict):
+        return {k: _repo_relative(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_repo_relative(v) for v in o]
+    if isinstance(o, (str, Path)) and Path(o).is_absolute() and Path(o).is_relative_to(REPO):
+        return Path(o).relative_to(REPO).as_posix()
+    return o
 
 
 def _json_default(o):

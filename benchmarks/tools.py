@@ -256,7 +256,7 @@ def run_pytrec_eval(args, out: dict) -> None:
 
 
 # --------------------------------------------------------------------------- pandas (seed style)
-# Per-user Python functions in the style of the seed notebooks, under the trec convention.
+# Per-user Python functions in the style of metric tutorials, under the trec convention.
 def hit_rate_at_k(recommended, relevant, k):
     return 1.0 if any(item in relevant for item in recommended[:k]) else 0.0
 

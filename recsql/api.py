@@ -12,8 +12,10 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from .compose import TIES, Plan, check_inputs, compose, finalize, internal_runs, quoted_column, recs_in, truth_in
+from .compose import (TIES, Plan, check_inputs, compose, finalize, internal_runs, population_counts, quoted_column,
+                      recs_in, truth_in)
 from .conventions import convention as get_convention
+from .conventions import measure_rules
 from .dialects import dialect as get_dialect
 from .dialects import render
 from .engines import runner_for
@@ -58,6 +60,9 @@ def _options(**cols: Any) -> dict[str, Any]:
     """The column and definition options shared by evaluate and to_sql, checked; the convention
     fills in the tie rule and population the user did not give."""
     conv = get_convention(cols["convention"])
+    # the convention's per-measure rules, less those the user's ties= / population= replace for every metric
+    cols["rules"] = measure_rules(conv.name, ties_given=cols["ties"] is not None,
+                                  population_given=cols["population"] is not None)
     cols["population"] = cols["population"] or conv.population
     cols["ties"] = cols["ties"] or conv.ties
     if cols["threshold"] is None:  # every truth row relevant: the lowest threshold there is
@@ -80,7 +85,28 @@ def _check_options(population: str, duplicates: str, threshold: float, rank_col:
         raise RecsqlError("recs need an order: pass score_col='<column>' (higher is better) or rank_col='<column>' (1 is best)")
 
 
-# The optional inputs beside recs and truth (SPEC §1, §4), as evaluate / to_sql keywords.
+def _run_columns(run_cols: Any) -> tuple[str, ...]:
+    """``run_cols`` as a tuple of column names: one string is one column (``"model"``, not the
+    letters m, o, d, e, l); a list or tuple of strings is several; None or ``()`` is none.
+
+    >>> _run_columns("model"), _run_columns(["model", "date"]), _run_columns(None)
+    (('model',), ('model', 'date'), ())
+    """
+    if run_cols is None:
+        return ()
+    if isinstance(run_cols, str):
+        return (run_cols,)
+    fix = "pass one column name (run_cols='model') or a list of names (run_cols=['model', 'date'])"
+    if isinstance(run_cols, (bytes, dict)) or not isinstance(run_cols, Iterable):
+        raise RecsqlError(f"run_cols must name the run key columns of recs, got {run_cols!r}; {fix}")
+    columns = tuple(run_cols)
+    wrong = [c for c in columns if not isinstance(c, str) or not c]
+    if wrong:
+        raise RecsqlError(f"run_cols must be column names (non-empty strings), got {wrong[0]!r} in {run_cols!r}; {fix}")
+    return columns
+
+
+# The optional inputs beside recs and truth (README, "Inputs"), as evaluate / to_sql keywords.
 EXTRA_INPUTS = ("items", "interactions", "catalog", "baseline", "item_features")
 # Column options of those inputs (Plan fields), with their defaults.
 EXTRA_COLUMNS = {"probability_col": "probability", "category_col": "category", "features_col": "features",
@@ -98,7 +124,8 @@ def _plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any], tar
         relevance_col=cols["relevance_col"], price_col=cols["price_col"], run_cols=tuple(cols["run_cols"]),
         threshold=cols["threshold"], population=cols["population"], ties=cols["ties"],
         convention=cols["convention"], negative_unjudged=get_convention(cols["convention"]).negative_unjudged,
-        gain_rule=get_convention(cols["convention"]).gain_rule,
+        gain_rule=get_convention(cols["convention"]).gain_rule, rules=cols["rules"],
+        id_order=get_convention(cols["convention"]).id_order, id_text=get_dialect(target).id_text,
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
         id_collation=get_dialect(target).collation, topk=get_dialect(target).topk, dialect=target,
         **{c: cols[c] for c in EXTRA_COLUMNS},
@@ -249,7 +276,7 @@ def evaluate(
     rank_col: str | None = None,
     relevance_col: str | None = "relevance",
     price_col: str = "price",
-    run_cols: Iterable[str] = (),
+    run_cols: Iterable[str] | str | None = (),
     threshold: float | None = None,
     population: str | None = None,
     duplicates: str = "error",
@@ -269,7 +296,9 @@ def evaluate(
     session or a DataFusion SessionContext. ``recs``/``truth``/``items``: a table or view name; on
     DuckDB also a Parquet/CSV/JSON path or glob, a pandas or polars DataFrame, or an Arrow table;
     on Spark also a Spark DataFrame. Returns an :class:`Evaluation` with ``summary`` (one row per
-    run: run keys, ``n_users``, one column per metric named as asked,
+    run: run keys, a user count per population averaged over (``n_users`` for the truth metrics,
+    ``n_users_<metric>`` for one a convention averages over its own population, ``n_users_with_recs``
+    for the list-only ones), one column per metric named as asked, and when truth is given
     ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. Definitions: README.
 
     >>> import pandas as pd
@@ -280,7 +309,7 @@ def evaluate(
     """
     parsed = parse_metrics(metrics)
     cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-                    relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
+                    relevance_col=relevance_col, price_col=price_col, run_cols=_run_columns(run_cols),
                     threshold=threshold, population=population, duplicates=duplicates,
                     convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
                     features_col=features_col, feature_col=feature_col, value_col=value_col)
@@ -308,9 +337,9 @@ def evaluate(
             for src in sources.values():
                 src.cleanup()
     per_user, summary = _split(plan, parsed, raw)
-    truth_metrics = [m for m in parsed if m.spec.needs_truth]
-    for row in summary.itertuples(index=False):
-        if row.n_users == 0 and truth_metrics:
+    truth_counts = [name for name, _, kind in population_counts(plan, parsed) if kind == "truth"]
+    for _, row in summary.iterrows():
+        if any(row[name] == 0 for name in truth_counts):
             warnings.warn("no user has a relevant truth item (relevance >= threshold"
                           f" = {cols['threshold']}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
     inputs = tuple(src.table for src in sources.values() if src.table)
@@ -349,7 +378,7 @@ def to_sql(
     rank_col: str | None = None,
     relevance_col: str | None = "relevance",
     price_col: str = "price",
-    run_cols: Iterable[str] = (),
+    run_cols: Iterable[str] | str | None = (),
     truth_has_run_cols: bool = False,
     text_ids: Iterable[str] = (),
     threshold: float | None = None,
@@ -380,7 +409,7 @@ def to_sql(
     target = get_dialect(dialect)
     parsed = parse_metrics(metrics)
     cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-                    relevance_col=relevance_col, price_col=price_col, run_cols=tuple(run_cols),
+                    relevance_col=relevance_col, price_col=price_col, run_cols=_run_columns(run_cols),
                     threshold=threshold, population=population, duplicates=duplicates,
                     convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
                     features_col=features_col, feature_col=feature_col, value_col=value_col)
@@ -391,6 +420,6 @@ def to_sql(
     unknown = [c for c in text_ids if c not in named]
     if unknown:
         raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {user_col!r} and/or {item_col!r}")
-    plan = _plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(tuple(run_cols)),
+    plan = _plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(cols["run_cols"]),
                  text_ids=frozenset(named[c] for c in text_ids))
     return render(compose(plan, parsed, output=output), target.name, pretty=pretty)

@@ -13,23 +13,25 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from . import api
+from . import __version__, api
 from .compose import POPULATIONS, TIES
 from .conventions import CONVENTIONS
 from .errors import RecsqlError
 from .dialects import DIALECTS
 from .metrics import registry
+from . import names
+from .output import check_outputs, to_json
 from .trec import trec_qrels, trec_run
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
     "table": lambda df: df.to_string(index=False, float_format=lambda v: f"{v:.6f}"),
     "csv": lambda df: df.to_csv(index=False).rstrip("\n"),
-    "json": lambda df: df.to_json(orient="records", indent=2, double_precision=15),
+    "json": to_json,  # every digit of each double (as csv), NaN as null
 }
 WRITERS: dict[str, Callable[[pd.DataFrame, str], None]] = {
     ".csv": lambda df, p: df.to_csv(p, index=False),
     ".parquet": lambda df, p: df.to_parquet(p, index=False),
-    ".json": lambda df, p: df.to_json(p, orient="records", indent=2, double_precision=15),
+    ".json": lambda df, p: Path(p).write_text(to_json(df) + "\n", encoding="utf-8"),
 }
 
 
@@ -105,21 +107,37 @@ def _recs_and_truth(args: argparse.Namespace) -> tuple[object, object]:
     return recs, truth
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse every output that cannot be written, or would replace an input, before anything is
+    read: --out/--out-per-user tables against the input names, --per-user against the input files
+    (and the --db file), by the files they are."""
+    if (args.out or args.out_per_user) and not args.db:
+        raise RecsqlError("--out/--out-per-user write tables into the --db database; pass --db FILE.duckdb")
+    if args.per_user:
+        if Path(args.per_user).suffix.lower() not in WRITERS:
+            raise RecsqlError(f"--per-user {args.per_user!r}: write to a .csv, .parquet or .json file")
+        if Path(args.per_user).is_dir():
+            raise RecsqlError(f"--per-user {args.per_user!r} is a directory; name a .csv, .parquet or .json file")
+    positional = [p for p in (args.recs, args.truth) if p is not None]  # as _recs_and_truth reads them
+    inputs = dict(zip([role for role, given in (("RECS", not args.run), ("TRUTH", not args.qrels)) if given], positional))
+    tables = list(inputs.values()) + [name for name in _side_kwargs(args).values() if name]
+    inputs.update({"--run": args.run, "--qrels": args.qrels, "--items": args.items, "--interactions": args.interactions,
+                   "--catalog": args.catalog, "--baseline": args.baseline, "--item-features": args.item_features})
+    check_outputs({"--out": args.out, "--out-per-user": args.out_per_user}, {"--per-user": args.per_user},
+                  tables, {**inputs, "--db": args.db})
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    _check_outputs(args)
     recs, truth = _recs_and_truth(args)
     result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=sys.stdout.isatty(),
                           **_side_kwargs(args), **_column_kwargs(args))
     print(FORMATS[args.format](result.summary))
     if args.out or args.out_per_user:
-        if not args.db:
-            raise RecsqlError("--out/--out-per-user write tables into the --db database; pass --db FILE.duckdb")
         result.write(args.db, summary=args.out, per_user=args.out_per_user)
     if args.per_user:
-        suffix = Path(args.per_user).suffix.lower()
-        if suffix not in WRITERS:
-            raise RecsqlError(f"--per-user {args.per_user!r}: write to a .csv, .parquet or .json file")
-        WRITERS[suffix](result.per_user, args.per_user)
-    users = int(result.summary["n_users"].sum())
+        WRITERS[Path(args.per_user).suffix.lower()](result.per_user, args.per_user)
+    users = len(result.per_user)  # (run, user) rows of any asked metric's population
     print(f"recsql: {len(result.metrics)} metric(s), {users} user(s), {result.rows_in:,} recommendation rows, "
           f"{result.seconds:.3f} s", file=sys.stderr)
     return 0
@@ -132,6 +150,16 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def _option_line(p) -> str:
+    """``name = default (what it means; choices: ...)``, every word from the metric's header."""
+    if p.kind == "number":
+        number = "a number" if p.interval == "(-inf, inf)" else f"a number in {p.interval}"
+        choices = f"auto | {number}" if p.default == "auto" else number
+    else:
+        choices = " | ".join(p.choices) + (" | a SQL expression in rank" if p.kind == "discount" else "")
+    return f"{p.name} = {p.default} ({'; '.join(filter(None, [p.meaning, f'choices: {choices}']))})"
+
+
 def cmd_metrics(args: argparse.Namespace) -> int:
     for spec in registry().values():
         cutoff = {"required": "@k", "optional": "[@k]", "none": ""}[spec.k_rule]
@@ -139,14 +167,15 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         print(f"{spec.name}{cutoff}{aliases}")
         print(f"    {spec.formula}")
         for p in spec.params.values():
-            choices = " | ".join(p.choices) + (" | <SQL expression in rank>" if p.kind == "discount" else "")
-            print(f"    option {p.name} = {choices}   (default {p.default})")
+            print(f"    option {_option_line(p)}")
         print(f"    cite: {spec.cite}")
+    print(names.listing())  # trec_eval's and ir_measures' names (recsql/names.py)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="recsql", description="Recommender and ranking metrics as SQL.")
+    parser.add_argument("--version", action="version", version=f"recsql {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("evaluate", help="evaluate recommendations against truth (DuckDB)")
     ev.add_argument("recs", nargs="?", help="recommendations: Parquet/CSV/JSON path or glob, or a table in --db")

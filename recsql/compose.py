@@ -8,7 +8,7 @@ features nobody asked for, folds constant CASE branches, and assembles the state
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import sqlglot
@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from .discounts import discount_expression, gains
 from .errors import RecsqlError
-from .conventions import resolve_metric
+from .conventions import MeasureRule, measure_rule, resolve_metric
 from .metrics import Metric, registry
 from .templates import read_template
 
@@ -31,6 +31,10 @@ _POPULATION_SQL = {
 }
 # Whose values each metric's population holds (header `population:`, recsql/metrics.py).
 _METRIC_POPULATION_SQL = {"lists": "_has_recs = 1", "global": "_is_global = 1"}
+# Stage features read from the main list's rows (src 1) by other CTEs: a metric ranked under a
+# second tie rule (src 9) cannot use them.
+_MAIN_LIST_FEATURES = {"list_ideal", "pairs", "corr", "cascade", "exposure", "tie_bounds"}
+SECOND_SRC = 9  # sql/_ranked.sql: the list under a second tie rule
 OUTPUTS = ("per_user", "summary", "raw")
 MAX_SLOTS = 10_000  # positions sql/_ranked.sql's slot_positions generates (four digit tables)
 TOPK_MAX_K = 100_000  # above this a per-user heap is no faster than sorting (DuckDB's MIN_BY takes n < 1e6)
@@ -58,11 +62,14 @@ class Plan:
     topk: str | None = None  # engine whose top-k override (sql/_topk.<engine>.sql) replaces ROW_NUMBER
     id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
     ties: str = "item_id"  # tie rule: item_id (ascending), item_id_desc, or average (expected value)
+    id_order: str = "native"  # "text": tied ids compare as text, bytewise (trec_eval's strcmp), whatever their type
+    id_text: str = "VARCHAR"  # the type ids are cast to for that (a bytewise-comparing one: recsql/dialects.py)
+    rules: dict[str, MeasureRule] = field(default_factory=dict)  # per-measure rules of the convention in force
     negative_unjudged: bool = False  # truth rows with relevance < 0 mean "unjudged" (trec_eval): dropped
     gain_rule: str = "all"  # "relevant": items below the threshold give no gain (ranx)
     convention: str = "recsql"  # fills in the metric options the user did not write (recsql/conventions.py)
     dialect: str = "duckdb"
-    # Inputs of the beyond-accuracy metrics (SPEC §4), each optional.
+    # Inputs of the beyond-accuracy metrics (README, "Beyond accuracy and user models"), each optional.
     interactions: exp.Expression | None = None  # (user, item) seen in training
     catalog: exp.Expression | None = None  # items; default: the items input, else truth ∪ recs items
     baseline: exp.Expression | None = None  # another recommender's lists, ordered like recs
@@ -128,13 +135,10 @@ def truth_in(plan: Plan) -> exp.Select:
     if plan.truth is None:
         return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("relevance", "DOUBLE"))
     rel = exp.cast(quoted_column(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
-    select = _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs), rel, "relevance",
-                          exp.Max if plan.duplicates == "best" else None)
-    if plan.negative_unjudged and plan.relevance_col:
-        zero = exp.Literal.number(0)
-        select = (select.having(exp.GTE(this=exp.Max(this=rel.copy()), expression=zero)) if plan.duplicates == "best"
-                  else select.where(exp.GTE(this=rel.copy(), expression=zero)))
-    return select
+    # every row, negative relevances included: the stage drops those where they mean "unjudged"
+    # (truth_runs; a second view of the list may read them as judged: second_truth)
+    return _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs), rel, "relevance",
+                        exp.Max if plan.duplicates == "best" else None)
 
 
 ITEM_COLUMNS = ("price", "probability", "category")  # items_in's attribute columns, read when a metric needs them
@@ -470,7 +474,63 @@ def _null_column(select: exp.Select, name: str, type_: str) -> None:
                                for e in select.expressions])
 
 
-def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
+View = tuple  # (tie rule, negative_unjudged): how a list is ranked and judged for a metric
+
+
+def _tie_key(plan: Plan) -> exp.Expression:
+    """What tied items are ordered by: the item id, or under a convention whose tool compares ids as
+    text (``id_order="text"``: trec_eval's strcmp, Python's str order) its text compared bytewise,
+    whatever the column type: a cast to the dialect's bytewise text type, with its binary collation
+    where the default is not bytewise. A text id needs no cast: recs_in gave it that collation."""
+    item = exp.column("item_id")
+    if plan.id_order != "text" or "item_id" in plan.text_ids:
+        return item
+    text = exp.cast(item, exp.DataType.build(plan.id_text))
+    if plan.id_collation and plan.id_text.upper().startswith("VARCHAR"):
+        collation = sqlglot.parse_one(plan.id_collation, into=exp.Column) if plan.id_collation.startswith('"') \
+            else exp.var(plan.id_collation)
+        return exp.Collate(this=text, expression=collation)
+    return text
+
+
+def _order_ties(node: exp.Expression, ties: str, key: exp.Expression) -> None:
+    """Tied items (``ORDER BY ord ASC, item_id ASC``) ordered by ``key``, descending for item_id_desc."""
+    for ordered in list(node.find_all(exp.Ordered)):
+        if isinstance(ordered.this, exp.Column) and ordered.this.name == "item_id":
+            ordered.set("this", key.copy())
+            ordered.set("desc", ties == "item_id_desc")
+
+
+def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: dict) -> None:
+    """Set the ranking of a list CTE (list_ranked, second_ranked) for a tie rule: DuckDB's top-k
+    override (sql/_topk.duckdb.sql) where it applies (ascending ties, a cutoff), else ROW_NUMBER with
+    the tie key."""
+    key = _tie_key(plan)
+    if (ties == "item_id" and plan.topk and max_k is not None and max_k <= TOPK_MAX_K
+            and "tie_bounds" not in features):
+        name = f"_topk.{plan.topk}"
+        override = _substitute(sqlglot.parse_one(read_template(name)[1], read="duckdb"), {"max_k": max_k},
+                               f"sql/{name}.sql")
+        for tup in override.find_all(exp.Tuple):
+            for col in list(tup.find_all(exp.Column)):
+                if col.name == "item_id":
+                    col.replace(key.copy())
+        cte.set("this", override)
+    else:
+        _order_ties(cte.this, ties, key)
+
+
+def _max_k(metrics: list[Metric]) -> int | None:
+    """The cutoff a list is cut at for these metrics (None: the whole list)."""
+    if any(m.k is None or m.spec.full_list for m in metrics):
+        return None
+    return max((m.k for m in metrics), default=1)
+
+
+def _stage(plan: Plan, metrics: list[Metric], second: View | None = None,
+           second_metrics: list[Metric] = ()) -> exp.Select:
+    """The ranked-rows stage for ``metrics`` (all asked) of which ``second_metrics`` read the list
+    under the ``second`` view (src 9), the others under the plan's."""
     stage = _parsed_stage().copy()
     features: dict[str, set] = {}
     for m in metrics:
@@ -482,28 +542,32 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
     if max(features.get("slots", {0})) > MAX_SLOTS:
         raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
                           f"got k = {max(features['slots'])}")
-    needs_full_list = any(m.k is None or m.spec.full_list for m in metrics)
+    second_ids = {id(m) for m in second_metrics}
+    negative = bool(plan.relevance_col) and plan.negative_unjudged
+    second_negative = bool(plan.relevance_col) and second is not None and second[1]
     values = {
         "ties": plan.ties,
         "gain_rule": plan.gain_rule,
         "threshold": plan.threshold,
-        "max_k": None if needs_full_list else max(m.k for m in metrics),
+        # the main list serves every other metric (and says who has recommendations: one row is enough)
+        "max_k": _max_k([m for m in metrics if id(m) not in second_ids]),
         "max_slot_k": max(features.get("slots", {0})),
         "max_pair_k": max(features.get("pairs", {0})),
+        "negative_unjudged": "yes" if negative else "no",
+        "second_negative_unjudged": "yes" if second_negative else "no",
+        "second_max_k": _max_k(list(second_metrics)),
     }
     stage = _fold(_substitute(stage, values, "sql/_ranked.sql"))
     with_ = stage.args["with_"]
     ctes = {c.alias: c for c in with_.expressions}
-    if (plan.ties == "item_id" and plan.topk and values["max_k"] is not None and values["max_k"] <= TOPK_MAX_K
-            and "tie_bounds" not in features):
-        name = f"_topk.{plan.topk}"
-        override = sqlglot.parse_one(read_template(name)[1], read="duckdb")
-        ctes["list_ranked"].set("this", _substitute(override, {"max_k": values["max_k"]}, f"sql/{name}.sql"))
-    if plan.ties == "item_id_desc":  # trec_eval, RePlay: among equal scores the larger item id first
-        for cte in ("list_ranked", "baseline_ranked"):
-            for ordered in ctes[cte].this.find_all(exp.Ordered):
-                if isinstance(ordered.this, exp.Column) and ordered.this.name == "item_id":
-                    ordered.set("desc", True)
+    _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
+    _order_ties(ctes["baseline_ranked"].this, plan.ties, _tie_key(plan))
+    if second is not None:
+        _ranking(plan, ctes["second_ranked"], second[0], values["second_max_k"], {})
+        if second_negative == negative:  # the main list's truth serves: no second copy of truth
+            for table in ctes["second_judged"].this.find_all(exp.Table):
+                if table.name == "second_truth":
+                    table.set("this", exp.to_identifier("truth_runs"))
     if plan.ties == "average":
         override = sqlglot.parse_one(read_template("_ties_average")[1], read="duckdb")
         ctes["list_judged"].set("this", _fold(_substitute(override, values, "sql/_ties_average.sql")))
@@ -519,17 +583,20 @@ def _stage(plan: Plan, metrics: list[Metric]) -> exp.Select:
                 _null_column(ctes[cte].this, column, type_)
     # Keep the UNION ALL branches of the features asked for, padded to the same columns.
     unused = {table for feature, table in _BRANCHES.items() if feature not in features}
+    if second is None:
+        unused.add("second_rows")
     every = _branches(ctes["stacked"].this)
     kept = [b for b in every if b.args["from_"].this.name not in unused]
     _pad_union(kept, every)
     ctes["stacked"].set("this", _union_all(kept))
     # Shared truth is copied to every run; truth that carries the run keys, or no runs, needs no copy.
-    truth_runs = ctes["truth_runs"].this
-    if plan.truth_has_runs or not plan.run_cols:
-        _drop_join(truth_runs, "runs")
-        for col in truth_runs.find_all(exp.Column):
-            if col.table == "runs":
-                col.set("table", exp.to_identifier("t"))
+    for name in ("truth_runs", "second_truth"):
+        truth_runs = ctes[name].this
+        if plan.truth_has_runs or not plan.run_cols:
+            _drop_join(truth_runs, "runs")
+            for col in truth_runs.find_all(exp.Column):
+                if col.table == "runs":
+                    col.set("table", exp.to_identifier("t"))
     return _alias_projections(_fold(_expand_run_keys(stage, internal_runs(plan))))
 
 
@@ -585,11 +652,61 @@ def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> 
     used_stacked = keep | {c.name for c in ranked.find_all(exp.Column) if c.table == "s"}
     for branch in _branches(ctes["stacked"]):
         branch.set("expressions", [e for e in branch.expressions if e.alias_or_name in used_stacked])
+        if branch.args["from_"].this.name == "second_rows":  # the second list computes only what is read
+            read = set(keys) | {"user_id"} | {c.name for c in branch.find_all(exp.Column)}
+            rows = ctes["second_rows"]
+            rows.set("expressions", [e for e in rows.expressions if e.alias_or_name in read])
+
+
+def metric_population(plan: Plan, metric: Metric) -> str:
+    """Whom ``metric`` averages over: ``lists`` or ``global`` by its kind; a truth metric's population is
+    its measure rule's (a convention's per-measure exception) or else the plan's."""
+    if metric.spec.population != "truth":
+        return metric.spec.population
+    rule = measure_rule(plan.rules, metric)
+    return rule.population if rule is not None and rule.population else plan.population
 
 
 def _metric_population(plan: Plan, metric: Metric) -> exp.Expression:
-    kind = metric.spec.population
-    return sqlglot.parse_one(_POPULATION_SQL[plan.population] if kind == "truth" else _METRIC_POPULATION_SQL[kind])
+    population = metric_population(plan, metric)
+    return sqlglot.parse_one(_POPULATION_SQL.get(population) or _METRIC_POPULATION_SQL[population])
+
+
+def _view(plan: Plan, metric: Metric) -> View:
+    """How ``metric``'s list is ranked and judged: (tie rule, negative relevance unjudged)."""
+    rule = measure_rule(plan.rules, metric)
+    ties = rule.ties if rule is not None and rule.ties else plan.ties
+    negative = plan.negative_unjudged if rule is None or rule.negative_unjudged is None else rule.negative_unjudged
+    return ties, negative
+
+
+def _second_view(plan: Plan, metrics: list[Metric]) -> tuple[View | None, list[Metric]]:
+    """The one view other than the plan's that some metrics need (a convention whose tool computes
+    them in another way: ir_measures' RR@k and Judged@k), and those metrics. They read the list
+    under it from src 9 of the stage, ranked a second time: the price of a second window (or
+    top-k) over the recommendations, paid only when such a metric is asked."""
+    main = (plan.ties, plan.negative_unjudged)
+    others = [(m, _view(plan, m)) for m in metrics if _view(plan, m) != main]
+    views = list(dict.fromkeys(view for _, view in others))
+    if not views:
+        return None, []
+    if len(views) > 1:
+        raise RecsqlError(f"convention {plan.convention!r} ranks {', '.join(str(m) for m, _ in others)} in more than "
+                          "one other way; ask for them in separate evaluations")
+    for m, (ties, _) in others:
+        if ties not in TIES or ties == "average" or m.spec.features(m.all_options()) & _MAIN_LIST_FEATURES:
+            raise RecsqlError(f"metric {str(m)!r} is ranked under its own tie rule ({ties}) by convention "
+                              f"{plan.convention!r} and cannot be computed with these options")
+    return views[0], [m for m, _ in others]
+
+
+def _on_second_list(tree: exp.Expression) -> exp.Expression:
+    """A metric expression reading the list under the second view: ``src = 1`` -> ``src = 9``."""
+    for eq in list(tree.find_all(exp.EQ)):
+        if (isinstance(eq.this, exp.Column) and eq.this.name == "src" and isinstance(eq.expression, exp.Literal)
+                and eq.expression.this == "1"):
+            eq.set("expression", exp.Literal.number(SECOND_SRC))
+    return tree
 
 
 def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.Select:
@@ -603,15 +720,25 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     if plan.ties not in TIES:
         raise RecsqlError(f"ties={plan.ties!r} is not valid; choose one of {', '.join(TIES)}")
     resolved = [resolve_metric(m, plan.convention) for m in metrics]
+    for rule in plan.rules.values():
+        if rule.population is not None and rule.population not in POPULATIONS:
+            raise RecsqlError(f"population={rule.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")
     for m in resolved:
-        if not m.spec.supports_ties(plan.ties, m.all_options()):
+        if not m.spec.supports_ties(_view(plan, m)[0], m.all_options()):
             supported = sorted(n for n, s in registry().items() if s.ties)
             raise RecsqlError(f"metric {str(m)!r} has no exact expected value under ties='average'; "
                               f"metrics that do: {', '.join(supported)} (ndcg/idcg not with ideal=list). "
                               "Use ties='item_id' (deterministic) for the others")
     needed = check_inputs(resolved, *_plan_inputs(plan))
-    stage = _stage(plan, resolved)
+    second, second_metrics = _second_view(plan, resolved)
+    stage = _stage(plan, resolved, second, second_metrics)
     with_ = stage.args["with_"]
+    on_second = {id(m) for m in second_metrics}
+
+    def expression(m: Metric) -> exp.Expression:
+        tree = metric_expression(m, context)
+        return _on_second_list(tree) if id(m) in on_second else tree
+
     inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", _items_in(plan, needed)),
               ("interactions_in", _interactions_in(plan)), ("catalog_in", _catalog_in(plan)),
               ("baseline_in", _baseline_in(plan)), ("features_in", _features_in(plan, needed))]
@@ -625,7 +752,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
         *([exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 5 THEN 1 ELSE 0 END")), "_is_global")]
           if has_global else []),
-        *[exp.alias_(exp.cast(metric_expression(m, context), "DOUBLE"), f"_m{i}") for i, m in enumerate(resolved)],
+        *[exp.alias_(exp.cast(expression(m), "DOUBLE"), f"_m{i}") for i, m in enumerate(resolved)],
     ).from_("ranked").group_by(*[exp.column(r) for r in runs], "user_id")
     _prune_columns(stage, per_user, runs)
     per_user_pops = list({e.sql(): e for e in (_metric_population(plan, m) for m in resolved
@@ -669,19 +796,45 @@ def _run_aliases(plan: Plan) -> list[exp.Expression]:
 _SUMMARY: dict[str, type[exp.AggFunc]] = {"mean": exp.Avg, "sum": exp.Sum, "global": exp.Max}
 
 
+def population_counts(plan: Plan, metrics: list[Metric]) -> list[tuple[str, str, str]]:
+    """The summary's user counts, one per population the asked metrics average over, as
+    (column, condition on the raw per-user rows, metric kind): ``n_users`` for the truth metrics'
+    population (the plan's: the convention's or ``population=``), ``n_users_<metric>`` for a truth
+    metric a convention averages over another population (msr's ndcg), ``n_users_with_recs`` for the
+    list-only metrics; global metrics average over nobody. A count is there only when a metric
+    uses its population, so a column always means the same thing."""
+    counts: dict[str, tuple[str, str]] = {}
+    for m in metrics:
+        population = metric_population(plan, m)
+        if m.spec.population == "truth":
+            name = "n_users" if population == plan.population else f"n_users_{m.name}"
+            counts.setdefault(name, (_POPULATION_SQL[population], "truth"))
+        elif m.spec.population == "lists":
+            counts.setdefault("n_users_with_recs", (_METRIC_POPULATION_SQL["lists"], "lists"))
+    order = sorted(counts, key=lambda n: (n != "n_users", n == "n_users_with_recs"))  # stable otherwise
+    return [(name, *counts[name]) for name in order]
+
+
+def _count(condition: str, name: str) -> exp.Expression:
+    return exp.alias_(sqlglot.parse_one(f"CAST(COALESCE(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END), 0) AS BIGINT)"),
+                      name)
+
+
 def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
     """The last SELECT, over the relation ``per_user`` (the raw rows): summary or per-user."""
     names = [exp.to_identifier(m.column, quoted=True) for m in metrics]
     if output == "summary":
         # each _m column holds values only for its metric's population (compose); a global metric's
         # one value sits on the run's global row
+        diagnostics = [] if plan.truth is None else [
+            _count("_n_rel > 0 AND _has_recs = 0", "users_without_recs"),
+            _count("_n_rel = 0 AND _has_recs = 1", "recs_users_without_truth")]
         select = exp.select(
             *_run_aliases(plan),
-            exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(_in_population), 0) AS BIGINT)"), "n_users"),
+            *[_count(condition, name) for name, condition, _ in population_counts(plan, metrics)],
             *[exp.alias_(_SUMMARY[m.spec.population if m.spec.population == "global" else m.spec.summary](
                 this=exp.column(f"_m{i}")), n) for i, (m, n) in enumerate(zip(metrics, names))],
-            exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "users_without_recs"),
-            exp.alias_(sqlglot.parse_one("CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT)"), "recs_users_without_truth"),
+            *diagnostics,
         ).from_("per_user")
         runs = [exp.column(r) for r in internal_runs(plan)]
         return select.group_by(*runs).order_by(*runs) if runs else select

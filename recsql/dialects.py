@@ -9,6 +9,10 @@ Every difference is a named switch with its reason:
   SQL Server's case-insensitive defaults merge 'a' and 'A').
 - ``settings``: ClickHouse fills unmatched LEFT JOIN columns with 0/'' instead of NULL unless
   ``join_use_nulls = 1``; unjudged items would count as judged.
+- ``id_text``: the type an id is cast to when a convention orders tied ids as text (trec_eval
+  compares docnos with strcmp: '9' after '10'), whatever the column type: one that compares
+  bytewise together with ``collation`` (MySQL: BINARY, whose bytes compare with no padding; SQL
+  Server and Oracle need a length).
 - ``topk``: DuckDB selects each user's top k with ``MIN_BY(item, (ord, item), k)`` (a bounded heap
   per user) instead of ROW_NUMBER over whole partitions; same order, ties included.
 - ``from_dual``: Oracle needs ``FROM DUAL`` on a SELECT without a table and has no boolean literal.
@@ -67,6 +71,7 @@ class Dialect:
     sqlglot: str
     executed: str = ""  # the engine CI runs it on ("" = rendered and parsed back only)
     collation: str | None = None
+    id_text: str = "VARCHAR"  # ids compared as text (ties under trec, ir_measures, ranx): cast to this type
     topk: str | None = None  # sql/_topk.<topk>.sql replaces the portable ROW_NUMBER top-k
     transforms: tuple[Transform, ...] = field(default=())
     note: str = ""
@@ -76,7 +81,7 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     Dialect("duckdb", "duckdb", executed="DuckDB", topk="duckdb"),
     Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)"),
     Dialect("postgres", "postgres", executed="PostgreSQL 15", collation='"C"'),
-    Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin",
+    Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin", id_text="BINARY",
             note="MySQL 8 or MariaDB 10.4+; text ids must be utf8mb4 (compared as utf8mb4_bin)"),
     Dialect("spark", "spark", executed="Apache Spark (pyspark, local mode)"),
     Dialect("clickhouse", "clickhouse", executed="ClickHouse (chdb)", transforms=(_clickhouse_settings,)),
@@ -89,8 +94,8 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     Dialect("trino", "trino"),
     Dialect("presto", "presto"),
     Dialect("athena", "athena"),
-    Dialect("tsql", "tsql", collation="Latin1_General_BIN2", note="SQL Server 2022+ (GREATEST/LEAST)"),
-    Dialect("oracle", "oracle", transforms=(_oracle_dual,), note="quoted identifiers are case-sensitive"),
+    Dialect("tsql", "tsql", collation="Latin1_General_BIN2", id_text="VARCHAR(8000)", note="SQL Server 2022+ (GREATEST/LEAST)"),
+    Dialect("oracle", "oracle", id_text="VARCHAR(4000)", transforms=(_oracle_dual,), note="quoted identifiers are case-sensitive"),
 )}
 ALIASES = {"mariadb": "mysql", "postgresql": "postgres", "sqlserver": "tsql", "mssql": "tsql", "pyspark": "spark",
            "chdb": "clickhouse"}

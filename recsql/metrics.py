@@ -10,6 +10,13 @@ as an object, and ``str(Metric)`` is the canonical name, which parses back to an
 True
 >>> str(parse_metric("hr@10"))
 'hit_rate@10'
+
+trec_eval's and ir_measures' own names (``P_10``, ``map_cut.10``, ``AP@10``, ``NumRet``) are read
+too, with the options that give the tool's definition (recsql/names.py):
+
+>>> m = parse_metric("map_cut_10")
+>>> str(m), m.column
+('map(denominator=relevant)@10', 'map_cut_10')
 """
 from __future__ import annotations
 
@@ -19,14 +26,20 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Union
 
+from . import names
 from .discounts import normalize_discount, DISCOUNT_PRESETS
 from .errors import RecsqlError
 from .templates import read_template, template_names
 
-_PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount|number)\s*=\s*(\S+)$")
+# "name kind = default", optionally followed by "(what the default means)": required for `auto`.
+# A number may say the values it takes as an interval: "p number in (0, 1) = 0.8".
+_PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount|number(?:\s+in\s+([\[(][^\])]*[\])]))?)"
+                       r"\s*=\s*(\S+)(?:\s+\((.+)\))?$")
+_INTERVAL_RE = re.compile(r"^([\[(])\s*(-inf|[-+]?[\d.]+)\s*,\s*(inf|[-+]?[\d.]+)\s*([\])])$")
 K_RULES = ("required", "optional", "none")  # header `k:` — a cutoff is needed, allowed, or not allowed
 _STAGE_RE = re.compile(r"^(\w+)(?:\s+if\s+(\w+)\s*=\s*(\w+))?$")  # "feature" or "feature if option = value"
-# header `population:` — whose values the summary averages (SPEC §4): users of the §2 population
+# header `population:` — whose values the summary averages (README, "Beyond accuracy and user models"):
+# users of the population of the ranked-rows stage (README, "How a list is scored")
 # (needs truth), users with recommendations (lists only, no truth needed), or one number per run.
 POPULATION_KINDS = ("truth", "lists", "global")
 
@@ -40,6 +53,15 @@ class Param:
     kind: str  # "enum" | "discount" | "number"
     default: str
     choices: tuple[str, ...] = ()
+    meaning: str = ""  # what the default means, from the header (`auto`: the value it stands for)
+    interval: str = "(-inf, inf)"  # the values a number takes, as the header writes them
+
+    def allows(self, value: float) -> bool:
+        """Whether a number lies in the option's interval."""
+        low_side, low, high, high_side = _INTERVAL_RE.match(self.interval).groups()  # type: ignore[union-attr]
+        low_ok = value >= float(low) if low_side == "[" else value > float(low)
+        high_ok = value <= float(high) if high_side == "]" else value < float(high)
+        return low_ok and high_ok
 
     def normalize(self, metric: str, value: object) -> str:
         """Validate a user-given value and return its canonical text."""
@@ -66,6 +88,9 @@ def _number(text: str, metric: str, param: Param) -> str:
     if value != value or value in (float("inf"), float("-inf")):
         auto = " or 'auto'" if param.default == "auto" else ""
         raise RecsqlError(f"metric {metric!r}: option {param.name}={text!r} must be a finite number{auto}")
+    if not param.allows(value):
+        raise RecsqlError(f"metric {metric!r}: option {param.name}={text!r} is out of range; it takes a number "
+                          f"in {param.interval}")
     return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
 
 
@@ -122,13 +147,20 @@ def _parse_params(text: str, metric: str) -> dict[str, Param]:
         match = _PARAM_RE.match(part)
         if not match:
             raise RuntimeError(f"sql/{metric}.sql: cannot read param {part!r}")
-        name, kind, choices, default = match.groups()
+        name, kind, choices, interval, default, meaning = match.groups()
+        kind = kind.split()[0]
+        if interval is not None and not _INTERVAL_RE.match(interval):
+            raise RuntimeError(f"sql/{metric}.sql: param {name}: cannot read the interval {interval!r}")
+        if default == "auto" and not meaning:
+            raise RuntimeError(f"sql/{metric}.sql: param {name} defaults to auto; say what it means: "
+                               f"'{name} {kind} = auto (the ...)'")
         if kind == "discount":
-            params[name] = Param(name, "discount", default, tuple(DISCOUNT_PRESETS))
+            params[name] = Param(name, "discount", default, tuple(DISCOUNT_PRESETS), meaning or "")
         elif kind == "number":
-            params[name] = Param(name, "number", default)
+            params[name] = Param(name, "number", default, meaning=meaning or "",
+                                 interval=interval or "(-inf, inf)")
         else:
-            params[name] = Param(name, "enum", default, tuple(c.strip() for c in choices.split(",")))
+            params[name] = Param(name, "enum", default, tuple(c.strip() for c in choices.split(",")), meaning or "")
     return params
 
 
@@ -187,12 +219,23 @@ def resolve_name(name: str) -> MetricSpec:
     key = aliases().get(key, key)
     if key in registry():
         return registry()[key]
+    foreign = names.spelled(name.strip())
+    if foreign:
+        raise RecsqlError(f"{name.strip()!r} is {foreign}: write it as a string (recsql.parse_metric, evaluate's "
+                          "metrics); recsql.Metric takes recsql's names")
     valid = sorted(registry()) + sorted(aliases())
     raise RecsqlError(
         f"unknown metric {name!r}{_suggest(key, valid)}; valid metrics: {', '.join(sorted(registry()))}"
         f" (aliases: {', '.join(f'{a}={n}' for a, n in sorted(aliases().items()))}). "
-        "Run `recsql metrics` for formulas and options."
+        "trec_eval's and ir_measures' names work too (P_10, map_cut.10, AP@10, NumRet). "
+        "Run `recsql metrics` for formulas, options and those names."
     )
+
+
+def is_recsql_name(word: str) -> bool:
+    """Whether ``word`` is a recsql metric name or alias, in any case."""
+    key = word.strip().lower()
+    return key in registry() or key in aliases()
 
 
 class Metric:
@@ -202,12 +245,16 @@ class Metric:
     Metric('map(denominator=relevant)@10')
 
     ``column`` is the name of its result column: the text the user asked for when it was parsed
-    from a string (SPEC §6: "named as asked", so ``P@10`` stays ``P@10``), else the canonical name.
+    from a string ("named as asked", README "Metrics": ``P@10`` stays ``P@10``), else the canonical name.
     """
 
     __slots__ = ("name", "k", "options", "explicit", "asked")
 
     def __init__(self, name: str, k: int | None = None, **options: object) -> None:
+        conflict = names.spelled(name.strip(), colliding_only=True) if isinstance(name, str) else None
+        if conflict:  # AP, MAP, Judged, ERR: the tool's exact spelling, not recsql's ap/map/judged/err
+            raise RecsqlError(f"{name.strip()!r} is {conflict}: write it as a string (recsql.parse_metric, "
+                              "evaluate's metrics); recsql.Metric takes recsql's names")
         spec = resolve_name(name)
         self.name: str = spec.name
         self.k: int | None = _check_k(spec, k)
@@ -302,6 +349,8 @@ def _split_options(text: str, whole: str) -> dict[str, str]:
         key, sep, value = part.partition("=")
         if not sep or not key.strip().isidentifier():
             raise RecsqlError(f"metric {whole!r}: options are written name=value, got {part.strip()!r}")
+        if key.strip() in options:
+            raise RecsqlError(f"metric {whole!r}: option {key.strip()!r} is given twice; write it once")
         options[key.strip()] = value.strip()
     return options
 
@@ -315,6 +364,12 @@ def parse_metric(text: Union[str, Metric]) -> Metric:
         return text
     if not isinstance(text, str):
         raise RecsqlError(f"a metric is a string like 'ndcg@10' or a recsql.Metric, got {text!r}")
+    several = _foreign(text)
+    if several is not None:
+        if len(several) > 1:
+            raise RecsqlError(f"{text.strip()!r} is {len(several)} metrics ({', '.join(m.column for m in several)}): "
+                              "pass it in a list of metrics (evaluate, parse_metrics), or one cutoff at a time")
+        return several[0]
     match = _NAME_RE.match(text)
     if not match:
         raise RecsqlError(f"cannot read metric {text!r}: write it as 'name@k', e.g. 'ndcg@10'")
@@ -344,12 +399,50 @@ def _matching_paren(text: str, whole: str) -> int:
 
 
 
+def _foreign(text: str) -> list[Metric] | None:
+    """The metrics a trec_eval or ir_measures name means (recsql/names.py), each named as asked
+    (several cutoffs: as trec_eval prints them), or None when ``text`` is not such a name."""
+    found = names.lookup(text, is_recsql_name)
+    if found is None:
+        return None
+    metrics = []
+    for resolved in found:
+        metric = Metric(resolved.metric, resolved.k, **resolved.options)
+        metric.asked = resolved.column
+        metrics.append(metric)
+    return metrics
+
+
 def parse_metrics(metrics) -> list[Metric]:
-    """Parse a list of names / Metric objects (a single string is one metric). A metric asked twice,
-    under any spelling (``P@10``, ``precision@10``), is computed once, under its first spelling."""
+    """Parse a list of names / Metric objects (a single string is one metric; trec_eval's
+    ``P.5,10`` is two, ``P_5`` and ``P_10``). A metric asked twice, under any spelling (``P@10``,
+    ``precision@10``, ``P_10``), is computed once, under its first spelling — unless the spellings
+    fix different options explicitly (``map@5`` and ``map(denominator=min)@5`` differ under
+    convention="trec"), which keeps both."""
+    from .conventions import CONVENTIONS  # noqa: PLC0415  (conventions imports this module)
     if isinstance(metrics, (str, Metric)):
         metrics = [metrics]
-    parsed = list(dict.fromkeys(parse_metric(m) for m in metrics))
+    if metrics is None or isinstance(metrics, (bytes, dict)) or not hasattr(metrics, "__iter__"):
+        raise RecsqlError(f"metrics must be a metric name or a list of them, e.g. metrics=['ndcg@10', 'map@10']; "
+                          f"got {metrics!r}")
+    parsed: list[Metric] = []
+    seen: set[tuple[Metric, frozenset[str]]] = set()
+    for item in metrics:
+        for metric in (_foreign(item) if isinstance(item, str) else None) or [parse_metric(item)]:
+            # explicit options a convention would otherwise set make two equal metrics different
+            conventional = {opt for c in CONVENTIONS.values() for opt in c.defaults.get(metric.name, {})}
+            key = (metric, metric.explicit & frozenset(conventional))
+            named = [m for m in parsed if m.column.lower() == metric.column.lower()]
+            if key in seen or any(metric == m for m in named):
+                continue
+            if named:  # SQL engines do not tell column names apart by case: ERR@5 and err@5 would clash
+                other = next(m for m in (metric, named[0]) if str(m).lower() != m.column.lower())
+                raise RecsqlError(
+                    f"{named[0].column!r} ({named[0]}) and {metric.column!r} ({metric}) are different metrics whose "
+                    f"names differ only in case, which SQL engines do not tell apart: ask one of them under another "
+                    f"spelling, e.g. {str(other)!r} for {other.column!r}")
+            seen.add(key)
+            parsed.append(metric)
     if not parsed:
         raise RecsqlError("no metrics asked: pass e.g. metrics=['ndcg@10', 'map@10']")
     return parsed

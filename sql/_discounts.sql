@@ -1,4 +1,4 @@
--- Position discounts (SPEC §3), chosen by a metric's `discount` option and written DISCOUNT(x) in
+-- Position discounts (README, "Metrics"), chosen by a metric's `discount` option and written DISCOUNT(x) in
 -- metric files; x is a 1-based position. A custom discount is a SQL expression in `rank`.
 -- log2: 1 / log2(i + 1) (Burges et al. 2005; trec_eval ndcg)
 -- jarvelin: 1 / max(1, log2 i) (Järvelin & Kekäläinen, TOIS 2002, base b = 2)

@@ -1,4 +1,4 @@
--- The shared ranked-rows stage (SPEC §2): the only SQL in recsql with window functions.
+-- The shared ranked-rows stage (README, "How a list is scored"): the only SQL in recsql with window functions.
 --
 -- Inputs are bound by recsql/sources.py as three relations with internal column names:
 --   recs_in(run_keys, user_id, item_id, ord)   ord: smaller is better (-score, or the rank column)
@@ -21,6 +21,9 @@
 --   src 6  pair of list positions a < b (rank = b's position), feature pairs: diversity, kendall
 --   src 7  judged list item within cutoff `cut` with its rank-correlation ranks (feature corr: spearman)
 --   src 8  list position with its cascade terms for one (cascade_kind, cascade_grade) (feature cascade)
+--   src 9  list position under a second tie rule and reading of negative judgments: for the metrics
+--          a convention computes as another part of its tool does (ir_measures' RR@k and Judged@k,
+--          recsql/conventions.py); their templates' `src = 1` is read as `src = 9`. Kept only then.
 -- The composer pads each UNION ALL branch with typed NULLs for the columns other branches define,
 -- and drops the branches, joins and columns of features nobody asked for.
 -- with columns rank, ideal_rank, cut, item_id, relevance (NULL = unjudged),
@@ -32,6 +35,10 @@
 -- With ties = "average" (list_judged replaced by sql/_ties_average.sql), a list row's hit, gain and
 -- gain_exp are the means over its tie group (so hits_cum is not an integer there and the metrics
 -- using it refuse that rule), and tie_miss is the factor of P(no hit in the top k) (hit_rate).
+-- Ties: `ORDER BY ord ASC, item_id ASC` is the composer's to set: item_id descending, or the id's
+-- text compared bytewise (trec_eval's strcmp) under conventions whose tool compares ids as text.
+-- $negative_unjudged = 'yes' (trec_eval): truth rows with relevance < 0 are in the pool but
+-- unjudged, and are dropped before anything else reads truth.
 WITH
 runs AS (
     SELECT DISTINCT run_keys FROM recs_in
@@ -39,6 +46,7 @@ runs AS (
 truth_runs AS (
     SELECT runs.run_keys, t.user_id, t.item_id, t.relevance
     FROM truth_in AS t CROSS JOIN runs
+    WHERE $negative_unjudged = 'no' OR t.relevance >= 0
 ),
 truth_users AS (
     SELECT run_keys, user_id,
@@ -72,6 +80,33 @@ list_rows AS (
              OVER (PARTITION BY run_keys, user_id ORDER BY rank
                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS nonrel_cum
     FROM list_judged
+),
+second_truth AS (
+    SELECT runs.run_keys, t.user_id, t.item_id, t.relevance
+    FROM truth_in AS t CROSS JOIN runs
+    WHERE $second_negative_unjudged = 'no' OR t.relevance >= 0
+),
+second_ranked AS (
+    SELECT run_keys, user_id, item_id,
+        CAST(ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
+    FROM recs_in
+),
+second_judged AS (
+    SELECT l.run_keys, l.user_id, l.item_id, l.rank, t.relevance,
+        CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END AS hit
+    FROM second_ranked AS l
+    LEFT JOIN second_truth AS t
+        ON l.run_keys = t.run_keys AND l.user_id = t.user_id AND l.item_id = t.item_id
+    WHERE $second_max_k IS NULL OR l.rank <= $second_max_k
+),
+second_rows AS (
+    SELECT run_keys, user_id, item_id, rank, relevance, hit,
+        CAST(SUM(hit) OVER (PARTITION BY run_keys, user_id ORDER BY rank
+                            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS hits_cum,
+        CAST(SUM(CASE WHEN relevance < $threshold THEN 1 ELSE 0 END)
+             OVER (PARTITION BY run_keys, user_id ORDER BY rank
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS nonrel_cum
+    FROM second_judged
 ),
 truth_rows AS (
     SELECT run_keys, user_id, item_id, relevance,
@@ -121,6 +156,7 @@ catalog_size AS (
 ),
 truth_max AS (
     SELECT CAST(MAX(relevance) AS DOUBLE) AS max_grade FROM truth_in
+    WHERE $negative_unjudged = 'no' OR relevance >= 0
 ),
 baseline_ranked AS (
     SELECT user_id, item_id,
@@ -262,6 +298,9 @@ stacked AS (
         CAST(cascade_grade AS DOUBLE) AS cascade_grade, CAST(cascade_rel AS DOUBLE) AS cascade_rel,
         CAST(cascade_reach AS DOUBLE) AS cascade_reach
     FROM cascade_rows
+    UNION ALL
+    SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
+    FROM second_rows
 ),
 ranked AS (
     SELECT s.run_keys, s.user_id, s.src, s.rank, s.ideal_rank, s.cut, s.item_id,

@@ -2,7 +2,7 @@
 -- k: required
 -- list: full
 -- formula: accuracy@k = (TP + TN) / N; predicted positive = the top k; TP = relevant items in the top k; TN = non-relevant items of the list beyond k; N = #(whole list ∪ relevant truth items); 0 when N = 0
--- cite: seed 002 (classification accuracy of a top-k cut)
+-- cite: Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.3 (accuracy = (tp + tn) / (tp + fp + fn + tn) of the relevant × retrieved contingency table, the top k being the retrieved set); Herlocker, Konstan, Terveen & Riedl, ACM TOIS 2004 (classification accuracy metrics)
 SELECT
     user_id,
     COALESCE(

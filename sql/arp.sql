@@ -4,7 +4,7 @@
 -- needs: interactions
 -- stage: popularity
 -- formula: ARP@k = Σ_{i∈L} n_i / #L, n_i = users of interactions who saw item i (0 if never seen); 0 for an empty list
--- cite: Abdollahpouri et al., FLAIRS 2019 (average recommendation popularity)
+-- cite: Abdollahpouri, Burke & Mobasher, FLAIRS 2019 (average recommendation popularity, ARP)
 SELECT
     user_id,
     COALESCE(

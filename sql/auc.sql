@@ -2,7 +2,7 @@
 -- k: optional
 -- stage: tie_bounds
 -- formula: AUC@k = share of (relevant, non-relevant) pairs of the top k (or the whole list) in which the relevant item is ranked higher, equal scores counting ½ (unjudged = non-relevant); as Mann–Whitney: (Σ_{relevant} midrank − P(P+1)/2) / (P·(N − P)), midrank = N + 1 − (first + last position of the item's tie group within the cut) / 2; NULL when the list lacks either class
--- cite: Hanley & McNeil, Radiology 1982; Mann & Whitney 1947
+-- cite: Hanley & McNeil, Radiology 1982; Mann & Whitney, Annals of Mathematical Statistics 1947
 SELECT
     user_id,
     (CAST(SUM(CASE WHEN src = 1 AND rank <= $k AND hit = 1 THEN 1 ELSE 0 END) AS DOUBLE)

@@ -3,7 +3,7 @@
 -- params: gain enum(linear, exponential, binary) = linear
 -- ties: average
 -- formula: CG@k = Σ_{i≤k} g_i
--- cite: Järvelin & Kekäläinen, TOIS 2002
+-- cite: Järvelin & Kekäläinen, ACM TOIS 2002
 SELECT
     user_id,
     COALESCE(SUM(CASE WHEN src = 1 AND rank <= $k THEN GAIN() END), 0) AS cg

@@ -3,7 +3,7 @@
 -- population: global
 -- stage: exposure; catalog
 -- formula: coverage@k = #(catalog items in any user's top k) / #catalog; catalog = the catalog input, else the items input, else every item of truth and recs; NULL for an empty catalog or a run without recommendations
--- cite: Ge et al., RecSys 2010 (catalog coverage)
+-- cite: Ge, Delgado-Battenfeld & Jannach, RecSys 2010 (catalog coverage); Adomavicius & Kwon, IEEE TKDE 2012 (aggregate diversity)
 SELECT
     user_id,
     CAST(SUM(CASE WHEN src = 5 AND cut = $k AND in_catalog = 1 THEN 1 ELSE 0 END) AS DOUBLE)

@@ -2,7 +2,7 @@
 -- k: required
 -- ties: average
 -- formula: 2·P·R / (P + R) with P = precision@k, R = recall@k; 0 when P + R = 0
--- cite: van Rijsbergen, Information Retrieval 1979, ch. 7 (F measure, beta = 1)
+-- cite: van Rijsbergen, Information Retrieval (2nd ed.), Butterworths 1979, ch. 7 (F measure, beta = 1)
 SELECT
     user_id,
     COALESCE(2 * precision() * recall() / NULLIF(precision() + recall(), 0), 0) AS f1

@@ -3,7 +3,7 @@
 -- population: global
 -- stage: exposure; catalog
 -- formula: Gini@k = Σ_j (2j − m − 1)·c_(j) / (m·Σc) over the m catalog items, c_i = users whose top k holds item i (0 included), sorted ascending; computed from the shown items only: the m − s unshown ones come first with c = 0, so a shown item of rank r among the s shown sits at j = m − s + r; NULL when nothing of the catalog is shown
--- cite: Fleder & Hosanagar, Management Science 2009; Adomavicius & Kwon, TKDE 2012
+-- cite: Fleder & Hosanagar, Management Science 2009; Adomavicius & Kwon, IEEE TKDE 2012
 SELECT
     user_id,
     CAST(2 * SUM(CASE WHEN src = 5 AND cut = $k AND in_catalog = 1 THEN exposure_rank * exposure ELSE 0 END)

@@ -3,7 +3,7 @@
 -- k: required
 -- ties: average
 -- formula: 1 if hits@k >= 1 else 0; with ties = average, 1 − P(no hit in the top k) = 1 − Π tie_miss
--- cite: Deshpande & Karypis, TOIS 2004 (hit-rate); trec_eval success@k
+-- cite: Deshpande & Karypis, ACM TOIS 2004 (hit rate); trec_eval success@k
 SELECT
     user_id,
     CASE WHEN $ties = 'average' THEN

@@ -4,7 +4,7 @@
 -- stage: list_ideal if ideal = list; slots if ideal = k_slots
 -- ties: average unless ideal = list
 -- formula: DCG@k of the ideal order: truth = every truth item's gain sorted, top k; list = the user's own top-k gains re-sorted; binary = min(k, R) slots of gain 1; k_slots = k slots of gain 1
--- cite: Järvelin & Kekäläinen, TOIS 2002
+-- cite: Järvelin & Kekäläinen, ACM TOIS 2002
 SELECT
     user_id,
     COALESCE(SUM(CASE

@@ -2,7 +2,7 @@
 -- k: required
 -- params: denominator enum(k, list) = k
 -- formula: judged items (with a truth row) in the top k, ÷ k (1 − trec_eval's unj_k); denominator=list: ÷ min(k, n) (ir_measures Judged@k), 0 for an empty list
--- cite: Sakai & Kando 2008 (condensed lists); trec_eval unj; ir_measures Judged@k
+-- cite: Sakai & Kando, Information Retrieval 2008 (evaluation with incomplete judgments); trec_eval unj; ir_measures Judged@k
 SELECT
     user_id,
     COALESCE(

@@ -2,7 +2,7 @@
 -- k: required
 -- needs: price
 -- formula: Σ_{i≤k} hit_i · price_i / Σ_{i≤k} price_i; 0 when the denominator is 0
--- cite: revenue-weighted precision (SPEC seed 001)
+-- cite: no canonical paper: precision@k with each recommended item weighted by its price; on price- and profit-aware evaluation: Jannach & Adomavicius, Price and Profit Awareness in Recommender Systems, VAMS workshop at RecSys 2017; De Biasio, Navarin & Jannach, Economic Recommender Systems – A Systematic Review, Electronic Commerce Research and Applications 2024
 SELECT
     user_id,
     COALESCE(

@@ -4,7 +4,7 @@
 -- stage: list_ideal if ideal = list; slots if ideal = k_slots
 -- ties: average unless ideal = list
 -- formula: nDCG@k = DCG@k / IDCG@k, 0 when IDCG@k = 0; with ideal = binary the list's gains are binary too (RePlay, Spark)
--- cite: Järvelin & Kekäläinen, TOIS 2002
+-- cite: Järvelin & Kekäläinen, ACM TOIS 2002; Burges et al., ICML 2005 (exponential gain)
 SELECT
     user_id,
     COALESCE(

@@ -2,7 +2,7 @@
 -- k: none
 -- summary: sum
 -- formula: R, the number of relevant truth items (relevance ≥ threshold); the summary is the sum over users
--- cite: trec_eval num_rel
+-- cite: trec_eval num_rel (NIST)
 SELECT
     user_id,
     CAST(MAX(n_rel) AS DOUBLE) AS num_rel

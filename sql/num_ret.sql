@@ -2,7 +2,7 @@
 -- k: optional
 -- summary: sum
 -- formula: the number of recommended items (in the top k); the summary is the sum over users
--- cite: trec_eval num_ret
+-- cite: trec_eval num_ret (NIST)
 SELECT
     user_id,
     CAST(SUM(CASE WHEN src = 1 AND rank <= $k THEN 1 ELSE 0 END) AS DOUBLE) AS num_ret

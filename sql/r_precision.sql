@@ -2,7 +2,7 @@
 -- aliases: rprec
 -- k: none
 -- formula: hits@R / R, R = the user's relevant truth items (the whole list is ranked, no cutoff)
--- cite: Buckley & Voorhees, SIGIR 2000; trec_eval Rprec
+-- cite: Buckley & Voorhees, SIGIR 2000; Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.4; trec_eval Rprec
 SELECT
     user_id,
     COALESCE(

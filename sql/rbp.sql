@@ -1,9 +1,9 @@
 -- name: rbp
 -- k: optional
--- params: p number = 0.8
+-- params: p number in (0, 1) = 0.8
 -- ties: average
 -- formula: RBP = (1 − p)·Σ_{i≤k} hit_i · p^(i−1), persistence p (0 < p < 1)
--- cite: Moffat & Zobel, TOIS 2008; trec_eval rbp (p = 0.9 there)
+-- cite: Moffat & Zobel, ACM TOIS 2008; trec_eval rbp (p = 0.9 there)
 SELECT
     user_id,
     (1 - $p) * COALESCE(SUM(CASE WHEN src = 1 AND rank <= $k THEN hit * POWER($p, rank - 1) END), 0) AS rbp

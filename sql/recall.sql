@@ -3,7 +3,7 @@
 -- k: required
 -- ties: average
 -- formula: hits@k / R, R = the user's relevant truth items
--- cite: Manning, Raghavan & Schütze, Introduction to IR 2008, §8.4; trec_eval recall_k
+-- cite: Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.3–8.4; trec_eval recall_k
 SELECT
     user_id,
     COALESCE(

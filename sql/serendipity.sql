@@ -3,7 +3,7 @@
 -- needs: interactions_or_baseline
 -- stage: baseline; popularity
 -- formula: serendipity@k = Σ_{i∈L} hit_i · [i ∉ L_baseline] / k; L_baseline = the user's top k in the baseline input, or without one the k most popular items of interactions (n_i descending, ties by item id)
--- cite: Ge et al., RecSys 2010; Murakami et al., 2008
+-- cite: Ge, Delgado-Battenfeld & Jannach, RecSys 2010; Murakami, Mori & Orihara, New Frontiers in Artificial Intelligence (JSAI 2007), LNCS 4914, 2008; Kaminskas & Bridge, ACM TiiS 2016
 SELECT
     user_id,
     CAST(SUM(CASE WHEN src = 1 AND rank <= $k AND hit = 1

@@ -1,8 +1,8 @@
 -- name: set_f
 -- k: none
--- params: beta number = 1
+-- params: beta number in (0, inf) = 1
 -- formula: (1 + β²)·P·R / (β²·P + R) with P = set_p, R = set_recall; 0 when the denominator is 0
--- cite: van Rijsbergen, Information Retrieval 1979, ch. 7; trec_eval set_F
+-- cite: van Rijsbergen, Information Retrieval (2nd ed.), Butterworths 1979, ch. 7; trec_eval set_F
 SELECT
     user_id,
     COALESCE((1 + $beta * $beta) * set_p() * set_recall() / NULLIF($beta * $beta * set_p() + set_recall(), 0), 0) AS set_f

@@ -1,7 +1,7 @@
 -- name: set_p
 -- k: none
 -- formula: hits / n over the whole recommended list (n its length); 0 for an empty list
--- cite: trec_eval set_P
+-- cite: Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.3 (precision of an unranked set); trec_eval set_P
 SELECT
     user_id,
     COALESCE(

@@ -4,7 +4,7 @@
 -- needs: baseline
 -- stage: baseline
 -- formula: unexpectedness@k = 1 − #(L ∩ L_baseline) / k, L_baseline = the user's top k in the baseline input (ordered like recs)
--- cite: Murakami et al., 2008; RePlay Unexpectedness (replay/metrics/unexpectedness.py)
+-- cite: Murakami, Mori & Orihara, New Frontiers in Artificial Intelligence (JSAI 2007), LNCS 4914, 2008; Kaminskas & Bridge, ACM TiiS 2016; RePlay's Unexpectedness (replay.metrics.Unexpectedness)
 SELECT
     user_id,
     1 - CAST(SUM(CASE WHEN src = 1 AND rank <= $k AND baseline_rank <= $k THEN 1 ELSE 0 END) AS DOUBLE) / $k AS unexpectedness

@@ -1,7 +1,8 @@
 """Plain-Python reference oracle for recsql's accuracy metrics.
 
-Written only from /work/shared/SPEC.md sections 1-3 and the metric-naming conventions,
-independently of the SQL implementation, so that tests can compare the two.
+Written only from the definitions in the README ("Inputs", "How a list is scored", "Metrics",
+"Conventions") and its metric-naming rules, independently of the SQL implementation, so that tests
+can compare the two.
 Standard library only; clarity over speed.
 """
 from __future__ import annotations
@@ -30,14 +31,14 @@ OPTIONAL_CUTOFF = {"map", "ndcg", "idcg", "dcg", "cg", "mrr", "bpref", "num_ret"
 # --------------------------------------------------------------------------- helpers
 
 def _relevance(row):
-    """Truth relevance; a missing (or None) relevance counts as 1 (SPEC 1: default 1)."""
+    """Truth relevance; a missing (or None) relevance counts as 1 (README, "Inputs": default 1)."""
     value = row.get("relevance")
     return 1.0 if value is None else float(value)
 
 
 def _gain(relevance, kind):
-    """SPEC 2.5: linear = max(rel, 0) (unjudged -> 0); exponential = 2^linear - 1.
-    ("binary" = hit_i needs the threshold: see _User.gains.)"""
+    """README, "How a list is scored", step 4: linear = max(rel, 0) (unjudged -> 0);
+    exponential = 2^linear - 1. ("binary" = hit_i needs the threshold: see _User.gains.)"""
     g = 0.0 if relevance is None else max(float(relevance), 0.0)
     return {"linear": lambda: g, "exponential": lambda: 2.0 ** g - 1.0}[kind]()
 
@@ -64,7 +65,7 @@ def _div(num, den):
 
 
 class _User:
-    """One user's ranked, cut and judged list plus their truth (SPEC 2.2-2.5).
+    """One user's ranked, cut and judged list plus their truth (README, "How a list is scored", steps 1-4).
 
     rels[i]  = relevance at position i+1 (None = unjudged), positions 1..min(k, n)
     hits[i]  = 1 if position i+1 is relevant (relevance >= threshold) else 0
@@ -289,9 +290,17 @@ METRICS = {
 
 # --------------------------------------------------------------------------- entry points
 
-def ranked_groups(recs, use_rank=False, ties="item_id"):
+def tie_key(item, id_order="native"):
+    """What tied items are ordered by: the id itself, or (id_order "text": trec_eval's strcmp,
+    Python's str order in ir_measures' providers) its text, compared bytewise (UTF-8 bytes, which
+    is code point order), so that 10 < 9."""
+    return str(item).encode("utf-8") if id_order == "text" else item
+
+
+def ranked_groups(recs, use_rank=False, ties="item_id", id_order="native"):
     """{user_id: [[item_id, ...], ...]}: the user's tie groups (equal rank, or equal score) best
-    first, each group ordered by item_id ascending ("item_id") or descending ("item_id_desc")."""
+    first, each group ordered by item_id ascending ("item_id") or descending ("item_id_desc"),
+    comparing the ids as they are or as text (see tie_key)."""
     by_user = {}
     for row in recs:
         by_user.setdefault(row["user_id"], []).append(row)
@@ -301,14 +310,16 @@ def ranked_groups(recs, use_rank=False, ties="item_id"):
         groups = {}
         for r in rows:
             groups.setdefault(order(r), []).append(r["item_id"])
-        lists[user] = [sorted(groups[key], reverse=ties == "item_id_desc") for key in sorted(groups)]
+        lists[user] = [sorted(groups[key], key=lambda i: tie_key(i, id_order), reverse=ties == "item_id_desc")
+                       for key in sorted(groups)]
     return lists
 
 
-def ranked_lists(recs, use_rank=False, ties="item_id"):
-    """{user_id: [item_id, ...]} in position order (SPEC 2.2): rank ascending (use_rank) or
-    score descending, ties by item_id ascending (or descending); positions are then renumbered 1..n."""
-    return {user: [i for g in groups for i in g] for user, groups in ranked_groups(recs, use_rank, ties).items()}
+def ranked_lists(recs, use_rank=False, ties="item_id", id_order="native"):
+    """{user_id: [item_id, ...]} in position order (README, "How a list is scored", step 1): rank
+    ascending (use_rank) or score descending, ties by item_id ascending (or descending); positions
+    are then renumbered 1..n."""
+    return {user: [i for g in groups for i in g] for user, groups in ranked_groups(recs, use_rank, ties, id_order).items()}
 
 
 def orderings(groups):
@@ -318,7 +329,7 @@ def orderings(groups):
 
 def reference(recs, truth, name, k=None, options=None, *, items=None, threshold=1.0,
               population="relevant", use_rank=False, ties="item_id", negative_unjudged=False,
-              gain_relevant_only=False) -> dict:
+              gain_relevant_only=False, id_order="native", population_negative_unjudged=None) -> dict:
     """Per-user metric values for ONE run: {user_id: float} for every user of the population.
 
     population "relevant": users with >= 1 truth item with relevance >= threshold (users without
@@ -327,7 +338,11 @@ def reference(recs, truth, name, k=None, options=None, *, items=None, threshold=
     ties: "item_id" / "item_id_desc" break equal scores by item id; "average" is the mean of the
     metric over every order of the tied items (enumerated).
     negative_unjudged: truth rows with relevance < 0 are ignored (trec_eval's "unjudged").
+    population_negative_unjudged: whether the population is formed without those rows (default:
+    negative_unjudged); a metric a convention reads with them (ir_measures' Judged) keeps the
+    convention's population.
     gain_relevant_only: truth rows below the threshold give no gain (ranx).
+    id_order: "text" compares tied ids as text (trec_eval, ir_measures, ranx; see tie_key).
     """
     name = ALIASES.get(name, name)
     metric = METRICS[name]
@@ -347,22 +362,26 @@ def reference(recs, truth, name, k=None, options=None, *, items=None, threshold=
         if row["item_id"] in user_truth:
             raise ValueError("duplicate (user, item) in truth")
         user_truth[row["item_id"]] = _relevance(row)
+    without_negative = {u: {i: r for i, r in t.items() if r >= 0} for u, t in truth_by_user.items()}
+    without_negative = {u: t for u, t in without_negative.items() if t}
+    population_negative_unjudged = negative_unjudged if population_negative_unjudged is None \
+        else population_negative_unjudged
+    population_truth = without_negative if population_negative_unjudged else truth_by_user
     if negative_unjudged:
-        truth_by_user = {u: {i: r for i, r in t.items() if r >= 0} for u, t in truth_by_user.items()}
-        truth_by_user = {u: t for u, t in truth_by_user.items() if t}
+        truth_by_user = without_negative
 
-    groups = ranked_groups(recs, use_rank, "item_id" if ties == "average" else ties)
+    groups = ranked_groups(recs, use_rank, "item_id" if ties == "average" else ties, id_order)
     if population == "judged":
-        users = list(truth_by_user)
+        users = list(population_truth)
     else:
-        users = [u for u, t in truth_by_user.items() if any(r >= threshold for r in t.values())]
+        users = [u for u, t in population_truth.items() if any(r >= threshold for r in t.values())]
     if population == "intersection":
         users = [u for u in users if u in groups]
     elif population not in ("relevant", "judged"):
         raise ValueError(f"unknown population {population!r}")
 
     def value(user, ordered):
-        t = truth_by_user[user]
+        t = truth_by_user.get(user, {})
         if gain_relevant_only:  # judgments below the threshold keep their hit/judged role but give no gain
             u = _User(ordered, t, k, threshold, items)
             u.rels = [r if r is None or r >= threshold else min(r, 0.0) for r in u.rels]

@@ -1,8 +1,8 @@
-"""Plain-Python reference oracle for recsql's "beyond accuracy" metrics (SPEC section 4).
+"""Plain-Python reference oracle for recsql's "beyond accuracy" metrics.
 
-Written only from the metric definitions of /work/shared/SPEC.md section 4 (and the brief that
-spelled out its edge cases), independently of the SQL implementation, so that tests can compare
-the two. Standard library only; clarity over speed.
+Written only from the definitions in the README ("Beyond accuracy and user models", with the
+choices listed there for its edge cases), independently of the SQL implementation, so that tests
+can compare the two. Standard library only; clarity over speed.
 
 Entry point: ``reference_beyond(name, k, options, recs, truth, items=..., ...)``.
 Inputs are lists of dict rows for ONE run:

@@ -1,7 +1,9 @@
 """The `recsql` command: evaluate (table / csv / json, per-user file, --db), sql, metrics, errors."""
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,6 +13,7 @@ import pandas as pd
 import pytest
 
 import recsql
+from cases import TREC_EVAL as TREC
 from recsql.cli import main
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
@@ -72,7 +75,7 @@ def test_metrics_lists_the_registry(capsys):
     out = capsys.readouterr().out
     for name in recsql.registry():
         assert f"\n{name}" in f"\n{out}"
-    assert "option ideal = truth | list | binary | k_slots" in out
+    assert "option ideal = truth (choices: truth | list | binary | k_slots)" in out
 
 
 def test_errors_exit_2_with_a_message_and_no_traceback(capsys):
@@ -107,9 +110,6 @@ def test_sql_for_another_dialect(capsys):
     assert "`proj`.`ds`.`recs`" in sql and "FLOAT64" in sql
     assert main(["sql", "-m", "ndcg@10", "--dialect", "nosuchsql"]) == 2
     assert "is not supported" in capsys.readouterr().err
-
-
-TREC = Path(__file__).resolve().parents[2] / "shared" / "oracles" / "trec_eval"
 
 
 def _trec_eval_all(name: str) -> dict[str, float]:
@@ -172,3 +172,93 @@ def test_beyond_metrics_from_the_command_line(tmp_path, capsys):
     assert main(["sql", "-m", "personalization@10", "--no-truth", "--recs", "db.recs"]) == 0
     out = capsys.readouterr().out
     assert '"db"."recs"' in out and '"truth"' not in out  # no truth table is read
+
+
+# --- newcomer friction: --version, exact JSON, readable `recsql metrics`, outputs refused up front ---
+
+
+def test_version_prints_the_package_version(capsys):
+    import importlib.metadata
+    import tomllib
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"recsql {importlib.metadata.version('recsql')}\n"
+    assert importlib.metadata.version("recsql") == pyproject["project"]["version"] == recsql.__version__
+
+
+def test_json_prints_every_digit_and_null_for_nan(tmp_path, capsys):
+    """recall@1 = 1/3 must read back as exactly 1/3 (not 15 digits); AUC of an all-relevant list is NULL."""
+    recs, truth = tmp_path / "r.csv", tmp_path / "t.csv"
+    recs.write_text("user_id,item_id,score\n1,1,0.9\n1,2,0.8\n1,3,0.7\n")
+    truth.write_text("user_id,item_id\n1,1\n1,2\n1,3\n")
+    per_user = tmp_path / "users.json"
+    assert main(["evaluate", str(recs), str(truth), "-m", "recall@1", "-m", "auc@3", "--format", "json",
+                 "--per-user", str(per_user)]) == 0
+    text = capsys.readouterr().out
+
+    def no_nan(constant):
+        raise AssertionError(f"not JSON: {constant}")
+
+    for document in (text, per_user.read_text()):
+        row = json.loads(document, parse_constant=no_nan)[0]
+        assert row["recall@1"] == 1 / 3 and row["auc@3"] is None
+    assert repr(1 / 3) in text  # 0.3333333333333333: all 16 digits
+
+
+def test_metrics_shows_every_default_readably(capsys):
+    assert main(["metrics"]) == 0
+    out = capsys.readouterr().out
+    err = out[out.index("\nerr[@k]"):]
+    err = err[: err.index("\n", err.index("cite:"))]
+    assert "    option max_grade = auto (the largest relevance in truth; choices: auto | a number)" in err
+    assert "option p = 0.8 (choices: a number)" in out  # rbp
+    options = [line.strip() for line in out.splitlines() if line.strip().startswith("option ")]
+    assert options and all(re.fullmatch(r"option \w+ = \S+ \(.+\)", line) for line in options), options
+    assert not re.search(r"seed|SPEC|notebook", out)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_per_user_onto_an_input_is_refused_before_anything_is_read(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    Path("recs.csv").write_text("user_id,item_id,score\n1,1,0.9\n1,2,0.8\n")
+    Path("truth.csv").write_text("user_id,item_id\n1,2\n")
+    Path("link.csv").symlink_to(tmp_path / "truth.csv")
+    before = {name: _sha(Path(name)) for name in ("recs.csv", "truth.csv")}
+    for per_user, refused in (("recs.csv", "RECS 'recs.csv'"), (str(tmp_path / "recs.csv"), "RECS 'recs.csv'"),
+                              ("link.csv", "TRUTH 'truth.csv'")):
+        assert main(["evaluate", "recs.csv", "truth.csv", "-m", "ndcg@10", "--per-user", per_user]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""  # no summary: nothing was evaluated
+        assert captured.err.startswith(f"recsql: error: --per-user {per_user!r} is the input {refused}")
+        assert "metric(s)" not in captured.err
+        assert {name: _sha(Path(name)) for name in before} == before
+
+
+def test_out_onto_an_input_table_is_refused_before_anything_is_read(tmp_path, capsys):
+    db = tmp_path / "shop.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE recs AS SELECT 1 AS user_id, 2 AS item_id, 0.5 AS score")
+    con.execute("CREATE TABLE truth AS SELECT 1 AS user_id, 2 AS item_id")
+    con.close()
+    before = _sha(db)
+    for extra, words in ((["--out", "main.RECS"], "--out 'main.RECS' is an input table"),
+                         (["--out-per-user", "truth"], "--out-per-user 'truth' is an input table"),
+                         (["--out", "m", "--out-per-user", "M"], "--out and --out-per-user name the same table"),
+                         (["--per-user", str(db.with_suffix(".csv"))], None)):
+        code = main(["evaluate", "recs", "truth", "--db", str(db), "-m", "ndcg@10", *extra])
+        captured = capsys.readouterr()
+        if words is None:  # a new file beside the database is fine
+            assert code == 0 and "ndcg@10" in captured.out
+            continue
+        assert code == 2 and captured.out == "" and words in captured.err, captured
+        assert _sha(db) == before
+    assert main(["evaluate", "recs", "truth", "-m", "ndcg@10", "--out", "metrics"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "pass --db FILE.duckdb" in captured.err
+    assert main(["evaluate", "recs", "truth", "--db", str(db), "-m", "ndcg@10", "--per-user", str(db)]) == 2
+    assert "--per-user" in capsys.readouterr().err and _sha(db) == before

@@ -1,25 +1,39 @@
-"""Differential tests: recsql against the real tools, pytrec_eval (convention="trec") and ranx
-(convention="ranx"), on random runs with tied scores, graded relevance, queries missing from the run
-and run queries missing from the qrels; plus one hand-checkable tie case per tool.
+"""Differential tests: recsql against the real tools, pytrec_eval (convention="trec"), ir_measures
+with its default providers (convention="ir_measures"), ranx (convention="ranx") and Microsoft
+Recommenders' python_evaluation (convention="msr"), on random runs with tied scores, graded relevance,
+string and INTEGER ids (the tools see integers as the strings they are; trec_eval and ir_measures
+compare them as text, "10" < "9"), queries missing from the run and run queries missing from the
+qrels; plus the hand-checkable cases of each tool's rules.
 
-Both tools are test dependencies and are imported unconditionally: a missing tool fails, never skips.
+The tools are test dependencies and are imported unconditionally: a missing tool fails, never skips.
+(Microsoft Recommenders is installed without its dependencies, which python_evaluation never imports:
+it needs numpy, pandas and scikit-learn; its package pins pandas < 3.)
 
 - pytrec_eval (pytrec-eval-terrier, trec_eval inside) reports only queries that are in the run and in
   the qrels. recsql's trec convention averages over every qrels query (trec_eval -c): a qrels query
   missing from the run scores 0 (its num_rel is still its number of relevant documents, as trec_eval
   10.0 -c prints it), and the summary is the mean over every qrels query (the sum for num_*).
+- ir_measures serves each measure from the first default provider that has it: pytrec_eval (docno
+  descending among ties, negative judgments unjudged) for all but RR@k (msmarco) and Judged@k (judged),
+  which sort tied docnos ascending and read a negative judgment as judged; iter_calc reports every
+  qrels query (missing ones 0).
 - ranx is given Qrels/Run objects built from dicts (its DataFrame loaders reject pandas 3 strings).
   A Run keeps the input order of tied documents for lists under 16 documents, so each query's docs are
-  inserted in ascending docno order and lists have at most 15 docs: ranx's tie order is then docno
-  ascending, which is recsql's ranx convention. make_comparable=True adds the qrels queries missing
+  inserted in ascending docno order (as text: ranx's ids are strings) and lists have at most 15 docs:
+  ranx's tie order is then docno ascending, which is recsql's ranx convention. make_comparable=True adds the qrels queries missing
   from the run (scoring 0) and drops the run-only ones. ranx truncates relevances to int: the
   relevances here are integers, and negative ones (unjudged for trec_eval only) are not used.
+- Microsoft Recommenders keeps tied items in input order (a stable sort on the prediction), so it is
+  given the recommendations sorted by (user, item): recsql's msr convention orders ties by item id.
+  It returns means only; its ndcg_at_k averages over every truth user, its other measures over the
+  users of both inputs.
 """
 from __future__ import annotations
 
 import math
 import warnings
 
+import ir_measures
 import pandas as pd
 import pytest
 import pytrec_eval
@@ -27,6 +41,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ranx import Qrels, Run
 from ranx import evaluate as ranx_evaluate
+from recommenders.evaluation import python_evaluation as msr
 
 import recsql
 
@@ -37,6 +52,10 @@ QIDS = ["q1", "q2", "q3", "q10", "q11", "q20", "Q1"]
 # 15 docnos (ranx keeps the input order of ties below 16 docs): string order differs from numeric
 # order ("d1" < "d10" < "d100" < "d2"), upper case sorts first, "_" between upper and lower case.
 DOCS = ["d1", "d2", "d3", "d9", "d10", "d11", "d20", "d100", "d01", "d1a", "d_2", "D3", "D10", "a", "e5"]
+# Integer ids, whose text order is not their order: "-3" < "0" < "1" < "10" < "100" < "101" < "11" < "9".
+INT_QIDS = [1, 2, 3, 10, 11, 20, 7]
+INT_DOCS = [1, 2, 3, 9, 10, 11, 20, 100, 0, 12, 21, 99, 101, -3, 50]
+IDS = {"str": (QIDS, DOCS), "int": (INT_QIDS, INT_DOCS)}
 SCORES = [0.1, 0.5, 0.5, 0.9, 1.0]  # few values: ties are frequent (all distinct as float32 too)
 TREC_RELEVANCES = [-1, 0, 1, 2, 3]  # negative = in the pool but unjudged (trec_eval)
 RANX_RELEVANCES = [0, 1, 1, 2, 3]
@@ -80,42 +99,51 @@ def ranx_metrics(threshold: int) -> dict[str, str]:
 
 @st.composite
 def collections(draw, relevances: list[int]) -> tuple[dict, dict]:
-    """(run, qrels) as {qid: {docno: score}} and {qid: {docno: relevance}}; run docs in docno order.
+    """(run, qrels) as {qid: {docno: score}} and {qid: {docno: relevance}}, with string or integer ids;
+    run docs in docno order (as text).
 
     1-6 qrels queries with 1-8 judged docs (at least one not negative); a subset of them in the run, plus
     0-2 run queries not in the qrels with 0-12 docs (a query with no docs is absent from the run)."""
-    qrels_qids = draw(st.lists(st.sampled_from(QIDS), unique=True, min_size=1, max_size=6))
+    all_qids, all_docs = IDS[draw(st.sampled_from(sorted(IDS)))]
+    qrels_qids = draw(st.lists(st.sampled_from(all_qids), unique=True, min_size=1, max_size=6))
     run_qids = (draw(st.lists(st.sampled_from(qrels_qids), unique=True, min_size=1))  # some qrels queries missing
-                + draw(st.lists(st.sampled_from([q for q in QIDS if q not in qrels_qids]), unique=True, max_size=2)))
+                + draw(st.lists(st.sampled_from([q for q in all_qids if q not in qrels_qids]), unique=True, max_size=2)))
     qrels = {}
     for q in qrels_qids:
-        docs = draw(st.lists(st.sampled_from(DOCS), unique=True, min_size=1, max_size=8))
+        docs = draw(st.lists(st.sampled_from(all_docs), unique=True, min_size=1, max_size=8))
         qrels[q] = {d: draw(st.sampled_from(relevances)) for d in docs}
         if all(rel < 0 for rel in qrels[q].values()):
             # a query judged only -1 crashes pytrec_eval (segfault): see test_trec_query_judged_only_negative
             qrels[q][docs[0]] = draw(st.sampled_from([r for r in relevances if r >= 0]))
     run = {}
     for q in run_qids:
-        judged = draw(st.lists(st.sampled_from(sorted(qrels[q])), unique=True)) if q in qrels else []
-        docs = set(judged) | set(draw(st.lists(st.sampled_from(DOCS), unique=True, max_size=12 - len(judged))))
+        judged = draw(st.lists(st.sampled_from(sorted(qrels[q], key=str)), unique=True)) if q in qrels else []
+        docs = set(judged) | set(draw(st.lists(st.sampled_from(all_docs), unique=True, max_size=12 - len(judged))))
         if docs:
-            run[q] = {d: draw(st.sampled_from(SCORES)) for d in sorted(docs)}
+            run[q] = {d: draw(st.sampled_from(SCORES)) for d in sorted(docs, key=str)}
     return run, qrels
 
 
+def text(collection: dict) -> dict:
+    """{qid: {docno: value}} with string ids, as the tools take them (insertion order kept)."""
+    return {str(q): {str(d): v for d, v in docs.items()} for q, docs in collection.items()}
+
+
 def frames(run: dict, qrels: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """recs and truth frames with the ids as drawn: strings, or integers (int64 columns)."""
     recs = pd.DataFrame([(q, d, s) for q, docs in run.items() for d, s in docs.items()],
                         columns=["user_id", "item_id", "score"])
     truth = pd.DataFrame([(q, d, r) for q, docs in qrels.items() for d, r in docs.items()],
                          columns=["user_id", "item_id", "relevance"])
-    ids = {"user_id": "str", "item_id": "str"}
+    kind = "int64" if isinstance(next(iter(qrels)), int) else "str"
+    ids = {"user_id": kind, "item_id": kind}
     return (recs.astype(ids | {"score": "float64"}), truth.astype(ids | {"relevance": "int64"}))
 
 
 def per_user(result: recsql.Evaluation) -> dict[str, dict[str, float]]:
-    """{metric: {user: value}} from recsql's per-user frame."""
+    """{metric: {user: value}} from recsql's per-user frame, users as text (the tools' qids)."""
     rows = result.per_user.set_index("user_id")
-    return {col: {u: float(v) for u, v in rows[col].items()} for col in rows.columns}
+    return {col: {str(u): float(v) for u, v in rows[col].items()} for col in rows.columns}
 
 
 def close(a: float, b: float) -> bool:
@@ -158,16 +186,16 @@ def _ranx_call(run: dict, qrels: dict, names: list[str]) -> dict[str, dict[str, 
 @settings(max_examples=100)
 @given(data=collections(TREC_RELEVANCES), threshold=st.sampled_from([1, 2]))
 def test_trec_convention_equals_pytrec_eval(data, threshold):
-    run, qrels = data
+    recs, truth = frames(*data)
+    run, qrels = text(data[0]), text(data[1])
     pairs = trec_metrics()
-    recs, truth = frames(run, qrels)
     result = recsql.evaluate(recs, truth, sorted(set(pairs.values())), convention="trec", threshold=threshold)
     got = per_user(result)
     expected = trec_eval_values(run, qrels, threshold)
 
     # pytrec_eval reports exactly the queries in both inputs; recsql every qrels query, no run-only one
     assert set(expected) == set(run) & set(qrels)
-    assert set(result.per_user["user_id"]) == set(qrels)
+    assert set(result.per_user["user_id"].astype(str)) == set(qrels)
     assert int(result.summary["n_users"].iloc[0]) == len(qrels)
 
     for measure, metric in pairs.items():
@@ -190,14 +218,14 @@ def test_trec_convention_equals_pytrec_eval(data, threshold):
 @settings(max_examples=50)  # about 2 s an example: ranx is called once per query for bpref
 @given(data=collections(RANX_RELEVANCES), threshold=st.sampled_from([1, 2]))
 def test_ranx_convention_equals_ranx(data, threshold):
-    run, qrels = data
+    recs, truth = frames(*data)
+    run, qrels = text(data[0]), text(data[1])
     pairs = ranx_metrics(threshold)
-    recs, truth = frames(run, qrels)
     result = recsql.evaluate(recs, truth, sorted(set(pairs.values())), convention="ranx", threshold=threshold)
     got = per_user(result)
     expected = ranx_values(run, qrels, list(pairs))
 
-    assert set(result.per_user["user_id"]) == set(qrels)
+    assert set(result.per_user["user_id"].astype(str)) == set(qrels)
     assert int(result.summary["n_users"].iloc[0]) == len(qrels)
     for name, metric in pairs.items():
         assert set(expected[name]) == set(qrels)
@@ -215,6 +243,198 @@ def test_ranx_convention_equals_ranx(data, threshold):
             assert close(got[metric][qid], want), (name, qid, got[metric][qid], want, run, qrels, threshold)
         summary = float(result.summary[metric].iloc[0])
         assert close(summary, sum(got[metric].values()) / len(qrels)), (name, summary)
+
+
+# --- ir_measures / convention="ir_measures" -------------------------------------------------------
+
+IR_CUTOFFS = [1, 2, 3, 5, 15]
+
+
+def ir_measures_pairs(threshold: int) -> dict[str, str]:
+    """{ir_measures measure: recsql metric}; the relevance level is each measure's rel (nDCG and Judged
+    have none: graded gains, any qrels row)."""
+    rel = f"(rel={threshold})"
+    pairs = {"nDCG": "ndcg", f"AP{rel}": "map", f"RR{rel}": "mrr", f"Rprec{rel}": "r_precision",
+             f"Bpref{rel}": "bpref", f"SetP{rel}": "set_p", f"SetR{rel}": "set_recall", f"SetF{rel}": "set_f",
+             "NumRet": "num_ret", f"NumRet{rel}": "num_rel_ret"}
+    for k in IR_CUTOFFS:
+        pairs.update({f"nDCG@{k}": f"ndcg@{k}", f"AP{rel}@{k}": f"map@{k}", f"RR{rel}@{k}": f"mrr@{k}",
+                      f"P{rel}@{k}": f"precision@{k}", f"R{rel}@{k}": f"recall@{k}",
+                      f"Success{rel}@{k}": f"hit_rate@{k}", f"Judged@{k}": f"judged@{k}"})
+    return pairs
+
+
+def ir_measures_values(run: dict, qrels: dict, names: list[str]) -> dict[str, dict[str, float]]:
+    """{measure: {qid: value}} from ir_measures' default pipeline (every qrels query)."""
+    measures = {ir_measures.parse_measure(n): n for n in names}
+    values: dict[str, dict[str, float]] = {n: {} for n in names}
+    for metric in ir_measures.iter_calc(list(measures), qrels, run):
+        values[measures[metric.measure]][metric.query_id] = float(metric.value)
+    return values
+
+
+@settings(max_examples=60)
+@given(data=collections(TREC_RELEVANCES), threshold=st.sampled_from([1, 2]))
+def test_ir_measures_convention_equals_ir_measures(data, threshold):
+    """Every measure through ir_measures.iter_calc and calc_aggregate (its default providers): the
+    pytrec_eval ones, RR@k (msmarco provider: ties docno ascending) and Judged@k (judged provider:
+    ties ascending, a negative judgment is judged)."""
+    recs, truth = frames(*data)
+    run, qrels = text(data[0]), text(data[1])
+    pairs = ir_measures_pairs(threshold)
+    result = recsql.evaluate(recs, truth, list(dict.fromkeys(pairs.values())), convention="ir_measures",
+                             threshold=threshold)
+    got = per_user(result)
+    expected = ir_measures_values(run, qrels, list(pairs))
+    aggregate = ir_measures.calc_aggregate([ir_measures.parse_measure(n) for n in pairs], qrels, run)
+
+    assert set(result.per_user["user_id"].astype(str)) == set(qrels)
+    assert int(result.summary["n_users"].iloc[0]) == len(qrels)
+    for name, metric in pairs.items():
+        assert set(expected[name]) == set(qrels), name
+        for qid in qrels:
+            assert close(got[metric][qid], expected[name][qid]), (name, qid, got[metric][qid], expected[name][qid],
+                                                                  run, qrels, threshold)
+        summary = float(result.summary[metric].iloc[0])
+        assert close(summary, aggregate[ir_measures.parse_measure(name)]), (name, summary, aggregate)
+
+
+def test_ir_measures_providers_of_each_measure():
+    """The measures recsql claims are served by the providers its convention follows (pytrec_eval,
+    msmarco, judged), with ir_measures' default pipeline and the providers installed here."""
+    def provider(name: str) -> str:
+        measure = ir_measures.parse_measure(name)
+        return next(p.NAME for p in ir_measures.DefaultPipeline.providers if p.is_available() and p.supports(measure))
+    served = {n: provider(n) for n in ir_measures_pairs(2)}
+    assert {n for n, p in served.items() if p != "pytrec_eval"} == \
+        {f"RR(rel=2)@{k}" for k in IR_CUTOFFS} | {f"Judged@{k}" for k in IR_CUTOFFS}
+    assert {served[f"RR(rel=2)@{k}"] for k in IR_CUTOFFS} == {"msmarco"}
+    assert {served[f"Judged@{k}"] for k in IR_CUTOFFS} == {"judged"}
+
+
+def test_ir_measures_rr_at_k_and_judged_order_ties_ascending():
+    """Tied docs a, b (a judged -1, b relevant), c, d: RR (pytrec_eval, docno descending) puts b first;
+    RR@2 (msmarco, ascending) a then b; Judged@4 (judged provider) counts a's negative judgment."""
+    qrels = {"q1": {"a": -1, "b": 1, "c": 0}}
+    run = {"q1": {"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.5}}
+    names = {"RR": "mrr", "RR@2": "mrr@2", "Judged@2": "judged@2", "Judged@4": "judged@4", "P@1": "precision@1"}
+    want = {"RR": 1.0, "RR@2": 0.5, "Judged@2": 1.0, "Judged@4": 0.75, "P@1": 1.0}
+    tool = {n: v["q1"] for n, v in ir_measures_values(run, qrels, list(names)).items()}
+    assert tool == pytest.approx(want, abs=TOL)
+    got = per_user(recsql.evaluate(*frames(run, qrels), list(names.values()), convention="ir_measures"))
+    assert {n: got[m]["q1"] for n, m in names.items()} == pytest.approx(want, abs=TOL)
+
+
+def test_ir_measures_two_tie_rules_render_as_one_statement():
+    """RR (docno descending) and RR@10 (ascending) in ONE query: the list is ranked a second time
+    (src 9) only because RR@10 is asked."""
+    both = recsql.to_sql(["RR", "RR@10"], convention="ir_measures")
+    assert len(recsql.to_sql(["RR"], convention="ir_measures").split(";")) == len(both.split(";")) == 1
+    assert "second_ranked" in both and "src = 9" in both
+    assert "second_ranked" not in recsql.to_sql(["RR", "P@10"], convention="ir_measures")
+
+
+def test_ir_measures_explicit_tie_rule_applies_to_every_measure():
+    """ties= written by the user wins over the per-measure rules too: RR@2 then ranks b (docno
+    descending) first, as RR does."""
+    recs, truth = frames({"q1": {"a": 1.0, "b": 1.0}}, {"q1": {"b": 1}})
+    got = recsql.evaluate(recs, truth, ["RR", "RR@2"], convention="ir_measures", ties="item_id_desc").summary
+    assert got[["RR", "RR@2"]].iloc[0].tolist() == [1.0, 1.0]
+    got = recsql.evaluate(recs, truth, ["RR", "RR@2"], convention="ir_measures").summary
+    assert got[["RR", "RR@2"]].iloc[0].tolist() == [1.0, 0.5]
+
+
+# --- Microsoft Recommenders / convention="msr" ------------------------------------------------------
+
+MSR_CUTOFFS = [1, 3, 5, 15]
+
+
+@st.composite
+def msr_frames(draw) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rating_true, rating_pred) in MSR's column names: string or integer ids, 1-6 truth users with
+    1-6 items (any rating: MSR reads none), recommendations for some of them and for users without
+    truth, tied predictions."""
+    users, items = ([f"u{i}" for i in range(1, 8)], DOCS) if draw(st.booleans()) else (INT_QIDS, INT_DOCS)
+    truth_users = draw(st.lists(st.sampled_from(users), unique=True, min_size=1, max_size=6))
+    true = [(u, i, draw(st.sampled_from([1.0, 2.0, 5.0])))
+            for u in truth_users for i in draw(st.lists(st.sampled_from(items), unique=True, min_size=1, max_size=6))]
+    pred_users = (draw(st.lists(st.sampled_from(truth_users), unique=True))
+                  + draw(st.lists(st.sampled_from([u for u in users if u not in truth_users]), unique=True, max_size=2)))
+    truth_items = {}
+    for u, i, _ in true:
+        truth_items.setdefault(u, []).append(i)
+    pred = []
+    for u in pred_users:
+        hits = draw(st.lists(st.sampled_from(truth_items.get(u, items)), unique=True))
+        rest = draw(st.lists(st.sampled_from(items), unique=True, min_size=0 if hits else 1, max_size=10))
+        pred += [(u, i, draw(st.sampled_from(SCORES))) for i in dict.fromkeys(hits + rest)]
+    kind = "str" if isinstance(users[0], str) else "int64"
+    ids = {"userID": kind, "itemID": kind}
+    rating_true = pd.DataFrame(true, columns=["userID", "itemID", "rating"]).astype(ids | {"rating": "float64"})
+    rating_pred = pd.DataFrame(pred, columns=["userID", "itemID", "prediction"]).astype(ids | {"prediction": "float64"})
+    # MSR keeps tied items in input order (stable sort): give them in recsql's msr order, item id ascending
+    return rating_true, rating_pred.sort_values(["userID", "itemID"], kind="stable").reset_index(drop=True)
+
+
+MSR_FUNCTIONS = {"precision_at_k": "precision", "recall_at_k": "recall", "map_at_k": "map",
+                 "ndcg_at_k": "ndcg", "map": "map(denominator=relevant)"}
+
+
+def msr_evaluate(rating_true: pd.DataFrame, rating_pred: pd.DataFrame, asked: list[str]) -> recsql.Evaluation:
+    return recsql.evaluate(rating_pred, rating_true, asked, user_col="userID", item_col="itemID",
+                           score_col="prediction", relevance_col="rating", convention="msr")
+
+
+@settings(max_examples=40)
+@given(data=msr_frames())
+def test_msr_convention_equals_microsoft_recommenders(data):
+    """precision_at_k, recall_at_k, map_at_k, ndcg_at_k and map (÷ R) with their defaults
+    (relevancy_method="top_k", binary ndcg) equal recsql's msr convention, each over its own users."""
+    rating_true, rating_pred = data
+    asked = [f"{metric}@{k}" for k in MSR_CUTOFFS for metric in MSR_FUNCTIONS.values()]
+    result = msr_evaluate(rating_true, rating_pred, asked)
+    summary = result.summary.iloc[0]
+    common = set(rating_true["userID"]) & set(rating_pred["userID"])
+    assert int(summary["n_users"]) == len(common)  # precision, recall, map: users of both inputs
+    assert int(summary["n_users_ndcg"]) == rating_true["userID"].nunique()  # ndcg: every truth user
+    for k in MSR_CUTOFFS:
+        for function, metric in MSR_FUNCTIONS.items():
+            want = getattr(msr, function)(rating_true, rating_pred, k=k)
+            got = summary[f"{metric}@{k}"]
+            if not common and function != "ndcg_at_k":
+                # no user in both inputs: MSR returns 0.0 (no hit at all), recsql's population is empty
+                assert want == 0.0 and pd.isna(got), (function, k, want, got)
+                continue
+            assert close(float(got), float(want)), (function, k, got, want, rating_true, rating_pred)
+
+
+def test_msr_ndcg_counts_truth_users_without_recommendations():
+    """Truth for users 1 and 2, ten recommendations for user 1 only, its item 1 first and relevant:
+    MSR's ndcg_at_k is 0.5 (user 2 is averaged in with 0), its precision_at_k 0.1 (user 1 only)."""
+    rating_true = pd.DataFrame({"userID": [1, 2], "itemID": [1, 1], "rating": [5.0, 5.0]})
+    rating_pred = pd.DataFrame({"userID": [1] * 10, "itemID": list(range(1, 11)),
+                                "prediction": [float(10 - i) for i in range(10)]})
+    tool = {f: getattr(msr, f)(rating_true, rating_pred, k=10) for f in ("ndcg_at_k", "precision_at_k",
+                                                                          "recall_at_k", "map_at_k")}
+    assert tool == pytest.approx({"ndcg_at_k": 0.5, "precision_at_k": 0.1, "recall_at_k": 1.0, "map_at_k": 1.0})
+    result = msr_evaluate(rating_true, rating_pred, ["ndcg@10", "precision@10", "recall@10", "map@10"])
+    got = result.summary.iloc[0]
+    assert [got[m] for m in ("ndcg@10", "precision@10", "recall@10", "map@10")] == pytest.approx([0.5, 0.1, 1.0, 1.0])
+    assert (got["n_users"], got["n_users_ndcg"], got["users_without_recs"]) == (1, 2, 1)
+    # per user: user 2 is in ndcg's population (0) and outside the others' (empty)
+    rows = result.per_user.set_index("userID")
+    assert rows.loc[2, "ndcg@10"] == 0.0 and rows[["precision@10", "recall@10", "map@10"]].loc[2].isna().all()
+
+
+def test_msr_r_precision_at_k_is_another_measure():
+    """MSR's r_precision_at_k divides the hits within the top min(k, R) by R and averages over the users
+    with at least one such hit only: not trec_eval's Rprec (recsql's r_precision), which averages over
+    every user and ranks the whole list."""
+    rating_true = pd.DataFrame({"userID": [1, 1, 2], "itemID": [1, 2, 1], "rating": [1.0, 1.0, 1.0]})
+    rating_pred = pd.DataFrame({"userID": [1, 1, 2, 2], "itemID": [1, 3, 3, 1], "prediction": [2.0, 1.0, 2.0, 1.0]})
+    assert msr.r_precision_at_k(rating_true, rating_pred, k=10) == pytest.approx(0.5)  # user 2 (no hit in top 1) left out
+    got = msr_evaluate(rating_true, rating_pred, ["r_precision"]).summary["r_precision"].iloc[0]
+    assert got == pytest.approx(0.25)  # (1/2 + 0) / 2
 
 
 # --- the tie rule, by hand ------------------------------------------------------------------------
@@ -235,6 +455,22 @@ def test_trec_tie_rule_by_hand():
                                    convention="trec"))
     assert [got[m]["q1"] for m in ["precision@1", "precision@2", "mrr", "map", "ndcg@2"]] == \
         pytest.approx([1.0, 0.5, 1.0, 1.0, 1.0], abs=TOL)
+
+
+def test_trec_integer_ids_tie_as_text():
+    """Items 9 and 10 tied, 9 relevant: trec_eval compares docnos with strcmp, "9" > "10", so 9 comes
+    first (descending) and recip_rank is 1; recsql's trec convention with INTEGER ids does the same
+    (numerically, 10 would come first and give 0.5). ir_measures: RR as trec_eval, RR@2 ascending."""
+    qrels, run = {1: {9: 1}}, {1: {9: 1.0, 10: 1.0}}
+    assert pytrec_eval.RelevanceEvaluator(text(qrels), {"recip_rank"}).evaluate(text(run))["1"]["recip_rank"] == 1.0
+    recs, truth = frames(run, qrels)
+    assert recs["item_id"].dtype == "int64"
+    for convention, metric, want in (("trec", "mrr", 1.0), ("ir_measures", "mrr", 1.0), ("ir_measures", "mrr@2", 0.5),
+                                     ("ranx", "mrr", 0.5), ("recsql", "mrr", 1.0)):
+        got = recsql.evaluate(recs, truth, [metric], convention=convention).summary[metric].iloc[0]
+        assert got == want, (convention, metric, got)
+    assert ir_measures.calc_aggregate([ir_measures.parse_measure("RR@2")], text(qrels), text(run)) == \
+        {ir_measures.parse_measure("RR@2"): 0.5}
 
 
 def test_ranx_tie_rule_by_hand():

@@ -12,7 +12,7 @@ TRUTH = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 3], "relevance": [1, 2]}
 
 
 def run(recs=RECS, truth=TRUTH, metrics=("ndcg@5",), **kw):
-    return recsql.evaluate(recs, truth, list(metrics), **kw)
+    return recsql.evaluate(recs, truth, metrics, **kw)
 
 
 CATALOGUE = [
@@ -32,6 +32,14 @@ CATALOGUE = [
     ("unknown option", dict(metrics=["ndcg(gian=exponential)@10"]), ["unknown option 'gian'", "did you mean 'gain'"]),
     ("bad option value", dict(metrics=["map(denominator=R)@10"]), ["denominator='R'", "min, relevant, hits, k"]),
     ("unsafe discount", dict(metrics=["dcg(discount=rank; DROP TABLE truth)@3"]), ["discount"]),
+    ("metrics None", dict(metrics=None), ["metrics must be a metric name or a list", "ndcg@10"]),
+    ("metrics a number", dict(metrics=10), ["metrics must be a metric name or a list"]),
+    ("option given twice", dict(metrics=["ndcg(gain=exponential,gain=linear)@3"]), ["'gain' is given twice"]),
+    ("rbp persistence 1", dict(metrics=["rbp(p=1)"]), ["p='1'", "out of range", "(0, 1)"]),
+    ("rbp persistence 0", dict(metrics=["rbp(p=0)@5"]), ["p='0'", "out of range", "(0, 1)"]),
+    ("pfound p_break 1", dict(metrics=["pfound(p_break=1)@5"]), ["p_break='1'", "[0, 1)"]),
+    ("err max_grade negative", dict(metrics=["err(max_grade=-1)@5"]), ["max_grade='-1'", "(0, inf)"]),
+    ("set_f beta 0", dict(metrics=["set_f(beta=0)"]), ["beta='0'", "(0, inf)"]),
     ("discount reading another column", dict(metrics=["dcg(discount=1/relevance)@3"]), ["only `rank` is allowed"]),
     ("duplicate recs", dict(recs=pd.concat([RECS, RECS.iloc[:1]])),
      ["recs has 1 duplicated", "user_id=1, item_id=1", "duplicates='best'"]),

@@ -116,7 +116,9 @@ def test_output_tables_are_atomic_and_never_replace_an_input(database, capsys):
     before = hashlib.sha256(database.read_bytes()).hexdigest()
     assert main(["evaluate", "recs", "truth", "--db", str(database), "-m", "ndcg@10", "--run-col", "model",
                  "--out", "recs"]) == 2
-    assert "is an input of this evaluation" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "is an input table of this evaluation" in captured.err
+    assert captured.out == ""  # refused before anything was read: no summary
     assert hashlib.sha256(database.read_bytes()).hexdigest() == before
     result = recsql.evaluate("recs", "truth", METRICS, con=str(database), run_cols=["model"])
     with pytest.raises(recsql.RecsqlError, match="is an input"):

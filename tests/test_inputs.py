@@ -1,5 +1,5 @@
-"""Inputs (SPEC §1): files, globs, DataFrames, Arrow, DuckDB tables and read-only .duckdb files,
-renamed columns, run keys in recs and truth, and the population diagnostics (SPEC §2.6, §6)."""
+"""Inputs (README, "Inputs"): files, globs, DataFrames, Arrow, DuckDB tables and read-only .duckdb files,
+renamed columns, run keys in recs and truth, and the population diagnostics (README, "How a list is scored", step 5)."""
 from __future__ import annotations
 
 import hashlib
@@ -90,7 +90,7 @@ def test_renamed_columns_and_rank_input():
 
 
 def test_result_columns_are_named_as_asked():
-    """SPEC §6: one column per metric, named as asked; a Metric object gives its canonical name;
+    """README, "Metrics": one column per metric, named as asked; a Metric object gives its canonical name;
     a metric asked twice under two spellings is computed once, under the first spelling."""
     recs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.9, 0.2]})
     truth = pd.DataFrame({"user_id": [1], "item_id": [2]})
@@ -128,6 +128,47 @@ def test_population_diagnostics_and_intersection():
     assert (relevant["users_without_recs"], relevant["recs_users_without_truth"]) == (1, 1)
     inter = recsql.evaluate(recs, truth, ["hr@1"], population="intersection").summary.iloc[0]
     assert (inter["n_users"], inter["hr@1"]) == (1, 1.0)
+
+
+def test_each_population_has_its_own_count():
+    """``n_users`` counts the users the truth metrics average over, whatever else is asked;
+    ``n_users_with_recs`` those the list-only metrics average over; global metrics none; the truth
+    diagnostics are there only with truth."""
+    recs, truth = pd.read_parquet(DATA / "recs.parquet"), pd.read_parquet(DATA / "truth.parquet")
+    seen = truth[["user_id", "item_id"]]
+    hr = recsql.evaluate(recs, truth, ["hit_rate@10"], run_cols=["model"]).summary
+    both = recsql.evaluate(recs, truth, ["hit_rate@10", "arp@10"], interactions=seen, run_cols=["model"]).summary
+    assert list(hr.columns) == ["model", "n_users", "hit_rate@10", "users_without_recs", "recs_users_without_truth"]
+    assert list(both.columns) == ["model", "n_users", "n_users_with_recs", "hit_rate@10", "arp@10",
+                                  "users_without_recs", "recs_users_without_truth"]
+    assert both["n_users"].tolist() == hr["n_users"].tolist()
+    relevant = truth[truth["relevance"] >= 1]["user_id"].nunique()
+    assert hr["n_users"].tolist() == [relevant, relevant]
+    assert both["n_users_with_recs"].tolist() == recs.groupby("model")["user_id"].nunique().tolist()
+    assert list(recsql.evaluate(recs, None, ["coverage@10"], run_cols=["model"]).summary.columns) == \
+        ["model", "coverage@10"]
+    lists = recsql.evaluate(recs, None, ["arp@10"], interactions=seen, run_cols=["model"]).summary
+    assert list(lists.columns) == ["model", "n_users_with_recs", "arp@10"]
+    with_truth = recsql.evaluate(recs, truth, ["coverage@10"], run_cols=["model"]).summary
+    assert list(with_truth.columns) == ["model", "coverage@10", "users_without_recs", "recs_users_without_truth"]
+
+
+def test_a_convention_with_a_population_per_metric_counts_each():
+    """msr averages ndcg over every truth user and precision over users of both inputs: two counts."""
+    recs = pd.DataFrame({"user_id": [1, 1, 9], "item_id": [1, 2, 1], "score": [2.0, 1.0, 1.0]})
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 1]})
+    result = recsql.evaluate(recs, truth, ["ndcg@2", "precision@2"], convention="msr")
+    summary = result.summary.iloc[0]
+    assert list(result.summary.columns) == ["n_users", "n_users_ndcg", "ndcg@2", "precision@2", "users_without_recs",
+                                            "recs_users_without_truth"]
+    assert summary[["n_users", "n_users_ndcg", "ndcg@2", "precision@2"]].tolist() == [1, 2, 0.5, 0.5]
+    assert list(result.per_user["user_id"]) == [1, 2]  # every population's users, each column empty outside its own
+    assert pd.isna(result.per_user["precision@2"][1])
+    only_ndcg = recsql.evaluate(recs, truth, ["ndcg@2"], convention="msr").summary
+    assert list(only_ndcg.columns) == ["n_users_ndcg", "ndcg@2", "users_without_recs", "recs_users_without_truth"]
+    # population= written by the user applies to every metric: one population, one count
+    one = recsql.evaluate(recs, truth, ["ndcg@2", "precision@2"], convention="msr", population="intersection").summary
+    assert list(one.columns)[:3] == ["n_users", "ndcg@2", "precision@2"] and one["ndcg@2"].iloc[0] == 1.0
 
 
 def test_empty_population_gives_null_and_a_warning():

@@ -1,6 +1,6 @@
 """External oracles: hand-checkable cases from ranx, pytrec_eval and ir_measures test suites
-(../shared/oracles/*/cases.md, transcribed to fixtures/oracles/*.json with the recsql variant that
-matches each tool's definition)."""
+(transcribed to fixtures/oracles/*.json with the recsql variant that matches each tool's definition;
+each case's `source` names the upstream test, and fixtures/oracles/LICENSES/ holds the licences)."""
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
-"""Self-test of the reference oracle: expected values worked out by hand (or taken from SPEC §7)."""
+"""Self-test of the reference oracle: expected values worked out by hand (or taken from the worked
+examples, fixtures/worked/seeds.json)."""
 from __future__ import annotations
 
 import math

@@ -1,5 +1,5 @@
-"""convention="trec" against trec_eval's own expected outputs (../shared/oracles/trec_eval: the files
-its `make quicktest` diffs against), per query and overall, to the 4 printed decimals.
+"""convention="trec" against trec_eval's own expected outputs (fixtures/trec_eval: the files its
+`make quicktest` diffs against), per query and overall, to the 4 printed decimals.
 
 Every trec_eval measure recsql implements is compared; the rest (iprec_at_recall, gm_map, infAP,
 Rndcg, utility, ...) are listed in NOT_IMPLEMENTED so that a new measure in the files cannot be
@@ -8,13 +8,11 @@ skipped silently.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 import recsql
-
-TREC = Path(__file__).resolve().parents[2] / "shared" / "oracles" / "trec_eval"
+from cases import TREC_EVAL as TREC
 
 # trec_eval measure -> recsql metric (value transform for unj_k: 1 - judged@k)
 FIXED = {
@@ -29,10 +27,10 @@ NOT_IMPLEMENTED = re.compile(
     r"Rndcg|relative_P_.*|set_map|set_relative_P|num_nonrel_judged_ret|rbp_resid|relstring.*)$")
 
 # Not comparable: on graded qrels trec_eval's rbp rescales gains with min/max variables it never
-# initialises (m_rbp.c), so its value there is undefined; recsql's rbp counts hits (SPEC §4).
+# initialises (m_rbp.c), so its value there is undefined; recsql's rbp counts hits (README, "Metrics").
 SKIP = {("out.test.aql", "rbp")}
 
-# expected output -> (qrels, run, options): the commands in ../shared/oracles/trec_eval/README.md
+# expected output -> (qrels, run, options): the commands in fixtures/trec_eval/README.md
 RUNS = {
     "out.test": ("qrels.test", "results.test", {}),
     "out.test.a": ("qrels.test", "results.test", {}),

@@ -1,4 +1,4 @@
-"""SPEC §7 worked examples (fixtures/worked/seeds.json), transcribed from the seed notebooks."""
+"""Worked examples (fixtures/worked/seeds.json): small hand-worked examples, inputs written out."""
 from __future__ import annotations
 
 import math
