@@ -212,8 +212,8 @@ def test_metrics_shows_every_default_readably(capsys):
     out = capsys.readouterr().out
     err = out[out.index("\nerr[@k]"):]
     err = err[: err.index("\n", err.index("cite:"))]
-    assert "    option max_grade = auto (the largest relevance in truth; choices: auto | a number)" in err
-    assert "option p = 0.8 (choices: a number)" in out  # rbp
+    assert "    option max_grade = auto (the largest relevance in truth; choices: auto | a number in (0, inf))" in err
+    assert "option p = 0.8 (choices: a number in (0, 1))" in out  # rbp: persistence strictly between 0 and 1
     options = [line.strip() for line in out.splitlines() if line.strip().startswith("option ")]
     assert options and all(re.fullmatch(r"option \w+ = \S+ \(.+\)", line) for line in options), options
     assert not re.search(r"seed|SPEC|notebook", out)
