@@ -2,18 +2,20 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import duckdb
+import numpy as np
 import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from .compose import (TIES, Plan, check_inputs, compose, finalize, internal_runs, population_counts, quoted_column,
-                      recs_in, truth_in)
+from .compose import (DIAGNOSTICS, RECS_ROWS, TIES, Plan, check_inputs, compose, finalize, internal_runs, not_finite,
+                      population_counts, quoted_column, recs_in, truth_in)
 from .conventions import convention as get_convention
 from .conventions import measure_rules
 from .dialects import dialect as get_dialect
@@ -47,10 +49,13 @@ class Evaluation:
 
     def write(self, con: Any, summary: str | None = None, per_user: str | None = None) -> None:
         """Write the summary and/or per-user rows as tables of a DuckDB database (a connection or a
-        ``.duckdb`` path), atomically; refuses to replace a table the evaluation read."""
-        from .output import write_tables
-        write_tables(con, {name: frame for name, frame in ((summary, self.summary), (per_user, self.per_user)) if name},
-                     protected=self.inputs)
+        ``.duckdb`` path), atomically; refuses, before writing anything, to replace a table the
+        evaluation read (however it is qualified or capitalised, or read through a view) or to
+        write both to one table."""
+        from .output import write_outputs
+        write_outputs(con, [(label, name, frame) for label, name, frame in
+                            (("summary", summary, self.summary), ("per_user", per_user, self.per_user))
+                            if name is not None], protected=self.inputs)
 
     def __repr__(self) -> str:
         return f"Evaluation({', '.join(map(str, self.metrics))})\n{self.summary.to_string(index=False)}"
@@ -71,7 +76,9 @@ def _options(**cols: Any) -> dict[str, Any]:
         raise RecsqlError(f"ties={cols['ties']!r} is not valid; choose one of {', '.join(TIES)} ('item_id': equal "
                           "scores ordered by item id ascending; 'item_id_desc': descending; 'average': the expected "
                           "value over every order of the tied items)")
+    cols["threshold"] = _number(cols["threshold"])
     _check_options(cols["population"], cols["duplicates"], cols["threshold"], cols["rank_col"], cols["score_col"])
+    _check_columns(cols)
     return cols
 
 
@@ -79,10 +86,74 @@ def _check_options(population: str, duplicates: str, threshold: float, rank_col:
     if duplicates not in DUPLICATE_POLICIES:
         raise RecsqlError(f"duplicates={duplicates!r} is not valid; choose one of {', '.join(DUPLICATE_POLICIES)} "
                           "('best' keeps each recommendation's best-ranked row, 'max' the truth row with the highest relevance)")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold != threshold or abs(threshold) == float("inf"):
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real) or threshold != threshold or abs(threshold) == float("inf"):
         raise RecsqlError(f"threshold must be a finite number (an item is relevant iff relevance >= threshold), got {threshold!r}")
     if rank_col is None and score_col is None:
         raise RecsqlError("recs need an order: pass score_col='<column>' (higher is better) or rank_col='<column>' (1 is best)")
+
+
+def _number(value: Any) -> Any:
+    """A numpy or other ``numbers.Real`` value as a Python int or float (numpy's ``np.int64(2)`` is a
+    number too); anything else is returned for :func:`_check_options` to refuse."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return value
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+
+# Column options that must name a column (a non-empty string) / that may be None (no such column).
+_REQUIRED_COLUMNS = ("user_col", "item_col", "price_col", "probability_col", "category_col", "features_col",
+                     "feature_col", "value_col")
+_OPTIONAL_COLUMNS = ("score_col", "rank_col", "relevance_col")
+# Columns of the summary / per-user rows recsql adds beside the run keys.
+_OUTPUT_COLUMNS = ("n_users", "n_users_with_recs", "users_without_recs", "recs_users_without_truth",
+                   "recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows")
+
+
+def _is_metric_name(name: str) -> bool:
+    try:
+        parse_metrics([name])
+    except RecsqlError:
+        return False
+    return True
+
+
+def _check_columns(cols: dict[str, Any]) -> None:
+    """Every column option names a column (a non-empty string; None only where the column is
+    optional), no two options of one input name the same column (names compare case-insensitively,
+    as engines and :func:`recsql.validate.resolve_column` do), and no run key column is named like
+    a column recsql adds to the results."""
+    for option in (*_REQUIRED_COLUMNS, *_OPTIONAL_COLUMNS):
+        value = cols[option]
+        if value is None and option in _OPTIONAL_COLUMNS:
+            continue
+        if not isinstance(value, str) or not value:
+            default = {"user_col": "user_id", "item_col": "item_id", "price_col": "price",
+                       **EXTRA_COLUMNS}.get(option)
+            fix = f"leave it out for the default {default!r}" if default else "or None for none"
+            raise RecsqlError(f"{option} must be a column name (a non-empty string), got {value!r}; pass the "
+                              f"column's name, e.g. {option}={(default or 'score')!r} ({fix})")
+    order = ("rank_col", cols["rank_col"]) if cols["rank_col"] else ("score_col", cols["score_col"])
+    groups = {"recs": [("user_col", cols["user_col"]), ("item_col", cols["item_col"]), order,
+                       *(("run_cols", c) for c in cols["run_cols"])],
+              "truth": [("user_col", cols["user_col"]), ("item_col", cols["item_col"]),
+                        ("relevance_col", cols["relevance_col"])],
+              "item_features": [("item_col", cols["item_col"]), ("feature_col", cols["feature_col"]),
+                                ("value_col", cols["value_col"])]}
+    for role, named in groups.items():
+        seen: dict[str, str] = {}
+        for option, column in named:
+            if column is None:
+                continue
+            if column.lower() in seen:
+                raise RecsqlError(f"{seen[column.lower()]} and {option} both name the {role} column {column!r}; "
+                                  "each option needs its own column: name the right one for each")
+            seen[column.lower()] = option
+    for column in cols["run_cols"]:
+        lower = column.lower()
+        if lower in _OUTPUT_COLUMNS or lower.startswith("n_users_") or _is_metric_name(column):
+            raise RecsqlError(f"run_cols: the run column {column!r} is named like a column recsql adds to the "
+                              f"results (n_users, users_without_recs, recs_users_without_truth, a metric such as "
+                              f"ndcg@10); rename it first, e.g. SELECT \"{column}\" AS run, ... and run_cols='run'")
 
 
 def _run_columns(run_cols: Any) -> tuple[str, ...]:
@@ -154,7 +225,7 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
         require_number(sources["baseline"], resolve_column(sources["baseline"], order, "rank_col" if cols["rank_col"]
                                                            else "score_col"), "baseline's order (the recs' column)")
     relevance = None
-    if truth is not None and cols["relevance_col"] and (cols["relevance_col"] in truth.columns
+    if truth is not None and cols["relevance_col"] and (cols["relevance_col"].lower() in {c.lower() for c in truth.columns}
                                                         or cols["relevance_col"] != "relevance"):
         relevance = resolve_column(truth, cols["relevance_col"], "relevance_col")
         require_number(truth, relevance, "relevance")
@@ -184,79 +255,91 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
                  **item_columns)
 
 
-_MAX_DOUBLE = exp.Literal.number("1.7976931348623157E308")
-
-
 def _count(condition: exp.Expression) -> exp.Expression:
     count = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))], default=exp.Literal.number(0)))
     return exp.Coalesce(this=count, expressions=[exp.Literal.number(0)])  # SUM of no rows is NULL
 
 
-def _not_finite(column: exp.Expression) -> exp.Expression:
-    """NaN or ±infinity, on every engine: NaN compares greater than everything in DuckDB,
-    PostgreSQL and Spark and unequal to itself elsewhere (IEEE)."""
-    value = exp.cast(column, "DOUBLE")
-    return exp.or_(exp.GT(this=value, expression=_MAX_DOUBLE.copy()),
-                   exp.LT(this=value.copy(), expression=exp.Neg(this=_MAX_DOUBLE.copy())),
-                   exp.NEQ(this=value.copy(), expression=value.copy()))
+# The input checks run inside the evaluation query (recsql/compose.py DIAGNOSTICS: columns of every
+# raw row); the functions below run only when a check found something, to name the column and give
+# examples. They read the inputs again, so if the data changed in between they may find less: the
+# error is raised anyway, from the counts the query saw.
 
 
-def _check_values(runner: Runner, plan: Plan) -> int:
-    """NULL ids, scores, ranks or relevances and non-finite numbers (NaN, ±inf) are refused: each
-    would silently change a ranking or a gain. Returns the number of recommendation rows (read in
-    the same scan)."""
+def _value_checks(plan: Plan) -> dict[str, tuple[exp.Expression, list[str], list[str]]]:
+    """Per input: the relation, the columns that must not be NULL and those that must be finite."""
     order = plan.rank_col or plan.score_col
-    checks = [("recs", plan.recs, [*plan.run_cols, plan.user_col, plan.item_col, order], [order]),
-              ("truth", plan.truth, [plan.user_col, plan.item_col, *filter(None, [plan.relevance_col])],
-               list(filter(None, [plan.relevance_col]))),
-              ("baseline", plan.baseline, [plan.user_col, plan.item_col, order], [order])]
-    rows = 0
-    for role, relation, columns, numbers in checks:
-        if relation is None:
-            continue
-        counts = [_count(exp.Is(this=quoted_column(c), expression=exp.null())) for c in columns]
-        counts += [_count(_not_finite(quoted_column(c))) for c in numbers]
-        counts += [exp.Count(this=exp.Star())]
-        query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(counts)]).from_(relation.copy())
-        row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
-        for column, count in zip(columns, row[: len(columns)]):
-            if count:
-                raise RecsqlError(f"{role} column {column!r} has {int(count)} NULL (missing) value(s); recsql needs every "
-                                  f"{column!r} set: drop or fill those rows first (e.g. WHERE {column} IS NOT NULL)")
-        for column, count in zip(numbers, row[len(columns):]):
-            if count:
-                raise RecsqlError(f"{role} column {column!r} has {int(count)} NaN or infinite value(s), which have no "
-                                  f"place in a ranking; replace them with finite numbers or drop those rows")
-        if role == "recs":
-            rows = int(row[-1])
-    return rows
+    relevance = list(filter(None, [plan.relevance_col]))
+    return {"recs": (plan.recs, [*plan.run_cols, plan.user_col, plan.item_col, order], [order]),
+            "truth": (plan.truth, [*(plan.run_cols if plan.truth_has_runs else ()), plan.user_col, plan.item_col,
+                                   *relevance], relevance),
+            "baseline": (plan.baseline, [plan.user_col, plan.item_col, order], [order])}
 
 
-def _check_duplicates(runner: Runner, plan: Plan, recs_columns: list[str]) -> None:
-    """Under duplicates='error': refuse duplicated (run, user, item) recs and (user, item) truth."""
+def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) -> RecsqlError | None:
+    """The error for ``found`` invalid rows of ``role``: which column holds NULL, NaN or infinite
+    values (None when ``found`` is None and no column does)."""
+    relation, columns, numbers = _value_checks(plan)[role]
+    counts = [_count(exp.Is(this=quoted_column(c), expression=exp.null())) for c in columns]
+    counts += [_count(not_finite(quoted_column(c))) for c in numbers]
+    query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(counts)]).from_(relation.copy())
+    row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
+    for column, count in zip(columns, row[: len(columns)]):
+        if count:
+            return RecsqlError(f"{role} column {column!r} has {int(count)} NULL (missing) value(s); recsql needs every "
+                               f"{column!r} set: drop or fill those rows first (e.g. WHERE {column} IS NOT NULL)")
+    for column, count in zip(numbers, row[len(columns):]):
+        if count:
+            return RecsqlError(f"{role} column {column!r} has {int(count)} NaN or infinite value(s), which have no "
+                               f"place in a ranking; replace them with finite numbers or drop those rows")
+    if found is None:
+        return None
+    return RecsqlError(f"{role} has {found} row(s) with a NULL (missing) value or a NaN or infinite number in "
+                       f"{', '.join(map(repr, columns))}; recsql needs them set and finite: drop or fill those rows first")
+
+
+def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_columns: list[str]) -> RecsqlError:
+    """The error for ``found`` duplicated rows of ``role`` (extra copies of a key), with up to three
+    example keys."""
     runs = internal_runs(plan)
-    known = {c.lower() for c in (plan.user_col, plan.item_col, plan.score_col or "", plan.rank_col or "", *plan.run_cols)}
-    extra = [c for c in recs_columns if c.lower() not in known]
-    recs_fix = "Pass duplicates='best' to keep each item's best-ranked row."
-    if extra:
-        recs_fix = (f"If recs hold several runs, name their key columns: run_cols={extra[:3]!r} "
-                    f"(CLI: --run-col {extra[0]}); otherwise pass duplicates='best' to keep each item's best-ranked row.")
-    checks = [(recs_in(plan), runs, "recs", recs_fix)]
-    if plan.truth is not None:
-        checks.append((truth_in(plan), runs if plan.truth_has_runs else [], "truth",
-                       "Pass duplicates='max' to keep the highest relevance."))
-    if plan.baseline is not None:
-        checks.append((recs_in(dataclasses.replace(plan, recs=plan.baseline, run_cols=())), [], "baseline",
-                       "Pass duplicates='best' to keep each item's best-ranked row."))
-    for body, run_keys, role, fix in checks:
-        keys = run_keys + ["user_id", "item_id"]
-        names = list(plan.run_cols[: len(run_keys)]) + [plan.user_col, plan.item_col]
-        groups = exp.select(*keys).from_(exp.Subquery(this=body, alias="s")).group_by(*keys).having("COUNT(*) > 1")
-        query = (exp.select(*keys, exp.alias_(sqlglot.parse_one("COUNT(*) OVER ()"), "_total"))
-                 .from_(exp.Subquery(this=groups, alias="d")).order_by(*keys).limit(3))
-        rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
-        if rows:
-            raise duplicate_report([r[:-1] for r in rows], rows[0][-1], role, names, fix)
+    best = "Pass duplicates='best' to keep each item's best-ranked row."
+    keyed = {"recs": (lambda: recs_in(plan), runs, best),
+             "truth": (lambda: truth_in(plan), runs if plan.truth_has_runs else [],
+                       "Pass duplicates='max' to keep the highest relevance."),
+             "baseline": (lambda: recs_in(dataclasses.replace(plan, recs=plan.baseline, run_cols=())), [], best)}
+    if role in keyed:
+        make, run_keys, fix = keyed[role]
+        body, keys = make(), [*run_keys, "user_id", "item_id"]
+        names = [*plan.run_cols[: len(run_keys)], plan.user_col, plan.item_col]
+    else:  # items (item key), item_features (item, feature)
+        item = exp.alias_(quoted_column(plan.item_col), "item_id")
+        if role == "items":
+            body, keys, names = exp.select(item).from_(plan.items.copy()), ["item_id"], [plan.item_col]
+        else:
+            body = exp.select(item, exp.alias_(quoted_column(plan.feature_col), "feature")).from_(plan.item_features.copy())
+            keys, names = ["item_id", "feature"], [plan.item_col, plan.feature_col]
+        fix = "Remove the repeated rows, or pass duplicates='best' to keep one row per key (the largest value of each column)."
+    if role == "recs":
+        known = {c.lower() for c in (plan.user_col, plan.item_col, plan.score_col or "", plan.rank_col or "", *plan.run_cols)}
+        extra = [c for c in recs_columns if c.lower() not in known]
+        if extra:
+            fix = (f"If recs hold several runs, name their key columns: run_cols={extra[:3]!r} "
+                   f"(CLI: --run-col {extra[0]}); otherwise pass duplicates='best' to keep each item's best-ranked row.")
+    groups = exp.select(*keys).from_(exp.Subquery(this=body, alias="s")).group_by(*keys).having("COUNT(*) > 1")
+    query = exp.select(*keys).from_(exp.Subquery(this=groups, alias="d")).order_by(*keys).limit(3)
+    rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
+    return duplicate_report(rows, found, role, names, fix)
+
+
+def _refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list[str]) -> None:
+    """Raise for the first input check of the query that found something (``found``: the
+    diagnostic columns' values): invalid values first, then duplicates."""
+    for role in ("recs", "truth", "baseline"):
+        if found.get(f"{role}_invalid_rows"):
+            raise _explain_values(runner, plan, role, found[f"{role}_invalid_rows"])
+    for role in ("recs", "truth", "baseline", "items", "item_features"):
+        if found.get(f"{role}_duplicate_rows"):
+            raise _explain_duplicates(runner, plan, role, found[f"{role}_duplicate_rows"], recs_columns)
 
 
 def evaluate(
@@ -299,7 +382,9 @@ def evaluate(
     run: run keys, a user count per population averaged over (``n_users`` for the truth metrics,
     ``n_users_<metric>`` for one a convention averages over its own population, ``n_users_with_recs``
     for the list-only ones), one column per metric named as asked, and when truth is given
-    ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. Definitions: README.
+    ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. The input checks run in
+    the same query (the diagnostic columns of :func:`to_sql`'s summary); a non-zero one raises a
+    :class:`RecsqlError`. Definitions: README.
 
     >>> import pandas as pd
     >>> recs = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [10, 11, 10], "score": [0.9, 0.8, 0.7]})
@@ -328,15 +413,22 @@ def evaluate(
                 if obj is not None:
                     sources[role] = bind(role, obj, runner)
             plan = _validated_plan(runner, sources, cols, parsed)
-            rows_in = _check_values(runner, plan)
-            if duplicates == "error":
-                _check_duplicates(runner, plan, list(sources["recs"].columns))
+            # ONE statement: the metrics and the input checks (diagnostic columns) read one snapshot
             sql = render(compose(plan, parsed, output="raw"), runner.dialect)
-            raw = runner.fetch(sql)
+            try:
+                raw = runner.fetch(sql)
+            except RecsqlError:  # a NULL or NaN the engine itself choked on: name it if it is that
+                for role, (relation, _, _) in _value_checks(plan).items():
+                    error = _explain_values(runner, plan, role, None) if relation is not None else None
+                    if error is not None:
+                        raise error from None
+                raise
+            per_user, summary, found = _split(plan, parsed, raw)
+            _refuse(runner, plan, found, list(sources["recs"].columns))
+            rows_in = found[RECS_ROWS]
         finally:
             for src in sources.values():
                 src.cleanup()
-    per_user, summary = _split(plan, parsed, raw)
     truth_counts = [name for name, _, kind in population_counts(plan, parsed) if kind == "truth"]
     for _, row in summary.iterrows():
         if any(row[name] == 0 for name in truth_counts):
@@ -347,17 +439,22 @@ def evaluate(
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in)
 
 
-def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per-user rows and the summary from the query's raw rows (the engine's per-user values),
-    finished by the same SQL :func:`to_sql` appends, run on a private in-memory DuckDB."""
+def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """Per-user rows, the summary and the values of the diagnostic columns the raw rows carry (and ``_recs_rows``) from the query's raw rows (the engine's per-user
+    values), finished by the same SQL :func:`to_sql` appends, run on a private in-memory DuckDB."""
+    columns = list(raw.column_names if hasattr(raw, "column_names") else raw.columns)
+    diagnostics = [c for c in DIAGNOSTICS if c in columns]
     con = duckdb.connect()
     try:
         con.register("per_user", raw)
         per_user = con.execute(finalize(plan, metrics, "per_user").sql("duckdb")).df()
+        # the checks are all 0 when evaluate returns (it raises otherwise): the summary leaves them out
         summary = con.execute(finalize(plan, metrics, "summary").sql("duckdb")).df()
+        names = [*diagnostics, RECS_ROWS] if RECS_ROWS in columns else diagnostics
+        row = con.execute(f"SELECT {', '.join(f'MAX({n})' for n in names) or '0'} FROM per_user").fetchone()
     finally:
         con.close()
-    return per_user, summary
+    return per_user, summary, {n: int(v or 0) for n, v in zip(names, row)} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
 
 
 def to_sql(
@@ -395,9 +492,11 @@ def to_sql(
 ) -> str:
     """The SQL that :func:`evaluate` runs, for (qualified) table names or file paths, in ``dialect``.
 
-    ``output``: ``summary`` (one row per run) or ``per_user``. With ``duplicates='error'`` the SQL
-    assumes the inputs have no duplicate keys and no NULLs (``evaluate`` checks both first);
-    ``'best'`` / ``'max'`` de-duplicate inside the query. ``text_ids``: the id columns
+    ``output``: ``summary`` (one row per run) or ``per_user``. The summary carries the input checks
+    as diagnostic columns (``recs_invalid_rows``, ``recs_duplicate_rows``, ``truth_invalid_rows``, ...:
+    README, "Safety"), computed in the same statement: a non-zero one means the metrics beside it
+    read bad rows (``evaluate`` raises from them). ``per_user`` carries no checks. With
+    ``duplicates='best'`` / ``'max'`` the query de-duplicates and the duplicate columns are 0. ``text_ids``: the id columns
     (``user_col``/``item_col``) that hold strings, so that dialects whose default collation is not
     bytewise (PostgreSQL, MySQL, SQL Server) compare them with a binary collation.
 
@@ -406,7 +505,18 @@ def to_sql(
     """
     if output not in ("summary", "per_user"):
         raise RecsqlError(f"output={output!r} is not valid; choose summary or per_user")
+    if not isinstance(dialect, str):
+        raise RecsqlError(f"dialect must be a dialect's name (a string such as 'duckdb', 'postgres' or 'bigquery'), "
+                          f"got {dialect!r}; leave it out for duckdb")
     target = get_dialect(dialect)
+    if isinstance(text_ids, str):  # one column, as run_cols: "item_id", not the letters i, t, e, m, ...
+        text_ids = (text_ids,)
+    elif text_ids is None:
+        text_ids = ()
+    elif isinstance(text_ids, (bytes, dict)) or not isinstance(text_ids, Iterable):
+        raise RecsqlError(f"text_ids must name id columns, got {text_ids!r}; pass text_ids='item_id' or "
+                          "text_ids=['user_id', 'item_id']")
+    text_ids = tuple(text_ids)
     parsed = parse_metrics(metrics)
     cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
                     relevance_col=relevance_col, price_col=price_col, run_cols=_run_columns(run_cols),
@@ -417,7 +527,7 @@ def to_sql(
                  item_features=item_features)
     relations = {role: bind(role, value, None).relation if value is not None else None for role, value in given.items()}
     named = {user_col: "user_id", item_col: "item_id"}
-    unknown = [c for c in text_ids if c not in named]
+    unknown = [c for c in text_ids if not isinstance(c, str) or c not in named]
     if unknown:
         raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {user_col!r} and/or {item_col!r}")
     plan = _plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(cols["run_cols"]),

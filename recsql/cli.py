@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -20,7 +22,7 @@ from .errors import RecsqlError
 from .dialects import DIALECTS
 from .metrics import registry
 from . import names
-from .output import check_outputs, to_json
+from .output import check_outputs, to_json, write_file
 from .trec import trec_qrels, trec_run
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
@@ -114,29 +116,36 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if (args.out or args.out_per_user) and not args.db:
         raise RecsqlError("--out/--out-per-user write tables into the --db database; pass --db FILE.duckdb")
     if args.per_user:
+        if Path(args.per_user).is_dir():
+            raise RecsqlError(f"--per-user {args.per_user!r} is a directory; name a .csv, .parquet or .json file "
+                              "in it")
         if Path(args.per_user).suffix.lower() not in WRITERS:
             raise RecsqlError(f"--per-user {args.per_user!r}: write to a .csv, .parquet or .json file")
-        if Path(args.per_user).is_dir():
-            raise RecsqlError(f"--per-user {args.per_user!r} is a directory; name a .csv, .parquet or .json file")
     positional = [p for p in (args.recs, args.truth) if p is not None]  # as _recs_and_truth reads them
     inputs = dict(zip([role for role, given in (("RECS", not args.run), ("TRUTH", not args.qrels)) if given], positional))
     tables = list(inputs.values()) + [name for name in _side_kwargs(args).values() if name]
     inputs.update({"--run": args.run, "--qrels": args.qrels, "--items": args.items, "--interactions": args.interactions,
                    "--catalog": args.catalog, "--baseline": args.baseline, "--item-features": args.item_features})
     check_outputs({"--out": args.out, "--out-per-user": args.out_per_user}, {"--per-user": args.per_user},
-                  tables, {**inputs, "--db": args.db})
+                  tables, {**inputs, "--db": args.db}, db=args.db)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     _check_outputs(args)
     recs, truth = _recs_and_truth(args)
-    result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=sys.stdout.isatty(),
+    result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=_is_terminal(sys.stdout),
                           **_side_kwargs(args), **_column_kwargs(args))
-    print(FORMATS[args.format](result.summary))
+    # outputs first: a closed stdout (`| head -1`) or a failed print must not lose them
     if args.out or args.out_per_user:
         result.write(args.db, summary=args.out, per_user=args.out_per_user)
     if args.per_user:
-        WRITERS[Path(args.per_user).suffix.lower()](result.per_user, args.per_user)
+        writer = WRITERS[Path(args.per_user).suffix.lower()]
+        try:
+            write_file(args.per_user, lambda path: writer(result.per_user, path))
+        except OSError as err:
+            raise RecsqlError(f"--per-user {args.per_user!r} could not be written ({err.strerror or err}); "
+                              "check the directory's free space and permissions") from None
+    print(FORMATS[args.format](result.summary), flush=True)
     users = len(result.per_user)  # (run, user) rows of any asked metric's population
     print(f"recsql: {len(result.metrics)} metric(s), {users} user(s), {result.rows_in:,} recommendation rows, "
           f"{result.seconds:.3f} s", file=sys.stderr)
@@ -214,14 +223,68 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    interrupted: list[int] = []
+
+    def on_sigint(signum: int, frame: object) -> None:
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    previous = _install(signal.SIGINT, on_sigint)
     try:
         return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT, no traceback
+        _say("recsql: interrupted")
+        return 130
     except RecsqlError as err:
-        print(f"recsql: error: {err}", file=sys.stderr)
+        if interrupted:
+            _say("recsql: interrupted")
+            return 130
+        _say(f"recsql: error: {err}")
         return 2
-    except BrokenPipeError:  # e.g. `recsql metrics | head`
-        sys.stderr.close()
+    except BrokenPipeError:  # e.g. `recsql metrics | head`: the reader has what it wanted
+        _silence_stdout()
         return 0
+    except Exception:
+        if interrupted:  # DuckDB turns Ctrl-C during a query into its own error ("Query interrupted")
+            _say("recsql: interrupted")
+            return 130
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _install(signum: int, handler: Callable) -> object:
+    """Install a signal handler (only the main thread may); the previous one, or None."""
+    try:
+        return signal.signal(signum, handler)
+    except ValueError:  # not the main thread
+        return None
+
+
+def _is_terminal(stream: object) -> bool:
+    """Whether a stream is a terminal (False for a closed or missing stdout: `recsql ... >&-`)."""
+    try:
+        return bool(stream is not None and stream.isatty())  # type: ignore[attr-defined]
+    except (ValueError, OSError, AttributeError):
+        return False
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (BrokenPipeError, ValueError, OSError):
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's flush at exit does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout)
+        pass
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -149,10 +150,14 @@ def _items_in(plan: Plan, needed: set[str]) -> exp.Select:
         return _empty(("item_id", "item_id"), ("price", "DOUBLE"), ("probability", "DOUBLE"), ("category", "VARCHAR"))
     column = {"price": plan.price_col, "probability": plan.probability_col, "category": plan.category_col}
     values = {name: quoted_column(column[name]) if name in needed else exp.null() for name in ITEM_COLUMNS}
-    return exp.select(
-        _id(plan, plan.item_col, "item_id"),
-        *[exp.alias_(exp.cast(values[n], "DOUBLE") if n != "category" else values[n], n) for n in ITEM_COLUMNS],
-    ).from_(plan.items.copy())
+    typed = {n: exp.cast(values[n], "DOUBLE") if n != "category" else values[n] for n in ITEM_COLUMNS}
+    if plan.duplicates != "best":
+        return exp.select(_id(plan, plan.item_col, "item_id"),
+                          *[exp.alias_(typed[n], n) for n in ITEM_COLUMNS]).from_(plan.items.copy())
+    # a de-duplicating policy keeps one row per item: the largest of each attribute
+    return exp.select(_id(plan, plan.item_col, "item_id"),
+                      *[exp.alias_(exp.Max(this=typed[n]) if isinstance(values[n], exp.Column) else typed[n], n)
+                        for n in ITEM_COLUMNS]).from_(plan.items.copy()).group_by(exp.column("item_id"))
 
 
 def _interactions_in(plan: Plan) -> exp.Select:
@@ -181,9 +186,13 @@ def _features_in(plan: Plan, needed: set[str]) -> exp.Select:
     if "features" not in needed:
         return _empty(("item_id", "item_id"), ("feature", "VARCHAR"), ("value", "DOUBLE"))
     if plan.item_features is not None:
-        return exp.select(_id(plan, plan.item_col, "item_id"),
+        value = exp.cast(quoted_column(plan.value_col), "DOUBLE")
+        rows = exp.select(_id(plan, plan.item_col, "item_id"),
                           exp.alias_(exp.cast(quoted_column(plan.feature_col), "VARCHAR"), "feature"),
-                          exp.alias_(exp.cast(quoted_column(plan.value_col), "DOUBLE"), "value")).from_(plan.item_features.copy())
+                          exp.alias_(exp.Max(this=value) if plan.duplicates == "best" else value, "value"))
+        rows = rows.from_(plan.item_features.copy())
+        # a de-duplicating policy keeps one value per (item, feature): the largest
+        return rows.group_by(exp.column("item_id"), exp.column("feature")) if plan.duplicates == "best" else rows
     if plan.dialect != "duckdb":
         raise RecsqlError(f"feature vectors as an array column ({plan.features_col!r}) are read on DuckDB; on "
                           f"{plan.dialect}, pass item_features= with rows ({plan.item_col}, {plan.feature_col}, "
@@ -195,6 +204,112 @@ def _features_in(plan: Plan, needed: set[str]) -> exp.Select:
             exp.Anonymous(this="LEN", expressions=[vector.copy()])])), "VARCHAR"), "feature"),
         exp.alias_(exp.cast(exp.Explode(this=vector.copy()), "DOUBLE"), "value"),
     ).from_(plan.items.copy())
+
+
+# ---------------------------------------------------------------- input checks
+
+# The summary's diagnostic columns (README, "Safety"), in order: each is there when its input is
+# given and read by the query. *_invalid_rows: rows of the whole input with a NULL key, order or
+# relevance, or a NaN/±inf order or relevance; *_duplicate_rows: extra copies of a key (a key held
+# by n rows counts n - 1) among the rows the metrics read (recs: the ranked rows kept, positions <=
+# the largest k, or the whole list), always 0 under a de-duplicating policy (the query keeps one row
+# per key). One value per input, over every run, copied onto every summary row.
+DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows",
+               "baseline_invalid_rows", "baseline_duplicate_rows", "items_duplicate_rows",
+               "item_features_duplicate_rows")
+RECS_ROWS = "_recs_rows"  # the recommendation rows read (raw rows only: Evaluation.rows_in)
+_MAX_DOUBLE = "1.7976931348623157E308"
+
+
+def not_finite(column: exp.Expression) -> exp.Expression:
+    """NaN or ±infinity, on every engine: NaN compares greater than everything in DuckDB,
+    PostgreSQL and Spark and unequal to itself elsewhere (IEEE)."""
+    value = exp.cast(column, "DOUBLE")
+    return exp.or_(exp.GT(this=value, expression=exp.Literal.number(_MAX_DOUBLE)),
+                   exp.LT(this=value.copy(), expression=exp.Neg(this=exp.Literal.number(_MAX_DOUBLE))),
+                   exp.NEQ(this=value.copy(), expression=value.copy()))
+
+
+def _rows_where(condition: exp.Expression) -> exp.Expression:
+    """How many rows meet ``condition`` (0 for no rows: SUM of none is NULL), as BIGINT."""
+    count = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
+                                  default=exp.Literal.number(0)))
+    return exp.cast(exp.Coalesce(this=count, expressions=[exp.Literal.number(0)]), "BIGINT")
+
+
+def _invalid(table: str, columns: list[str], numbers: list[str], name: str, total: str | None = None) -> exp.Select:
+    """One row: ``name`` = the rows of the input CTE ``table`` (internal names; one scan of each input)
+    with a NULL in ``columns`` or a non-finite value in ``numbers`` (a NULL is counted by IS NULL,
+    whatever the engine's NULL ordering), and the row count."""
+    bad = exp.or_(*[exp.Is(this=exp.column(c), expression=exp.null()) for c in columns],
+                  *[not_finite(exp.column(c)) for c in numbers])
+    select = exp.select(exp.alias_(_rows_where(bad), name)).from_(table)
+    return select.select(exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), total)) if total else select
+
+
+def _extra_copies(table: str, keys: list[str], name: str, max_rank: int | None = None) -> exp.Select:
+    """One row: ``name`` = Σ (n - 1) over the keys of ``table`` held by n rows (its rows ranked <=
+    ``max_rank`` when given)."""
+    groups = exp.select(exp.alias_(exp.Count(this=exp.Star()), "n")).from_(table)
+    if max_rank is not None:
+        groups = groups.where(exp.column("rank") <= exp.Literal.number(max_rank))
+    groups = groups.group_by(*keys)
+    return exp.select(exp.alias_(_rows_where_sum(exp.column("n") - 1), name)).from_(groups.subquery("g"))
+
+
+def _rows_where_sum(value: exp.Expression) -> exp.Expression:
+    return exp.cast(exp.Coalesce(this=exp.Sum(this=value), expressions=[exp.Literal.number(0)]), "BIGINT")
+
+
+def _checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, int | None]) -> tuple[exp.Select, list[str]]:
+    """The ``checks`` CTE (one row, the diagnostic columns of the inputs given and read, and
+    ``_recs_rows``) and the diagnostic names it holds. ``cuts``: the ranked list CTEs (list_ranked,
+    second_ranked: before the join to truth, which a duplicated truth row would multiply) -> the
+    largest position the metrics read from it (None: the whole list)."""
+    runs = internal_runs(plan)
+    dedup = plan.duplicates == "best"
+    parts: list[exp.Select] = []  # one-row subqueries
+    zeros: list[str] = []  # duplicate counts of a de-duplicating policy: the query kept one row per key
+    names: list[str] = []
+
+    def duplicates(name: str, table: str, keys: list[str]) -> None:
+        names.append(name)
+        if dedup:
+            zeros.append(name)
+        else:
+            parts.append(_extra_copies(table, keys, name))
+
+    # over the input CTEs (a de-duplicating policy's one row per key: the rows the metrics read)
+    parts.append(_invalid("recs_in", [*runs, "user_id", "item_id", "ord"], ["ord"], "recs_invalid_rows", RECS_ROWS))
+    names.append("recs_invalid_rows")
+    if dedup:
+        duplicates("recs_duplicate_rows", "", [])
+    else:  # the ranked rows kept, of the main list and of a second view's list: the larger count
+        names.append("recs_duplicate_rows")
+        per_list = _union_all([_extra_copies(t, [*runs, "user_id", "item_id"], "d", cut) for t, cut in cuts.items()
+                               if t in read])
+        parts.append(exp.select(exp.alias_(exp.cast(exp.Max(this=exp.column("d")), "BIGINT"), "recs_duplicate_rows"))
+                     .from_(per_list.subquery("l")))
+    if plan.truth is not None and "truth_in" in read:
+        parts.append(_invalid("truth_in", [*(runs if plan.truth_has_runs else []), "user_id", "item_id", "relevance"],
+                              ["relevance"], "truth_invalid_rows"))
+        names.append("truth_invalid_rows")
+        duplicates("truth_duplicate_rows", "truth_in", [*(runs if plan.truth_has_runs else []), "user_id", "item_id"])
+    if plan.baseline is not None and "baseline_in" in read:
+        parts.append(_invalid("baseline_in", ["user_id", "item_id", "ord"], ["ord"], "baseline_invalid_rows"))
+        names.append("baseline_invalid_rows")
+        duplicates("baseline_duplicate_rows", "baseline_in", ["user_id", "item_id"])
+    if plan.items is not None and "items_in" in read:
+        duplicates("items_duplicate_rows", "items_in", ["item_id"])
+    if plan.item_features is not None and "features" in needed and "features_in" in read:
+        duplicates("item_features_duplicate_rows", "features_in", ["item_id", "feature"])
+    aliases = {n: f"c{i}" for i, part in enumerate(parts) for n in [e.alias for e in part.expressions]}
+    select = exp.select(*[exp.alias_(exp.column(n, table=aliases[n]) if n in aliases
+                                     else exp.cast(exp.Literal.number(0), "BIGINT"), n) for n in [*names, RECS_ROWS]])
+    select = select.from_(parts[0].subquery("c0"))
+    for i, part in enumerate(parts[1:], 1):
+        select = select.join(part.subquery(f"c{i}"), join_type="cross")
+    return select, names
 
 
 # ---------------------------------------------------------------- macros
@@ -775,13 +890,23 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     ctes = [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in inputs]
     ctes += list(with_.expressions)
     ctes.append(exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")))
+    diagnostics: list[str] = []
+    if output != "per_user":  # the input checks travel in the statement, as columns of every raw row
+        probe = exp.With(expressions=[c.copy() for c in ctes])
+        _prune(probe, exp.select("*").from_("per_user_raw"))
+        main = _max_k([m for m in resolved if id(m) not in on_second])
+        checks, diagnostics = _checks(plan, needed, {c.alias for c in probe.expressions},
+                                      {"list_ranked": main, "second_ranked": _max_k(second_metrics)})
+        ctes.append(exp.CTE(this=checks, alias=exp.to_identifier("checks")))
+        flagged = flagged.join("checks", join_type="cross")
+        flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in [*diagnostics, RECS_ROWS]]])
     if has_global:  # the exposure rows' global row (user_id NULL) is not a user
         user_rows = exp.select("*").from_("per_user_all").where(exp.column("_is_global").eq(0))
         ctes += [exp.CTE(this=_fold(flagged), alias=exp.to_identifier("per_user_all")),
                  exp.CTE(this=user_rows, alias=exp.to_identifier("per_user"))]
     else:
         ctes.append(exp.CTE(this=_fold(flagged), alias=exp.to_identifier("per_user")))
-    final = exp.select("*").from_("per_user") if output == "raw" else finalize(plan, metrics, output)
+    final = exp.select("*").from_("per_user") if output == "raw" else finalize(plan, metrics, output, diagnostics)
     statement = final.copy()
     new_with = exp.With(expressions=ctes)
     statement.set("with_", new_with)
@@ -820,9 +945,11 @@ def _count(condition: str, name: str) -> exp.Expression:
                       name)
 
 
-def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
-    """The last SELECT, over the relation ``per_user`` (the raw rows): summary or per-user."""
+def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequence[str] = ()) -> exp.Select:
+    """The last SELECT, over the relation ``per_user`` (the raw rows): summary or per-user.
+    ``diagnostics``: the input-check columns the raw rows carry (:func:`compose`), copied to the summary."""
     names = [exp.to_identifier(m.column, quoted=True) for m in metrics]
+    checks = [n for n in diagnostics if n in DIAGNOSTICS]
     if output == "summary":
         # each _m column holds values only for its metric's population (compose); a global metric's
         # one value sits on the run's global row
@@ -835,6 +962,7 @@ def finalize(plan: Plan, metrics: list[Metric], output: str) -> exp.Select:
             *[exp.alias_(_SUMMARY[m.spec.population if m.spec.population == "global" else m.spec.summary](
                 this=exp.column(f"_m{i}")), n) for i, (m, n) in enumerate(zip(metrics, names))],
             *diagnostics,
+            *[exp.alias_(sqlglot.parse_one(f"CAST(COALESCE(MAX({n}), 0) AS BIGINT)"), n) for n in checks],
         ).from_("per_user")
         runs = [exp.column(r) for r in internal_runs(plan)]
         return select.group_by(*runs).order_by(*runs) if runs else select

@@ -112,6 +112,13 @@ class MetricSpec:
     full_list: bool = False  # header `list: full`: the metric reads the list beyond its cutoff (accuracy)
     ties: str = ""  # header `ties: average [unless opt = value]`: the metric supports ties="average"
     needs_when: tuple[tuple[str, str | None, str | None], ...] = ()  # (need, option, value that makes it needed)
+    # header `range: [0, 1]` or `range: [0, 1] if opt = v; (-inf, inf)`: (interval, option, value), first match wins
+    ranges: tuple[tuple[str, str | None, str | None], ...] = ()
+
+    def value_range(self, options: dict[str, str]) -> str:
+        """The interval every per-user and summary value lies in (NULL aside) with these options
+        (defaults filled in), as the header's `range:` line declares it."""
+        return next((r for r, opt, value in self.ranges if opt is None or options.get(opt) == value), "(-inf, inf)")
 
     def supports_ties(self, rule: str, options: dict[str, str]) -> bool:
         """Whether the metric is exact under tie rule ``rule`` with these options (the
@@ -170,6 +177,18 @@ def _conditions(text: str) -> tuple[tuple[str, str | None, str | None], ...]:
     return tuple(_STAGE_RE.match(p).groups() for p in parts)  # type: ignore[union-attr]
 
 
+_RANGE_RE = re.compile(r"^([\[(][^\])]*[\])])(?:\s+if\s+(\w+)\s*=\s*(\w+))?$")  # "[0, 1]" or "[0, 1] if opt = v"
+
+
+def _ranges(text: str, metric: str) -> tuple[tuple[str, str | None, str | None], ...]:
+    """``[0, 1] if opt = v; (-inf, inf)`` -> (("[0, 1]", opt, v), ("(-inf, inf)", None, None))."""
+    found = [(_RANGE_RE.match(p.strip()), p.strip()) for p in text.split(";") if p.strip()]
+    if not found or any(m is None or not _INTERVAL_RE.match(m.group(1)) for m, _ in found):
+        raise RuntimeError(f"sql/{metric}.sql: header `range:` must give the values' interval, e.g. "
+                           f"'-- range: [0, 1]' or '-- range: [0, 1] if opt = v; [0, inf)', got {text!r}")
+    return tuple(m.groups() for m, _ in found)  # type: ignore[union-attr]
+
+
 def _spec(name: str) -> MetricSpec:
     header, sql = read_template(name)
     stage = _conditions(header.get("stage", ""))
@@ -193,6 +212,7 @@ def _spec(name: str) -> MetricSpec:
         formula=header.get("formula", ""),
         cite=header.get("cite", ""),
         sql=sql,
+        ranges=_ranges(header.get("range", ""), name),
     )
 
 

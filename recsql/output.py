@@ -12,14 +12,16 @@ read, refusing every output that would replace an input.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import decimal
 import glob
 import json
 import math
 import os
+import tempfile
 import uuid
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import duckdb
 import numpy as np
@@ -29,10 +31,79 @@ from .errors import RecsqlError
 from .sources import table_relation
 
 
-def _key(name: str) -> tuple[str, str]:
-    """(schema, table) of a name, lower-cased, DuckDB's default schema filled in."""
-    parts = [p.lower() for p in name.split(".")]
-    return ("main", parts[0]) if len(parts) == 1 else (parts[-2], parts[-1])
+Key = tuple[str, str, str]  # (catalog, schema, table), lower-cased: DuckDB compares names case-insensitively
+
+
+def _parts(name: str) -> list[str]:
+    """The lower-cased parts of a table name (``a.b.c``), checked as :func:`table_relation` does."""
+    table = table_relation(name)
+    return [p.lower() for p in (table.catalog, table.db, table.name) if p]
+
+
+def _candidates(parts: list[str], database: str, schema: str) -> set[Key]:
+    """Every object a name may denote from ``database.schema`` under DuckDB's rules: ``t`` is the
+    current schema's (or a temporary) table; ``a.b`` is schema ``a``'s table ``b`` or catalog
+    ``a``'s ``main.b``; ``a.b.c`` is itself. Both readings are kept, so a guard never misses one."""
+    if len(parts) == 1:
+        return {(database, schema, parts[0]), ("temp", "main", parts[0])}
+    if len(parts) == 2:
+        return {(database, parts[0], parts[1]), (parts[0], "main", parts[1])}
+    return {tuple(parts)}  # type: ignore[arg-type]
+
+
+class Catalog:
+    """The tables and views of a DuckDB connection, to resolve names to the objects they denote
+    (views expanded to every table they read, transitively). Without a connection, names resolve
+    against an empty database named ``""`` (plain name comparison, case-insensitive)."""
+
+    def __init__(self, con: Any = None) -> None:
+        self.database, self.schema, self.views = "", "main", {}
+        if con is None:
+            return
+        cursor = con.cursor()
+        try:
+            self.database, self.schema = (v.lower() for v in cursor.execute(
+                "SELECT current_database(), current_schema()").fetchone())
+            self.views = {(d.lower(), s.lower(), v.lower()): sql for d, s, v, sql in cursor.execute(
+                "SELECT database_name, schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall()}
+        finally:
+            cursor.close()
+
+    def outputs(self, name: str) -> set[Key]:
+        """The objects ``CREATE OR REPLACE TABLE name`` may replace."""
+        return _candidates(_parts(name), self.database, self.schema)
+
+    def inputs(self, name: str) -> set[Key]:
+        """The objects reading ``name`` may read: the table, or a view and every table behind it."""
+        try:
+            found = _candidates(_parts(name), self.database, self.schema)
+        except RecsqlError:
+            return set()  # not a table name (a path): no table to protect
+        todo = list(found)
+        while todo:
+            key = todo.pop()
+            if key in self.views:
+                for parts in _view_reads(self.views[key]):
+                    for read in _candidates(parts, key[0], key[1]) - found:
+                        found.add(read)
+                        todo.append(read)
+        return found
+
+
+def _view_reads(sql: str) -> list[list[str]]:
+    """The table names a view's SQL reads (lower-cased parts); when sqlglot cannot parse it, every
+    identifier in it (so the guard errs on the side of refusing)."""
+    import sqlglot
+    from sqlglot import exp
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+        query = tree.expression if isinstance(tree, exp.Create) else tree
+        tables = [t for t in query.find_all(exp.Table) if t.name]
+        return [[p.lower() for p in (t.catalog, t.db, t.name) if p] for t in tables]
+    except Exception:  # noqa: BLE001 - any parse failure: fall back to every word
+        from sqlglot.tokens import Tokenizer, TokenType
+        words = [t.text for t in Tokenizer().tokenize(sql) if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)]
+        return [[w.lower()] for w in words]
 
 
 def _plain(value: Any) -> Any:
@@ -86,12 +157,92 @@ def to_json(frame: pd.DataFrame, indent: int | None = 2) -> str:
     return "[\n" + ",\n".join(rows) + "\n]" if rows else "[]"
 
 
+def _same_table(catalog: Catalog, tables: Mapping[str, str]) -> None:
+    """Refuse two outputs that would be one table (``m`` and ``M``, ``recs`` and ``main.recs``)."""
+    named = list(tables.items())
+    for i, (option, name) in enumerate(named):
+        for other, other_name in named[i + 1:]:
+            if catalog.outputs(name) & catalog.outputs(other_name):
+                raise RecsqlError(f"{option} and {other} name the same table ({name!r}, {other_name!r}; DuckDB "
+                                  "compares names case-insensitively); choose two different names")
+
+
+def _guard_tables(catalog: Catalog, tables: Mapping[str, str], inputs: Iterable[str], what: str) -> None:
+    """Refuse an output table that is an input, or a table behind an input view, however named."""
+    read = {name: catalog.inputs(name) for name in inputs if name}
+    for option, name in tables.items():
+        for source, keys in read.items():
+            if catalog.outputs(name) & keys:
+                behind = "" if catalog.outputs(name) & catalog.outputs(source) else f" (read through {source!r})"
+                raise RecsqlError(f"{option} {name!r} is an input table of this evaluation{behind}; choose another "
+                                  f"name (recsql never replaces its inputs){what}")
+
+
+def check_file_output(option: str, path: str) -> None:
+    """A file output can be written: its directory exists and is writable, and it is not a directory."""
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise RecsqlError(f"{option} {path!r} is a directory; name a file in it (e.g. {os.path.join(path, 'users.parquet')!r})")
+    if not os.path.isdir(folder):
+        raise RecsqlError(f"{option} {path!r}: the directory {folder!r} does not exist; create it first "
+                          f"(mkdir -p {folder}) or name a file in an existing directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RecsqlError(f"{option} {path!r}: the directory {folder!r} is not writable; name a file in a directory "
+                          "you can write to")
+
+
+def write_file(path: str, write: Callable[[str], None]) -> None:
+    """``write(temporary path)`` in the file's own directory, then ``os.replace`` onto ``path``: the
+    file is either the old one or the complete new one, never half written; on any failure (or
+    Ctrl-C) the temporary file is removed."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".recsql-", suffix=os.path.splitext(path)[1])
+    os.close(fd)
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
+
+
+def _open_output_database(con: Any, what: str) -> tuple[Any, Any]:
+    """(connection, owned connection or None) to write ``what`` into; a clear error for anything
+    DuckDB cannot write to."""
+    if isinstance(con, (str, os.PathLike)):
+        path = os.fspath(con)
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise RecsqlError(f"cannot write {what}: {path!r} is a directory; pass a .duckdb file path")
+        if not os.path.isdir(folder):
+            raise RecsqlError(f"cannot write {what}: the directory {folder!r} of {path!r} does not exist; create it "
+                              "first or pass a .duckdb file in an existing directory")
+        try:
+            owned = duckdb.connect(path)
+        except duckdb.Error as err:
+            first = str(err).splitlines()[0]
+            fix = ("close the other program (or connection) that has it open, then write again"
+                   if "lock" in first.lower() or "already" in first.lower() else
+                   "pass a DuckDB database file (a new path creates one)")
+            raise RecsqlError(f"cannot write {what} into {path!r}: {first}; {fix}; nothing was written") from None
+        return owned, owned
+    if isinstance(con, duckdb.DuckDBPyConnection):
+        return con, None
+    raise RecsqlError(f"cannot write {what} to a {type(con).__module__}.{type(con).__name__}: Evaluation.write writes "
+                      "DuckDB tables (pass a DuckDB connection or a .duckdb path); for another database write the "
+                      "DataFrames yourself, e.g. result.summary.to_sql('metrics', connection)")
+
+
 def check_outputs(tables: Mapping[str, str | None], files: Mapping[str, str | None],
-                  table_inputs: Iterable[str], file_inputs: Mapping[str, str | None]) -> None:
-    """Refuse, before anything is read, outputs that would replace an input: ``tables`` and
-    ``files`` are option -> output (a table name, a file path), ``table_inputs`` the input strings
-    that may name tables, ``file_inputs`` option -> input path or glob. Files are compared as the
-    files they are (symbolic links and hard links resolved), globs by the files they match.
+                  table_inputs: Iterable[str], file_inputs: Mapping[str, str | None], db: str | None = None) -> None:
+    """Refuse, before anything is read, outputs that cannot be written or would replace an input:
+    ``tables`` and ``files`` are option -> output (a table name in the ``db`` file, a file path),
+    ``table_inputs`` the input strings that may name tables, ``file_inputs`` option -> input path or
+    glob. Table names are resolved to the objects they denote in ``db`` (catalog, schema,
+    case-insensitive name; views to the tables they read); files are compared as the files they
+    are (symbolic links and hard links resolved), globs by the files they match.
 
     >>> check_outputs({"--out": "Recs"}, {}, ["recs"], {})
     Traceback (most recent call last):
@@ -100,16 +251,22 @@ def check_outputs(tables: Mapping[str, str | None], files: Mapping[str, str | No
     """
     chosen = {option: name for option, name in tables.items() if name}
     for option, name in chosen.items():
-        if any(_key(name) == _key(source) for source in table_inputs):
-            raise RecsqlError(f"{option} {name!r} is an input table of this evaluation; choose another name "
-                              "(recsql never replaces its inputs)")
-    names = list(chosen.items())
-    for i, (option, name) in enumerate(names):
-        for other, other_name in names[i + 1:]:
-            if _key(name) == _key(other_name):
-                raise RecsqlError(f"{option} and {other} name the same table {name!r}; choose two names")
+        table_relation(name)  # a valid name, or a clear error
+    catalog = Catalog()
+    if chosen and db and os.path.isfile(db):
+        from .engines.duckdb import _open
+        con = _open(db)  # read-only: only the catalog is looked at
+        try:
+            catalog = Catalog(con)
+        finally:
+            con.close()
+    _same_table(catalog, chosen)
+    _guard_tables(catalog, chosen, table_inputs, "")
     for option, path in files.items():
-        if not path or not os.path.exists(path):
+        if not path:
+            continue
+        check_file_output(option, path)
+        if not os.path.exists(path):
             continue  # a new file cannot be an input
         for source_option, pattern in file_inputs.items():
             if not pattern:
@@ -120,31 +277,59 @@ def check_outputs(tables: Mapping[str, str | None], files: Mapping[str, str | No
                                       "path (recsql never overwrites its inputs)")
 
 
-def write_tables(con: Any, tables: dict[str, pd.DataFrame], protected: Iterable[str] = ()) -> None:
-    """``CREATE OR REPLACE TABLE name AS <frame>`` for every entry, in one transaction."""
-    guarded = {_key(p) for p in protected}
-    for name in tables:
-        if _key(name) in guarded:
-            raise RecsqlError(f"output table {name!r} is an input of this evaluation; choose another name "
-                              "(recsql never replaces its inputs)")
-    owned = None
-    if isinstance(con, (str, os.PathLike)):
-        owned = con = duckdb.connect(os.fspath(con))
-    cursor = con.cursor()
+def write_tables(con: Any, tables: Mapping[str, pd.DataFrame], protected: Iterable[str] = ()) -> None:
+    """``CREATE OR REPLACE TABLE name AS <frame>`` for every entry, in one transaction (see
+    :func:`write_outputs`)."""
+    write_outputs(con, [("output table", name, frame) for name, frame in tables.items()], protected)
+
+
+def write_outputs(con: Any, outputs: list[tuple[str, Any, pd.DataFrame]], protected: Iterable[str] = ()) -> None:
+    """Write each ``(label, table name, frame)`` as ``CREATE OR REPLACE TABLE``, in one transaction,
+    after checking every name and the database: two outputs may not be one table, and no output may
+    be a ``protected`` (input) table or a table behind an input view, however it is qualified or
+    capitalised. Every refusal happens before anything is written."""
+    for label, name, _ in outputs:
+        if not isinstance(name, str) or not name:
+            raise RecsqlError(f"{label}: a table name must be a non-empty string, got {name!r}; e.g. 'metrics'")
+        table_relation(name)  # 'table', 'schema.table' or 'db.schema.table'
+    if not outputs:
+        raise RecsqlError("nothing to write: name the tables, e.g. write(con, summary='metrics', "
+                          "per_user='metrics_by_user')")
+    named = {label: name for label, name, _ in outputs}
+    _same_table(Catalog(), named)
+    what = ", ".join(repr(name) for _, name, _ in outputs)
+    con, owned = _open_output_database(con, what)
     try:
-        cursor.execute("BEGIN TRANSACTION")
         try:
-            for name, frame in tables.items():
-                view = f"__recsql_out_{uuid.uuid4().hex[:12]}"
-                cursor.register(view, frame)
-                cursor.execute(f"CREATE OR REPLACE TABLE {table_relation(name).sql('duckdb')} AS SELECT * FROM {view}")
-                cursor.unregister(view)
-            cursor.execute("COMMIT")
+            cursor = con.cursor()
         except duckdb.Error as err:
-            cursor.execute("ROLLBACK")
-            raise RecsqlError(f"could not write {', '.join(map(repr, tables))}: {str(err).splitlines()[0]}; "
-                              "nothing was written") from None
+            raise RecsqlError(f"cannot write {what}: {str(err).splitlines()[0]}; pass an open DuckDB connection "
+                              "or a .duckdb path") from None
+        try:
+            catalog = Catalog(cursor)
+            _same_table(catalog, named)
+            _guard_tables(catalog, named, protected, "")
+            _create(cursor, {name: frame for _, name, frame in outputs}, what)
+        finally:
+            cursor.close()
     finally:
-        cursor.close()
         if owned is not None:
             owned.close()
+
+
+def _create(cursor: Any, tables: dict[str, pd.DataFrame], what: str) -> None:
+    cursor.execute("BEGIN TRANSACTION")
+    try:
+        for name, frame in tables.items():
+            view = f"__recsql_out_{uuid.uuid4().hex[:12]}"
+            cursor.register(view, frame)
+            cursor.execute(f"CREATE OR REPLACE TABLE {table_relation(name).sql('duckdb')} AS SELECT * FROM {view}")
+            cursor.unregister(view)
+        cursor.execute("COMMIT")
+    except duckdb.Error as err:
+        cursor.execute("ROLLBACK")
+        raise RecsqlError(f"could not write {what}: {str(err).splitlines()[0]}; nothing was written") from None
+    except BaseException:  # Ctrl-C: nothing half written
+        with contextlib.suppress(duckdb.Error):
+            cursor.execute("ROLLBACK")
+        raise

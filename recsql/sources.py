@@ -94,15 +94,42 @@ def bind(role: str, obj: Any, runner: Any | None) -> Source:
             relation = file_relation(obj)
             if runner is not None and not (glob.glob(obj) or obj.startswith(("s3://", "gs://", "http://", "https://"))):
                 raise RecsqlError(f"{role}: file {obj!r} does not exist; check the path (globs like 'data/*.parquet' are allowed)")
+            if runner is not None and relation.name == "read_csv":
+                _check_rows(role, obj, relation, runner)
             return Source(role, relation, described=f"file {obj!r}")
         return Source(role, table_relation(obj), described=f"table {obj!r}", table=obj)
     if runner is None:
         raise RecsqlError(f"{role}: to render SQL, pass a table name or a file path, not a {type(obj).__name__}")
     if type(obj).__module__.split(".")[0] in {"pandas", "polars", "pyarrow", "pyspark"}:
-        return runner.bind_frame(role, obj)
+        return runner.bind_frame(role, _rescannable(obj))
     raise RecsqlError(
         f"{role}: cannot read a {type(obj).__name__}; pass a table or view name, a Parquet/CSV/JSON path "
         "or glob, a pandas or polars DataFrame, or an Arrow table")
+
+
+def _rescannable(obj: Any) -> Any:
+    """An input every check and the query can read again: a polars LazyFrame is collected and a
+    pyarrow RecordBatchReader (which can be read only once) read into a table; DataFrames, Arrow
+    tables and datasets are returned as they are."""
+    kind = type(obj).__module__.split(".")[0], type(obj).__name__
+    if kind == ("polars", "LazyFrame"):
+        return obj.collect()
+    if kind[0] == "pyarrow" and hasattr(obj, "read_all") and hasattr(obj, "read_next_batch"):
+        return obj.read_all()
+    return obj
+
+
+def _check_rows(role: str, path: str, relation: exp.Expression, runner: Any) -> None:
+    """A CSV file with a header and no rows has no column types (DuckDB reads every column as text):
+    say that the input is empty rather than that its score is not a number."""
+    try:
+        rows = runner.fetch_rows(exp.select("1").from_(relation.copy()).limit(1).sql("duckdb"))
+    except RecsqlError:
+        return  # the checks that follow name what is wrong with the file
+    if not rows:
+        raise RecsqlError(f"{role}: file {path!r} has no rows (a header only, or nothing at all): there is nothing to "
+                          "evaluate and no column types to read; check that the file was written completely, or pass "
+                          "a Parquet file or DataFrame with typed columns")
 
 
 def table_relation_or_none(name: str) -> exp.Expression | None:

@@ -63,6 +63,10 @@ def require_same_ids(recs: Source, truth: Source, pairs: list[tuple[str, str, st
 
 
 def duplicate_report(rows: list[tuple], total: int, role: str, keys: list[str], fix: str) -> RecsqlError:
+    """The error for ``total`` duplicated rows (extra copies of a key; among the ranked rows the
+    metrics read, for recs) of ``role``, with example keys ``rows``."""
     examples = "; ".join(", ".join(f"{k}={v!r}" for k, v in zip(keys, row)) for row in rows)
+    where = " among the ranked rows the metrics read" if role in ("recs",) else ""
     return RecsqlError(
-        f"{role} has {total} duplicated ({', '.join(keys)}) key(s), e.g. {examples}. {fix}")
+        f"{role} has {total} duplicated ({', '.join(keys)}) row(s) (extra copies of a key{where})"
+        f"{', e.g. ' + examples if examples else ''}. {fix}")

@@ -3,6 +3,7 @@
 -- population: lists
 -- needs: interactions
 -- stage: popularity
+-- range: [0, inf)
 -- formula: ARP@k = Σ_{i∈L} n_i / #L, n_i = users of interactions who saw item i (0 if never seen); 0 for an empty list
 -- cite: Abdollahpouri, Burke & Mobasher, FLAIRS 2019 (average recommendation popularity, ARP)
 SELECT

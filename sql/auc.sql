@@ -1,6 +1,7 @@
 -- name: auc
 -- k: optional
 -- stage: tie_bounds
+-- range: [0, 1]
 -- formula: AUC@k = share of (relevant, non-relevant) pairs of the top k (or the whole list) in which the relevant item is ranked higher, equal scores counting ½ (unjudged = non-relevant); as Mann–Whitney: (Σ_{relevant} midrank − P(P+1)/2) / (P·(N − P)), midrank = N + 1 − (first + last position of the item's tie group within the cut) / 2; NULL when the list lacks either class
 -- cite: Hanley & McNeil, Radiology 1982; Mann & Whitney, Annals of Mathematical Statistics 1947
 SELECT

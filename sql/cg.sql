@@ -2,6 +2,7 @@
 -- k: optional
 -- params: gain enum(linear, exponential, binary) = linear
 -- ties: average
+-- range: [0, inf)
 -- formula: CG@k = Σ_{i≤k} g_i
 -- cite: Järvelin & Kekäläinen, ACM TOIS 2002
 SELECT

@@ -1,6 +1,7 @@
 -- name: f1
 -- k: required
 -- ties: average
+-- range: [0, 1]
 -- formula: 2·P·R / (P + R) with P = precision@k, R = recall@k; 0 when P + R = 0
 -- cite: van Rijsbergen, Information Retrieval (2nd ed.), Butterworths 1979, ch. 7 (F measure, beta = 1)
 SELECT

@@ -2,6 +2,7 @@
 -- aliases: hr, success
 -- k: required
 -- ties: average
+-- range: [0, 1]
 -- formula: 1 if hits@k >= 1 else 0; with ties = average, 1 − P(no hit in the top k) = 1 − Π tie_miss
 -- cite: Deshpande & Karypis, ACM TOIS 2004 (hit rate); trec_eval success@k
 SELECT

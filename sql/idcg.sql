@@ -3,6 +3,7 @@
 -- params: gain enum(linear, exponential, binary) = linear; discount discount = log2; ideal enum(truth, list, binary, k_slots) = truth
 -- stage: list_ideal if ideal = list; slots if ideal = k_slots
 -- ties: average unless ideal = list
+-- range: [0, inf) if discount = log2; [0, inf) if discount = jarvelin; (-inf, inf)
 -- formula: DCG@k of the ideal order: truth = every truth item's gain sorted, top k; list = the user's own top-k gains re-sorted; binary = min(k, R) slots of gain 1; k_slots = k slots of gain 1
 -- cite: Järvelin & Kekäläinen, ACM TOIS 2002
 SELECT

@@ -1,6 +1,7 @@
 -- name: judged
 -- k: required
 -- params: denominator enum(k, list) = k
+-- range: [0, 1]
 -- formula: judged items (with a truth row) in the top k, ÷ k (1 − trec_eval's unj_k); denominator=list: ÷ min(k, n) (ir_measures Judged@k), 0 for an empty list
 -- cite: Sakai & Kando, Information Retrieval 2008 (evaluation with incomplete judgments); trec_eval unj; ir_measures Judged@k
 SELECT

@@ -1,6 +1,7 @@
 -- name: kendall
 -- k: required
 -- stage: pairs
+-- range: [-1, 1]
 -- formula: Kendall tau-b over the judged items of the top k (relevance 0 included) between list order and relevance: (n_c − n_d) / sqrt(n_0 · (n_0 − n_y)), n_0 = pairs, n_y = pairs of equal relevance; NULL below 2 items or for constant relevance
 -- cite: Kendall, Biometrika 1945 (tau-b)
 SELECT

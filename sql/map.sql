@@ -2,6 +2,7 @@
 -- aliases: ap
 -- k: optional
 -- params: denominator enum(min, relevant, hits, k) = min
+-- range: [0, 1]
 -- formula: AP@k = Σ_{i≤k} hit_i · (hits@i / i) / D; D = min(k, R) (min), R (relevant: trec_eval, ranx), hits@k (hits), k (k); 0 when D = 0
 -- cite: Buckley & Voorhees, SIGIR 2000; Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.4; trec_eval map, map_cut
 SELECT

@@ -1,6 +1,7 @@
 -- name: money_precision
 -- k: required
 -- needs: price
+-- range: [0, 1]
 -- formula: Σ_{i≤k} hit_i · price_i / Σ_{i≤k} price_i; 0 when the denominator is 0
 -- cite: no canonical paper: precision@k with each recommended item weighted by its price; on price- and profit-aware evaluation: Jannach & Adomavicius, Price and Profit Awareness in Recommender Systems, VAMS workshop at RecSys 2017; De Biasio, Navarin & Jannach, Economic Recommender Systems – A Systematic Review, Electronic Commerce Research and Applications 2024
 SELECT

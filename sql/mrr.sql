@@ -1,6 +1,7 @@
 -- name: mrr
 -- aliases: rr, recip_rank
 -- k: optional
+-- range: [0, 1]
 -- formula: 1 / (first relevant position ≤ k), else 0
 -- cite: Voorhees, The TREC-8 Question Answering Track Report, TREC 1999; trec_eval recip_rank
 SELECT

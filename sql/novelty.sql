@@ -4,6 +4,7 @@
 -- params: p enum(interactions, items) = interactions
 -- needs: interactions if p = interactions; probability if p = items
 -- stage: popularity if p = interactions; interaction_users if p = interactions
+-- range: [0, inf)
 -- formula: novelty@k = Σ_{i∈L} −log2 p_i / #L; p_i = n_i / U_I (users of interactions who saw i / all its users), or the items' given probability (p = items); an item with p = 0, never seen or without a probability adds 0 but counts in #L; 0 for an empty list
 -- cite: Zhou, Kuscsik, Liu, Medo, Wakeling & Zhang, PNAS 2010 (self-information); Vargas & Castells, RecSys 2011
 SELECT

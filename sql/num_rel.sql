@@ -1,6 +1,7 @@
 -- name: num_rel
 -- k: none
 -- summary: sum
+-- range: [0, inf)
 -- formula: R, the number of relevant truth items (relevance ≥ threshold); the summary is the sum over users
 -- cite: trec_eval num_rel (NIST)
 SELECT

@@ -2,6 +2,7 @@
 -- k: optional
 -- summary: sum
 -- ties: average
+-- range: [0, inf)
 -- formula: hits@k, the number of relevant recommended items (in the top k); the summary is the sum over users
 -- cite: trec_eval num_rel_ret (NIST)
 SELECT

@@ -1,6 +1,7 @@
 -- name: num_ret
 -- k: optional
 -- summary: sum
+-- range: [0, inf)
 -- formula: the number of recommended items (in the top k); the summary is the sum over users
 -- cite: trec_eval num_ret (NIST)
 SELECT

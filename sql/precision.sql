@@ -3,6 +3,7 @@
 -- k: required
 -- params: denominator enum(k, list) = k
 -- ties: average
+-- range: [0, 1]
 -- formula: hits@k / k; denominator=list: hits@k / min(k, n) (0 for an empty list)
 -- cite: Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.3–8.4; trec_eval P_k
 SELECT

@@ -1,6 +1,7 @@
 -- name: r_precision
 -- aliases: rprec
 -- k: none
+-- range: [0, 1]
 -- formula: hits@R / R, R = the user's relevant truth items (the whole list is ranked, no cutoff)
 -- cite: Buckley & Voorhees, SIGIR 2000; Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.4; trec_eval Rprec
 SELECT

@@ -2,6 +2,7 @@
 -- k: optional
 -- params: p number in (0, 1) = 0.8
 -- ties: average
+-- range: [0, 1]
 -- formula: RBP = (1 − p)·Σ_{i≤k} hit_i · p^(i−1), persistence p (0 < p < 1)
 -- cite: Moffat & Zobel, ACM TOIS 2008; trec_eval rbp (p = 0.9 there)
 SELECT

@@ -2,6 +2,7 @@
 -- aliases: r
 -- k: required
 -- ties: average
+-- range: [0, 1]
 -- formula: hits@k / R, R = the user's relevant truth items
 -- cite: Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.3–8.4; trec_eval recall_k
 SELECT

@@ -1,5 +1,6 @@
 -- name: set_p
 -- k: none
+-- range: [0, 1]
 -- formula: hits / n over the whole recommended list (n its length); 0 for an empty list
 -- cite: Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.3 (precision of an unranked set); trec_eval set_P
 SELECT

@@ -1,5 +1,6 @@
 -- name: set_recall
 -- k: none
+-- range: [0, 1]
 -- formula: hits / R over the whole recommended list; 0 when R = 0
 -- cite: Manning, Raghavan & Schütze, Introduction to Information Retrieval, Cambridge UP 2008, §8.3 (recall of an unranked set); trec_eval set_recall
 SELECT

@@ -1,6 +1,7 @@
 -- name: spearman
 -- k: required
 -- stage: corr
+-- range: [-1, 1]
 -- formula: Spearman's rho over the judged items of the top k (relevance 0 included): the Pearson correlation of the average ranks of −position and of relevance; NULL below 2 items or when either side is constant
 -- cite: Spearman, American Journal of Psychology 1904
 SELECT

@@ -3,6 +3,7 @@
 -- population: lists
 -- needs: interactions
 -- stage: popularity; interaction_users
+-- range: [0, 1]
 -- formula: surprisal@k = Σ_{i∈L} w_i / k, w_i = log2(U_I / n_i) / log2(U_I); an item never seen in interactions weighs 1; with U_I = 1 a seen item weighs 0
 -- cite: RePlay's Surprisal as its documentation defines it (replay.metrics.Surprisal: self-information −log2(u_j / N) ÷ log2 N, averaged over k); self-information as in Zhou et al., PNAS 2010; surprise in Kaminskas & Bridge, ACM TiiS 2016
 SELECT

@@ -180,9 +180,10 @@ def idcg(u, o):
 
 
 def ndcg(u, o):
-    """DCG@k / IDCG@k, 0 when IDCG = 0. With ideal="binary" the numerator uses binary gains
-    (hit_i) instead of the gain function; otherwise it is the ordinary DCG@k."""
-    gains = [float(h) for h in u.hits] if o["ideal"] == "binary" else u.gains(o["gain"])
+    """DCG@k / IDCG@k, 0 when IDCG = 0. With ideal="binary" or "k_slots" (ideal slots of gain 1)
+    the numerator uses binary gains (hit_i) instead of the gain function, so nDCG <= 1; otherwise
+    it is the ordinary DCG@k."""
+    gains = [float(h) for h in u.hits] if o["ideal"] in ("binary", "k_slots") else u.gains(o["gain"])
     return _div(_dcg(gains, o["discount"]), idcg(u, o))
 
 

@@ -2,6 +2,10 @@
 never a raw DuckDB traceback. One row per mistake."""
 from __future__ import annotations
 
+from pathlib import Path
+
+import duckdb
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -54,11 +58,39 @@ CATALOGUE = [
     ("unreadable input", dict(recs=42), ["recs", "cannot read a int"]),
     ("empty metric list", dict(metrics=[]), ["no metrics asked"]),
     ("missing database file", dict(con="no/such.duckdb"), ["con", "does not exist"]),
+    ("user column None", dict(user_col=None), ["user_col must be a column name", "got None", "user_col='user_id'"]),
+    ("item column an integer", dict(item_col=2), ["item_col must be a column name", "got 2", "item_col='item_id'"]),
+    ("score column an integer", dict(score_col=0), ["score_col must be a column name", "got 0"]),
+    ("relevance column an integer", dict(relevance_col=1), ["relevance_col must be a column name", "got 1"]),
+    ("price column None", dict(price_col=None), ["price_col must be a column name", "price_col='price'"]),
+    ("probability column an integer", dict(probability_col=3), ["probability_col must be a column name"]),
+    ("user and item one column", dict(recs=RECS.assign(id=RECS.item_id), truth=TRUTH.assign(id=TRUTH.item_id),
+                                      user_col="id", item_col="id"),
+     ["user_col and item_col both name the recs column 'id'", "its own column"]),
+    ("user and item one column in any case", dict(user_col="ID", item_col="id"), ["user_col and item_col", "'id'"]),
+    ("score is the item column", dict(score_col="item_id"), ["item_col and score_col both name", "'item_id'"]),
+    ("relevance is the item column", dict(relevance_col="item_id"), ["item_col and relevance_col", "truth column"]),
+    ("run column is the user column", dict(recs=RECS, run_cols="user_id"), ["user_col and run_cols", "'user_id'"]),
+    ("run column named n_users", dict(recs=RECS.assign(n_users="a"), run_cols="n_users"),
+     ["run column 'n_users' is named like a column recsql adds", "rename it"]),
+    ("run column named like a metric", dict(recs=RECS.assign(**{"ndcg@2": "a"}), run_cols=["ndcg@2"]),
+     ["run column 'ndcg@2'", "a metric such as", "rename it"]),
+    ("run column named users_without_recs", dict(recs=RECS.assign(users_without_recs="a"),
+                                                 run_cols="users_without_recs"), ["'users_without_recs'", "rename it"]),
+    ("closed DuckDB connection", dict(con="closed"), ["con", "Connection already closed", "pass an open connection"]),
+    ("header-only CSV as recs", dict(recs="header-only.csv"), ["recs", "has no rows", "nothing to evaluate"]),
 ]
 
 
 @pytest.mark.parametrize("kwargs,words", [c[1:] for c in CATALOGUE], ids=[c[0] for c in CATALOGUE])
-def test_bad_input_gets_a_clear_error(kwargs, words):
+def test_bad_input_gets_a_clear_error(kwargs, words, tmp_path):
+    kwargs = dict(kwargs)
+    if isinstance(kwargs.get("con"), str) and kwargs["con"] == "closed":
+        kwargs["con"] = duckdb.connect()
+        kwargs["con"].close()
+    if isinstance(kwargs.get("recs"), str) and kwargs["recs"] == "header-only.csv":  # a header and no rows: every column would be text
+        kwargs["recs"] = str(tmp_path / "header-only.csv")
+        Path(kwargs["recs"]).write_text("user_id,item_id,score\n")
     with pytest.raises(recsql.RecsqlError) as info:
         run(**kwargs)
     assert isinstance(info.value, ValueError)
@@ -89,3 +121,72 @@ def test_hostile_table_names_are_quoted_identifiers():
     assert len(statements) == 1 and isinstance(statements[0], exp.Select)
     assert not list(statements[0].find_all(exp.Drop))
     assert hostile in {t.name for t in statements[0].find_all(exp.Table)}
+
+
+def test_to_sql_argument_mistakes_are_clear_errors():
+    with pytest.raises(recsql.RecsqlError, match="dialect must be a dialect's name .* got None"):
+        recsql.to_sql(["ndcg@10"], dialect=None)
+    with pytest.raises(recsql.RecsqlError, match="dialect must be a dialect's name"):
+        recsql.to_sql(["ndcg@10"], dialect=3)
+    with pytest.raises(recsql.RecsqlError, match="user_col must be a column name"):
+        recsql.to_sql(["ndcg@10"], user_col=None)
+    with pytest.raises(recsql.RecsqlError, match="text_ids: 'score' is not an id column"):
+        recsql.to_sql(["ndcg@10"], text_ids="score")
+
+
+def test_a_plain_string_text_ids_is_one_column():
+    one = recsql.to_sql(["ndcg@10"], dialect="postgres", text_ids="item_id")
+    assert one == recsql.to_sql(["ndcg@10"], dialect="postgres", text_ids=["item_id"])
+    assert one != recsql.to_sql(["ndcg@10"], dialect="postgres")
+
+
+@pytest.mark.parametrize("threshold", [np.int64(2), np.int32(2), np.float64(2.0), np.float32(2.0), 2, 2.0])
+def test_numpy_numbers_are_numbers(threshold):
+    got = run(threshold=threshold)
+    assert got.summary["n_users"].tolist() == [1]  # only user 2's relevance 2 is >= 2
+    plain = threshold.item() if isinstance(threshold, np.generic) else threshold  # the same Python number
+    assert recsql.to_sql(["ndcg@10"], threshold=threshold) == recsql.to_sql(["ndcg@10"], threshold=plain)
+
+
+def test_numpy_bool_is_not_a_threshold():
+    with pytest.raises(recsql.RecsqlError, match="threshold must be a finite number"):
+        run(threshold=np.bool_(True))
+
+
+@pytest.mark.parametrize("spelling", ["RELEVANCE", "Relevance"])
+def test_relevance_column_resolves_case_insensitively(spelling):
+    """A warehouse's upper-cased RELEVANCE column is the relevance column under the default
+    option: it is not silently ignored (which would make every truth row relevant)."""
+    truth = TRUTH.rename(columns={"relevance": spelling})
+    expected = run(threshold=2).summary
+    got = run(truth=truth, threshold=2).summary
+    assert got["n_users"].tolist() == expected["n_users"].tolist() == [1]
+    assert got["ndcg@5"].tolist() == expected["ndcg@5"].tolist()
+    assert run(truth=truth, relevance_col="relevance", threshold=2).summary["n_users"].tolist() == [1]
+    assert run(truth=TRUTH, relevance_col=spelling, threshold=2).summary["n_users"].tolist() == [1]
+
+
+def _inputs():
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    table = pa.Table.from_pandas(RECS, preserve_index=False)
+    return {"polars LazyFrame": lambda: pl.from_pandas(RECS).lazy(),
+            "pyarrow RecordBatchReader": lambda: table.to_reader(max_chunksize=1),
+            "pyarrow dataset": lambda: ds.dataset(table)}
+
+
+@pytest.mark.parametrize("kind", list(_inputs()))
+def test_lazy_and_streaming_arrow_inputs_are_read_on_duckdb(kind):
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    make = _inputs()[kind]
+    expected = run(metrics=["ndcg@5", "map@5"]).summary
+    got = run(recs=make(), truth=TRUTH, metrics=["ndcg@5", "map@5"]).summary
+    pd.testing.assert_frame_equal(got, expected)
+    truth = {"polars LazyFrame": lambda: pl.from_pandas(TRUTH).lazy(),
+             "pyarrow RecordBatchReader": lambda: pa.Table.from_pandas(TRUTH, preserve_index=False).to_reader(),
+             "pyarrow dataset": lambda: ds.dataset(pa.Table.from_pandas(TRUTH, preserve_index=False))}[kind]
+    both = run(recs=make(), truth=truth(), metrics=["ndcg@5", "map@5"]).summary  # the truth too, read twice
+    pd.testing.assert_frame_equal(both, expected)

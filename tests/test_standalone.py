@@ -96,7 +96,9 @@ def test_the_forbidden_patterns_match_what_they_should():
 
 
 # ---------------------------------------------------------------- fixtures the tests read are here
-_TREC_NAME = re.compile(r"^(?:out|qrels|results)\.[\w.-]+$")  # trec_eval's file names
+# trec_eval's file names (qrels.test, out.test.aq, results.trunc), not a test's own temporary
+# outputs (out.duckdb, results.parquet)
+_TREC_NAME = re.compile(r"^(?:out|qrels|results)\.(?!(?:[\w.-]*\.)?(?:duckdb|parquet|csv|json)$)[\w.-]+$")
 _FIXTURE_PATH = re.compile(r"^(?:worked|oracles)/[\w.-]+\.json$")  # cases.load("worked/seeds.json")
 
 

@@ -72,7 +72,11 @@ class DuckDBRunner(Runner):
         else:
             raise RecsqlError(f"con: expected a DuckDB connection or a .duckdb file path, got {type(con).__name__}")
         super().__init__(base)
-        self.cursor = base.cursor()
+        try:
+            self.cursor = base.cursor()
+        except duckdb.ConnectionException as err:  # a closed connection
+            raise RecsqlError(f"con: the DuckDB connection cannot be used ({str(err).splitlines()[0]}); pass an "
+                              "open connection (duckdb.connect(...)), a .duckdb path, or None") from None
         if progress:
             self.cursor.execute("SET enable_progress_bar = true")
 
@@ -82,8 +86,9 @@ class DuckDBRunner(Runner):
             self._owned.close()
 
     def bind_frame(self, role: str, frame: Any) -> Source:
-        """Register a pandas/polars DataFrame or Arrow table on the runner's cursor for this run."""
-        if len(getattr(frame, "columns", ())) == 0:
+        """Register a pandas/polars DataFrame, an Arrow table or dataset on the runner's cursor for this run."""
+        arrow = type(frame).__module__.startswith("pyarrow")  # tables, datasets: columns are the schema's names
+        if len(frame.schema.names if arrow else getattr(frame, "columns", ())) == 0:
             raise RecsqlError(f"{role}: the {type(frame).__name__} has no columns; it needs at least "
                               "the user and item columns (see the README's input contract)")
         name = f"__recsql_{role}_{uuid.uuid4().hex[:12]}"
@@ -97,7 +102,12 @@ class DuckDBRunner(Runner):
             return False
         try:
             self.cursor.execute(f"DESCRIBE {relation.sql('duckdb')}").fetchall()
-            return True
+            # DuckDB's replacement scan reads "data/recs"."csv" as the file data/recs.csv: only a
+            # table or view of the catalog counts
+            return bool(self.cursor.execute(
+                "SELECT 1 FROM (SELECT table_name AS name FROM duckdb_tables() UNION ALL "
+                "SELECT view_name FROM duckdb_views()) WHERE lower(name) = lower(?) LIMIT 1",
+                [relation.name]).fetchall())
         except duckdb.Error:
             return False
 

@@ -1,0 +1,178 @@
+"""The input checks travel inside the one query: the summary's diagnostic columns.
+
+The SQL that ``to_sql`` renders counts, in the same statement as the metrics, the rows with a NULL
+key, order or relevance or a non-finite number (``*_invalid_rows``) and the extra copies of a key
+(``*_duplicate_rows``); ``evaluate`` raises from those counts. Checks and metrics read one
+snapshot, so a writer changing the tables while evaluations run never yields a number computed
+from rows the checks did not see."""
+from __future__ import annotations
+
+import threading
+from contextlib import ExitStack
+
+import duckdb
+import pandas as pd
+import pytest
+
+import recsql
+from engines import ENGINES, start
+from recsql.compose import DIAGNOSTICS
+from recsql.engines import runner_for
+
+pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
+
+RECS = pd.DataFrame({"user_id": [1, 1, 2, 2], "item_id": [1, 2, 1, 2], "score": [0.5, 0.4, 0.3, 0.2]})
+TRUTH = pd.DataFrame({"user_id": [1, 2, 2], "item_id": [1, 2, 3], "relevance": [1.0, 1.0, 2.0]})
+ASKED = ["ndcg@3", "precision@3"]
+
+
+def dirty_recs() -> pd.DataFrame:
+    """User 2's item 1 twice (a duplicate within the top 3) and one NULL score."""
+    out = pd.concat([RECS, RECS.iloc[[2]]], ignore_index=True).astype({"score": "Float64"})
+    out.loc[3, "score"] = pd.NA
+    return out
+
+
+def dirty_truth() -> pd.DataFrame:
+    """User 2's item 3 twice and one NULL relevance."""
+    out = pd.concat([TRUTH, TRUTH.iloc[[2]]], ignore_index=True).astype({"relevance": "Float64"})
+    out.loc[1, "relevance"] = pd.NA
+    return out
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(request):
+    with ExitStack() as stack:
+        yield start(request.param, stack)
+
+
+def summary_in_engine(engine, recs: pd.DataFrame, truth: pd.DataFrame, **kw) -> dict:
+    r, t = engine.load(recs), engine.load(truth)
+    with runner_for(engine.con) as runner:
+        fetched = runner.fetch(recsql.to_sql(ASKED, recs=r, truth=t, dialect=runner.dialect, **kw))
+    frame = fetched.to_pandas() if hasattr(fetched, "to_pandas") else fetched
+    assert len(frame) == 1
+    return frame.iloc[0].to_dict()
+
+
+def test_rendered_summary_counts_dirty_input_in_every_engine(engine):
+    row = summary_in_engine(engine, dirty_recs(), dirty_truth())
+    got = {name: int(row[name]) for name in DIAGNOSTICS if name in row}
+    assert got == {"recs_invalid_rows": 1, "recs_duplicate_rows": 1, "truth_invalid_rows": 1,
+                   "truth_duplicate_rows": 1}, row
+
+
+def test_rendered_summary_counts_zero_for_clean_input_in_every_engine(engine):
+    row = summary_in_engine(engine, RECS, TRUTH)
+    assert {name: int(row[name]) for name in DIAGNOSTICS if name in row} == {
+        "recs_invalid_rows": 0, "recs_duplicate_rows": 0, "truth_invalid_rows": 0, "truth_duplicate_rows": 0}
+    assert float(row["precision@3"]) == pytest.approx(1 / 3)
+
+
+def test_a_de_duplicating_policy_counts_no_duplicates(engine):
+    row = summary_in_engine(engine, pd.concat([RECS, RECS.iloc[[2]]], ignore_index=True),
+                            pd.concat([TRUTH, TRUTH.iloc[[2]]], ignore_index=True), duplicates="best")
+    assert int(row["recs_duplicate_rows"]) == 0 and int(row["truth_duplicate_rows"]) == 0
+    assert float(row["precision@3"]) == pytest.approx(1 / 3)
+
+
+def test_recs_duplicates_are_counted_where_a_metric_reads_them():
+    """A copy beyond the largest k changes no @k metric and is not counted; a metric reading the
+    whole list counts it. A duplicated truth row is truth's, not a recs duplicate."""
+    recs = pd.concat([RECS, pd.DataFrame({"user_id": [1], "item_id": [1], "score": [0.1]})], ignore_index=True)
+    con = duckdb.connect()
+    con.register("r", recs)
+    con.register("t", pd.concat([TRUTH, TRUTH.iloc[[0]]], ignore_index=True))
+    at_1 = con.execute(recsql.to_sql(["precision@1"], recs="r", truth="t")).df()
+    assert at_1[["recs_duplicate_rows", "truth_duplicate_rows"]].iloc[0].tolist() == [0, 1]
+    whole = con.execute(recsql.to_sql(["auc"], recs="r", truth="t")).df()
+    assert whole["recs_duplicate_rows"].iloc[0] == 1
+
+
+def test_per_user_sql_has_no_diagnostics():
+    sql = recsql.to_sql(ASKED, output="per_user")
+    assert not any(name in sql for name in DIAGNOSTICS)
+
+
+def test_evaluate_raises_from_the_diagnostics():
+    """evaluate's summary leaves the checks out: they are all 0 whenever it returns."""
+    summary = recsql.evaluate(RECS, TRUTH, ASKED).summary
+    assert not set(DIAGNOSTICS) & set(summary.columns)
+    with pytest.raises(recsql.RecsqlError, match=r"recs column 'score' has 1 NULL"):
+        recsql.evaluate(dirty_recs(), TRUTH, ASKED)
+    with pytest.raises(recsql.RecsqlError, match=r"truth has 1 duplicated \(user_id, item_id\) row\(s\).*"
+                                                 r"user_id=2, item_id=3.*duplicates='max'"):
+        recsql.evaluate(RECS, pd.concat([TRUTH, TRUTH.iloc[[2]]]), ASKED)
+
+
+def test_global_only_and_empty_inputs_still_work():
+    result = recsql.evaluate(RECS, TRUTH, ["coverage@2"])
+    assert result.rows_in == 4
+    empty = recsql.evaluate(RECS.iloc[:0], TRUTH.iloc[:0], ["ndcg@3", "coverage@2"])
+    assert empty.rows_in == 0
+
+
+def test_items_duplicates_are_refused_or_de_duplicated():
+    """A repeated item in items used to duplicate list rows and double precision."""
+    items = pd.DataFrame({"item_id": [1, 2, 3], "price": [1.0, 2.0, 3.0]})
+    repeated = pd.concat([items, items.iloc[[0]]], ignore_index=True)
+    asked = ["precision@2", "money_precision@2"]
+    with pytest.raises(recsql.RecsqlError, match=r"items has 1 duplicated \(item_id\) row\(s\).*item_id=1"):
+        recsql.evaluate(RECS, TRUTH, asked, items=repeated)
+    clean = recsql.evaluate(RECS, TRUTH, asked, items=items).summary
+    best = recsql.evaluate(RECS, TRUTH, asked, items=repeated, duplicates="best").summary
+    pd.testing.assert_frame_equal(best, clean)
+
+
+def test_item_features_duplicates_are_refused_or_de_duplicated():
+    features = pd.DataFrame({"item_id": [1, 1, 2, 2], "feature": ["a", "b", "a", "b"], "value": [1.0, 0.0, 0.0, 1.0]})
+    repeated = pd.concat([features, features.iloc[[0]]], ignore_index=True)
+    asked = ["diversity(by=features)@2"]
+    with pytest.raises(recsql.RecsqlError, match=r"item_features has 1 duplicated \(item_id, feature\)"):
+        recsql.evaluate(RECS, None, asked, item_features=repeated)
+    clean = recsql.evaluate(RECS, None, asked, item_features=features).summary
+    best = recsql.evaluate(RECS, None, asked, item_features=repeated, duplicates="best").summary
+    pd.testing.assert_frame_equal(best, clean)
+
+
+def test_a_concurrent_writer_never_slips_rows_past_the_checks(tmp_path):
+    """A writer keeps adding and removing duplicates that would inflate precision; every evaluation
+    either refuses them or gives the clean numbers (checks and metrics read one snapshot)."""
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    con.execute("CREATE TABLE recs AS SELECT * FROM RECS")
+    con.execute("CREATE TABLE truth AS SELECT * FROM TRUTH")
+    clean = recsql.evaluate("recs", "truth", ASKED, con=con).summary
+    stop = threading.Event()
+
+    def writer():
+        cur = con.cursor()
+        while not stop.is_set():
+            cur.execute("BEGIN")
+            cur.execute("INSERT INTO recs VALUES (1, 1, 0.9)")  # a relevant item again, at the top
+            cur.execute("INSERT INTO truth VALUES (2, 2, 1.0)")  # a relevant judgment again
+            cur.execute("COMMIT")
+            cur.execute("BEGIN")
+            cur.execute("DELETE FROM recs WHERE score = 0.9")
+            cur.execute("DELETE FROM truth WHERE rowid = (SELECT MAX(rowid) FROM truth) AND user_id = 2 AND item_id = 2")
+            cur.execute("COMMIT")
+        cur.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    refused = agreed = 0
+    try:
+        for _ in range(40):
+            try:
+                result = recsql.evaluate("recs", "truth", ASKED, con=con)
+            except recsql.RecsqlError as err:
+                assert "duplicated" in str(err), err
+                refused += 1
+            else:
+                pd.testing.assert_frame_equal(result.summary, clean)
+                agreed += 1
+    finally:
+        stop.set()
+        thread.join()
+        con.close()
+    assert refused + agreed == 40, (refused, agreed)
+    print("concurrency:", refused, "refused,", agreed, "clean")

@@ -1,0 +1,203 @@
+"""Outputs never cost the user a byte: `--out` / `Evaluation.write` may not replace an input however
+it is named (qualified, capitalised, or behind a view), every output is checked before any is
+written, files are written atomically, outputs are written before the summary is printed (a
+closed stdout loses none), and Ctrl-C ends with one line and status 130."""
+from __future__ import annotations
+
+import hashlib
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+import recsql
+from recsql.cli import main
+
+pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
+DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+RECS, TRUTH = str(DATA / "recs.parquet"), str(DATA / "truth.parquet")
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture()
+def shop(tmp_path) -> Path:
+    """w.duckdb: tables recs_t (behind the view recs, and the view of a view recs2) and truth."""
+    path = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE recs_t AS SELECT 1 AS user_id, 2 AS item_id, 0.5 AS score")
+    con.execute("CREATE VIEW recs AS SELECT * FROM recs_t")
+    con.execute("CREATE VIEW recs2 AS SELECT * FROM main.recs")
+    con.execute("CREATE TABLE truth AS SELECT 1 AS user_id, 2 AS item_id")
+    con.close()
+    return path
+
+
+def _tables(db: Path) -> list[str]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return sorted(r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall())
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("recs,extra,words", [
+    ("recs", ["--out", "recs_t"], "--out 'recs_t' is an input table of this evaluation (read through 'recs')"),
+    ("recs", ["--out", "RECS_T"], "--out 'RECS_T' is an input table"),
+    ("recs2", ["--out-per-user", "main.recs_t"], "--out-per-user 'main.recs_t' is an input table"),
+    ("recs", ["--out", "w.truth"], "--out 'w.truth' is an input table"),
+    ("recs", ["--out", "w.main.Truth"], "--out 'w.main.Truth' is an input table"),
+    ("recs", ["--out", "main.TRUTH"], "--out 'main.TRUTH' is an input table"),
+    ("w.recs", ["--out", "recs_t"], "--out 'recs_t' is an input table"),
+    ("recs", ["--out", "m", "--out-per-user", "main.M"], "--out and --out-per-user name the same table"),
+], ids=["table behind a view", "behind a view, other case", "behind a view of a view", "catalog-qualified",
+        "fully qualified other case", "schema-qualified other case", "input catalog-qualified", "two outputs one table"])
+def test_out_over_an_input_however_named_is_refused_before_anything_is_read(shop, capsys, recs, extra, words):
+    before = _sha(shop)
+    assert main(["evaluate", recs, "truth", "--db", str(shop), "-m", "ndcg@10", *extra]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and words in captured.err, captured.err
+    assert _sha(shop) == before
+
+
+def test_write_over_an_input_however_named_is_refused(shop):
+    result = recsql.evaluate("recs2", "truth", ["ndcg@10"], con=str(shop))
+    before = _sha(shop)
+    for name in ("recs_t", "Recs_T", "main.recs_t", "w.main.RECS_T", "w.truth", "TRUTH"):
+        with pytest.raises(recsql.RecsqlError, match="is an input table of this evaluation"):
+            result.write(str(shop), summary="metrics", per_user=name)
+    with pytest.raises(recsql.RecsqlError, match="summary and per_user name the same table"):
+        result.write(str(shop), summary="m", per_user="M")
+    with pytest.raises(recsql.RecsqlError, match="summary and per_user name the same table"):
+        result.write(str(shop), summary="m", per_user="m")
+    with pytest.raises(recsql.RecsqlError, match="nothing to write"):
+        result.write(str(shop))
+    assert _sha(shop) == before and _tables(shop) == ["recs_t", "truth"]
+    con = duckdb.connect(str(shop))  # the user's own connection: the same guard
+    with pytest.raises(recsql.RecsqlError, match="read through 'recs2'"):
+        result.write(con, summary="RECS_T")
+    result.write(con, summary="metrics", per_user="metrics_by_user")
+    con.close()
+    assert _tables(shop) == ["metrics", "metrics_by_user", "recs_t", "truth"]
+
+
+def test_write_to_a_database_it_cannot_write_is_a_clear_error(tmp_path):
+    result = recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_cols="model")
+    junk = tmp_path / "notes.duckdb"
+    junk.write_text("not a database\n" * 100)
+    closed = duckdb.connect()
+    closed.close()
+    cases = [(str(tmp_path / "missing" / "out.duckdb"), ["directory", "does not exist", "create it first"]),
+             (str(tmp_path), ["is a directory", ".duckdb file"]),
+             (str(junk), ["'metrics'", "not a valid DuckDB database", "nothing was written"]),
+             (sqlite3.connect(":memory:"), ["sqlite3.Connection", "DuckDB connection or a .duckdb path", "to_sql"]),
+             (closed, ["closed", "open DuckDB connection"])]
+    for con, words in cases:
+        with pytest.raises(recsql.RecsqlError) as info:
+            result.write(con, summary="metrics")
+        assert all(word in str(info.value) for word in words), (words, str(info.value))
+    assert junk.read_text() == "not a database\n" * 100
+    assert not (tmp_path / "missing").exists()
+
+
+def test_write_to_a_locked_database_is_a_clear_error(tmp_path):
+    db = tmp_path / "locked.duckdb"
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; con = duckdb.connect({str(db)!r}); "
+                               "print('open', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        result = recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_cols="model")
+        with pytest.raises(recsql.RecsqlError, match="lock.*close the other program"):
+            result.write(str(db), summary="metrics")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("target,words", [("missing/users.csv", "the directory"), (".", "is a directory"),
+                                          ("users.xlsx", "write to a .csv, .parquet or .json file")])
+def test_per_user_that_cannot_be_written_is_refused_before_anything_is_read(tmp_path, monkeypatch, capsys,
+                                                                            target, words):
+    monkeypatch.chdir(tmp_path)
+    assert main(["evaluate", RECS, TRUTH, "-m", "ndcg@10", "--run-col", "model", "--per-user", target]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"--per-user {target!r}" in captured.err and words in captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_per_user_file_is_replaced_atomically_and_a_failure_leaves_the_old_one(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "users.parquet"
+    out.write_bytes(b"the previous results")
+    assert main(["evaluate", RECS, TRUTH, "-m", "ndcg@10", "--run-col", "model", "--per-user", str(out)]) == 0
+    assert len(pd.read_parquet(out)) > 500
+    capsys.readouterr()
+    before = _sha(out)
+
+    def broken(frame, path):  # fails half-way through writing its (temporary) file
+        Path(path).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setitem(recsql.cli.WRITERS, ".parquet", broken)
+    assert main(["evaluate", RECS, TRUTH, "-m", "ndcg@10", "--run-col", "model", "--per-user", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "could not be written (No space left on device)" in captured.err and captured.out == ""
+    assert _sha(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["users.parquet"]
+
+
+def test_outputs_are_written_before_the_summary_and_survive_a_closed_stdout(tmp_path):
+    out, db = tmp_path / "users.parquet", tmp_path / "results.duckdb"
+    duckdb.connect(str(db)).close()
+    command = (f"{sys.executable} -m recsql evaluate {RECS} {TRUTH} -m ndcg@10 --run-col model --format csv "
+               f"--per-user {out} | head -1")
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("model,n_users,ndcg@10") and done.stdout.count("\n") == 1
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+    assert len(pd.read_parquet(out)) > 500
+    closed = subprocess.run([sys.executable, "-m", "recsql", "evaluate", RECS, TRUTH, "-m", "ndcg@10", "--run-col",
+                             "model", "--per-user", str(tmp_path / "again.csv")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                            preexec_fn=lambda: __import__("os").close(1))
+    assert closed.returncode == 0 and "Traceback" not in closed.stderr, closed.stderr
+    assert len(pd.read_csv(tmp_path / "again.csv")) > 500
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> tuple[str, str]:
+    folder = tmp_path_factory.mktemp("big")
+    recs, truth = str(folder / "recs.parquet"), str(folder / "truth.parquet")
+    duckdb.sql(f"COPY (SELECT (i // 50)::BIGINT AS user_id, (hash(i) % 100000)::BIGINT AS item_id, random() AS score "
+               f"FROM range(3000000) t(i)) TO '{recs}'")
+    duckdb.sql(f"COPY (SELECT (i // 5)::BIGINT AS user_id, (hash(i * 7) % 100000)::BIGINT AS item_id "
+               f"FROM range(300000) t(i)) TO '{truth}'")
+    return recs, truth
+
+
+# The child says "ready" on stderr once recsql is imported (Python's start-up is not recsql's to
+# handle), then runs the CLI's main(); the signal lands that long after the evaluation started.
+_CHILD = ("import sys, recsql.cli; sys.stderr.write('ready\\n'); sys.stderr.flush(); "
+          "sys.exit(recsql.cli.main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("after", [0.3, 1.5])  # seconds into the evaluation (it takes several)
+def test_ctrl_c_ends_with_one_line_and_status_130(big, tmp_path, after):
+    out = tmp_path / "users.parquet"
+    # kendall@50 pairs every two of a user's top 50 (73M pair rows here): an evaluation that takes
+    # seconds, so the signal lands mid-query
+    run = subprocess.Popen([sys.executable, "-c", _CHILD, "evaluate", *big, "-m", "ndcg@10", "-m", "map@10",
+                            "-m", "kendall@50", "--duplicates", "best", "--per-user", str(out)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stderr.readline() == "ready\n"
+    time.sleep(after)
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode != 0, "the evaluation finished before Ctrl-C: make the input bigger"
+    assert run.returncode == 130 and stderr == "recsql: interrupted\n" and stdout == "", stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # no output, no temporary file
