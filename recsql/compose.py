@@ -20,6 +20,7 @@ from .errors import RecsqlError
 from .conventions import MeasureRule, measure_rule, resolve_metric
 from .metrics import Metric, registry
 from .templates import read_template
+from .trees import rewrite_bottom_up
 
 RUN_KEYS = "run_keys"
 POPULATIONS = ("relevant", "intersection", "judged")
@@ -373,17 +374,10 @@ def _fold(tree: exp.Expression) -> exp.Expression:
             node.set("ifs", ifs)
         return node
 
-    for node in reversed(list(tree.walk())):  # children before parents
-        if isinstance(node, exp.Where) and node.this == exp.true():
-            node.pop()
-            continue
-        new = fold(node)
-        if new is not node:
-            if node is tree:
-                tree = new
-            else:
-                node.replace(new)
-    return tree
+    def fold_or_drop(node: exp.Expression) -> exp.Expression | None:
+        return None if isinstance(node, exp.Where) and node.this == exp.true() else fold(node)
+
+    return rewrite_bottom_up(tree, fold_or_drop)
 
 
 def _expand_run_keys(tree: exp.Expression, keys: list[str]) -> exp.Expression:

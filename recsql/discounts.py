@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from .errors import RecsqlError
 from .templates import read_template
+from .trees import rewrite_bottom_up
 
 _SAFE_NODES = (
     exp.Literal, exp.Paren, exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Pow,
@@ -129,15 +130,7 @@ def _portable(tree: exp.Expression, position: exp.Expression) -> exp.Expression:
                            expression=exp.Nullif(this=node.expression, expression=exp.Literal.number(0)))
         return node
 
-    tree = tree.copy()
-    for node in reversed(list(tree.walk())):  # children before parents: a rewritten node keeps rewritten children
-        new = rewrite(node)
-        if new is not node:
-            if node is tree:
-                tree = new
-            else:
-                node.replace(new)
-    return tree
+    return rewrite_bottom_up(tree.copy(), rewrite)  # children first: a rewritten node keeps rewritten children
 
 
 def _check_finite(tree: exp.Expression, refuse) -> None:

@@ -1,0 +1,31 @@
+"""Rewriting sqlglot trees.
+
+>>> import sqlglot
+>>> tree = sqlglot.parse_one("SELECT a + 1 FROM t WHERE TRUE")
+>>> def drop_true_where(node):
+...     return None if isinstance(node, exp.Where) and node.this == exp.true() else node
+>>> rewrite_bottom_up(tree, drop_true_where).sql()
+'SELECT a + 1 FROM t'
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from sqlglot import exp
+
+
+def rewrite_bottom_up(tree: exp.Expression,
+                      rewrite: Callable[[exp.Expression], exp.Expression | None]) -> exp.Expression:
+    """Apply ``rewrite`` to every node of ``tree``, children before parents, so that a parent sees
+    its rewritten children; ``rewrite`` returns the node itself, a replacement, or None to remove
+    the node. Works in place and returns the (possibly new) root."""
+    for node in reversed(list(tree.walk())):
+        new = rewrite(node)
+        if new is None:
+            node.pop()
+        elif new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return tree
