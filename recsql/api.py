@@ -14,7 +14,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from .compose import (DIAGNOSTICS, RECS_ROWS, TIES, Plan, check_inputs, compose, finalize, internal_runs, not_finite,
+from .compose import (DIAGNOSTICS, RECS_ROWS, TIES, Plan, check_inputs, compose, fit_to_inputs, finalize, internal_runs, not_finite,
                       population_counts, quoted_column, recs_in, truth_in)
 from .conventions import convention as get_convention
 from .conventions import measure_rules
@@ -402,7 +402,9 @@ def evaluate(
         raise RecsqlError("recs is required: the recommendations to evaluate")
     inputs = dict(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
                   item_features=item_features)
-    check_inputs(parsed, {role for role, obj in inputs.items() if obj is not None},
+    given = {role for role, obj in inputs.items() if obj is not None}
+    parsed = [fit_to_inputs(m, given) for m in parsed]  # novelty: p=items when only items are given
+    check_inputs(parsed, given,
                  dict(user=user_col, item=item_col, price=price_col, probability=probability_col, category=category_col,
                       features=features_col, feature=feature_col, value=value_col))
     started = time.perf_counter()

@@ -723,6 +723,28 @@ _REQUIREMENTS: dict[str, tuple[set[str], str]] = {
 }
 
 
+def fit_to_inputs(metric: Metric, given: set[str]) -> Metric:
+    """``metric`` with an enum option the user did not write moved to the first choice whose inputs
+    are given, when its default's are not: novelty's ``p`` is ``interactions`` by default, and the
+    items' given probability (``p=items``) when only ``items`` is given. Unchanged otherwise (and
+    :func:`check_inputs` then names what is missing)."""
+    def met(options: dict[str, str]) -> bool:
+        return all(_REQUIREMENTS[need][0] & given for need in metric.spec.requires(options))
+
+    options = metric.all_options()
+    if met(options):
+        return metric
+    for name, param in metric.spec.params.items():
+        if param.kind != "enum" or name in metric.explicit:
+            continue
+        for choice in param.choices:
+            if met({**options, name: choice}):
+                fitted = Metric(metric.name, metric.k, **{**dict(metric.options), name: choice})
+                fitted.explicit, fitted.asked = metric.explicit, metric.asked
+                return fitted
+    return metric
+
+
 def check_inputs(metrics: list[Metric], given: set[str], columns: dict[str, str]) -> set[str]:
     """Refuse a metric whose inputs were not ``given`` (roles: truth, items, interactions, ...), naming
     the input and its columns (``columns``: user, item, price, ... -> the column names); returns the
@@ -736,9 +758,26 @@ def check_inputs(metrics: list[Metric], given: set[str], columns: dict[str, str]
         for need in m.spec.requires(m.all_options()):
             inputs, fix = _REQUIREMENTS[need]
             if not inputs & given:
-                raise RecsqlError(f"metric {str(m)!r} {fix.format(**names)}")
+                raise RecsqlError(f"metric {str(m)!r} {fix.format(**names)}{_alternatives(m, given, names)}")
             needed.add(need)
     return needed
+
+
+def _alternatives(metric: Metric, given: set[str], names: dict[str, str]) -> str:
+    """The other choices of the options the user did not write that need other inputs, each with
+    what it needs (``; or write p=items, which needs item probabilities: ...``)."""
+    options = metric.all_options()
+    mine = metric.spec.requires(options)
+    out = []
+    for name, param in metric.spec.params.items():
+        if param.kind != "enum" or name in metric.explicit:
+            continue
+        for choice in param.choices:
+            other = metric.spec.requires({**options, name: choice})
+            missing = sorted(n for n in other if not _REQUIREMENTS[n][0] & given)
+            if choice != options[name] and other != mine and missing:
+                out.append(f"; or write {name}={choice}, which {_REQUIREMENTS[missing[0]][1].format(**names)}")
+    return "".join(out)
 
 
 def _plan_inputs(plan: Plan) -> tuple[set[str], dict[str, str]]:
@@ -828,7 +867,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         raise RecsqlError(f"output={output!r} is not valid; choose one of {', '.join(OUTPUTS)}")
     if plan.ties not in TIES:
         raise RecsqlError(f"ties={plan.ties!r} is not valid; choose one of {', '.join(TIES)}")
-    resolved = [resolve_metric(m, plan.convention) for m in metrics]
+    given, _ = _plan_inputs(plan)
+    resolved = [fit_to_inputs(resolve_metric(m, plan.convention), given) for m in metrics]
     for rule in plan.rules.values():
         if rule.population is not None and rule.population not in POPULATIONS:
             raise RecsqlError(f"population={rule.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")

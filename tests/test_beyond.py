@@ -80,3 +80,22 @@ def test_global_metrics_of_a_run_without_recommendations_are_null():
     assert len(by_run.summary) == 0
     for name in asked:
         assert reference_beyond(name.split("@")[0], 2, {}, [], catalog=[{"item_id": i} for i in (1, 2, 3)]) is None
+
+
+def test_novelty_reads_the_items_probability_when_no_interactions_are_given():
+    """README: p = the items' given probability is the default when no interactions are given."""
+    recs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.9, 0.8]})
+    items = pd.DataFrame({"item_id": [1, 2], "probability": [0.5, 0.25]})
+    interactions = pd.DataFrame({"user_id": [5, 6, 6], "item_id": [1, 1, 2]})
+    got = recsql.evaluate(recs, None, ["novelty@2"], items=items).summary["novelty@2"].iloc[0]
+    assert got == pytest.approx((1 + 2) / 2)  # (-log2 0.5 - log2 0.25) / #L
+    # with interactions the default stays p = n_i / U_I: item 1 seen by both users, item 2 by one
+    got = recsql.evaluate(recs, None, ["novelty@2"], items=items, interactions=interactions).summary
+    assert got["novelty@2"].iloc[0] == pytest.approx((0 + 1) / 2)
+    # to_sql picks the same default from the inputs it is given
+    assert '"probability"' in recsql.to_sql(["novelty@2"], truth=None, items="items")
+    with pytest.raises(recsql.RecsqlError, match=r"needs training interactions.*or write p=items, which needs item "
+                                                 r"probabilities"):
+        recsql.evaluate(recs, None, ["novelty@2"])
+    with pytest.raises(recsql.RecsqlError, match="needs training interactions: pass interactions="):
+        recsql.evaluate(recs, None, ["novelty(p=interactions)@2"], items=items)  # written explicitly: kept
