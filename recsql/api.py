@@ -105,8 +105,7 @@ _REQUIRED_COLUMNS = ("user_col", "item_col", "price_col", "probability_col", "ca
                      "feature_col", "value_col")
 _OPTIONAL_COLUMNS = ("score_col", "rank_col", "relevance_col")
 # Columns of the summary / per-user rows recsql adds beside the run keys.
-_OUTPUT_COLUMNS = ("n_users", "n_users_with_recs", "users_without_recs", "recs_users_without_truth",
-                   "recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows")
+_OUTPUT_COLUMNS = ("n_users", "n_users_with_recs", "users_without_recs", "recs_users_without_truth", *DIAGNOSTICS)
 
 
 def _is_metric_name(name: str) -> bool:
