@@ -85,3 +85,16 @@ import importlib.metadata as md
 print("engines.sh:", ", ".join(f"{p} {md.version(p)}" for p in
       ["psycopg", "psycopg-binary", "PyMySQL", "pyspark", "chdb", "datafusion"]))
 EOF
+
+# dbt and its adapters, for tests/test_dbt.py: in their own virtual environment (dbt-core pins its
+# own dependencies), at RECSQL_DBT_VENV (default ~/.cache/recsql-dbt). dbt-core 1.12 cannot be
+# installed offline (its parser downloads a wheel while building), hence < 1.12; dbt-sqlite before
+# 1.10 does not import with dbt-core 1.11.
+dbt_venv="${RECSQL_DBT_VENV:-$HOME/.cache/recsql-dbt}"
+if "$dbt_venv/bin/python" -c "import dbt.adapters.duckdb, dbt.adapters.postgres, dbt.adapters.sqlite" >/dev/null 2>&1; then
+    echo "engines.sh: dbt already installed in $dbt_venv"
+else
+    python3 -m venv "$dbt_venv"
+    "$dbt_venv/bin/pip" install -q "dbt-core<1.12" dbt-duckdb dbt-postgres "dbt-sqlite>=1.10"
+fi
+"$dbt_venv/bin/dbt" --version | sed 's/^/engines.sh: dbt: /'

@@ -6,14 +6,35 @@
 """
 from __future__ import annotations
 
-from .api import Evaluation, RecsqlWarning, evaluate, to_sql
-from .errors import RecsqlError
-from .conventions import CONVENTIONS
-from .metrics import Metric, parse_metric, registry
-from .trec import trec_qrels, trec_run
+import importlib
 
-__all__ = ["CONVENTIONS", "Evaluation", "Metric", "RecsqlError", "RecsqlWarning", "evaluate", "parse_metric",
-           "registry", "to_sql", "trec_qrels", "trec_run"]
+DISTRIBUTION = "recsql-eval"  # the name on the package index (`pip install recsql-eval`); the module is recsql
+
+# The public names, imported from their modules on first use (PEP 562): `import recsql` stays light,
+# so the command line answers Ctrl-C at once and a cold first call pays only for what it uses.
+_EXPORTS = {
+    "Evaluation": "api", "RecsqlWarning": "api", "evaluate": "api", "to_sql": "api",
+    "Comparison": "comparison", "compare": "comparison",
+    "RecsqlError": "errors", "CONVENTIONS": "conventions",
+    "Metric": "metrics", "parse_metric": "metrics", "registry": "metrics",
+    "trec_qrels": "trec", "trec_run": "trec",
+}
+__all__ = sorted(_EXPORTS, key=str.lower)
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        globals()[name] = _version()
+        return globals()[name]
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'recsql' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
 
 
 def _version() -> str:
@@ -21,7 +42,7 @@ def _version() -> str:
     a source checkout that is not installed, from pyproject.toml itself."""
     from importlib.metadata import PackageNotFoundError, version
     try:
-        return version("recsql")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         import re
         from pathlib import Path
@@ -30,5 +51,3 @@ def _version() -> str:
         found = re.search(r'(?m)^version\s*=\s*"([^"]+)"', text)
         return found.group(1) if found else "0+unknown"
 
-
-__version__ = _version()

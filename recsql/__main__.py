@@ -1,6 +1,6 @@
 """``python -m recsql`` is the ``recsql`` command."""
 import sys
 
-from .cli import main
+from .entry import main
 
 sys.exit(main())

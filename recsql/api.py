@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import re
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import duckdb
 import numpy as np
@@ -14,8 +16,8 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from .compose import (DIAGNOSTICS, RECS_ROWS, TIES, Plan, check_inputs, compose, fit_to_inputs, finalize, internal_runs, not_finite,
-                      population_counts, quoted_column, recs_in, truth_in)
+from .compose import (DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, TIES, Plan, check_inputs, compose, fit_to_inputs, finalize, internal_runs, not_finite,
+                      population_counts, quoted_column, recs_in, truth_in, baseline_in, whole_id)
 from .conventions import convention as get_convention
 from .conventions import measure_rules
 from .dialects import dialect as get_dialect
@@ -25,9 +27,10 @@ from .engines.base import Runner
 from .errors import RecsqlError
 from .metrics import Metric, parse_metrics
 from .sources import Source, bind
-from .validate import duplicate_report, family, require_number, require_same_ids, resolve_column
+from .validate import duplicate_report, family, id_cast, order_type, require_number, require_one_type, require_same_ids, resolve_column
 
 DUPLICATE_POLICIES = ("error", "best", "max")
+ORDER_TYPES = re.compile(r"DOUBLE|BIGINT|DECIMAL(\(\s*\d{1,2}\s*,\s*\d{1,2}\s*\))?", re.I)  # to_sql's order_type
 
 
 class RecsqlWarning(UserWarning):
@@ -46,6 +49,8 @@ class Evaluation:
     seconds: float = 0.0
     inputs: tuple[str, ...] = ()  # the table names read (an output may not replace them)
     rows_in: int = 0  # recommendation rows read
+    run_cols: tuple[str, ...] = ()  # the run key columns of summary and per_user
+    user_col: str = "user_id"  # the user column of per_user
 
     def write(self, con: Any, summary: str | None = None, per_user: str | None = None) -> None:
         """Write the summary and/or per-user rows as tables of a DuckDB database (a connection or a
@@ -56,6 +61,20 @@ class Evaluation:
         write_outputs(con, [(label, name, frame) for label, name, frame in
                             (("summary", summary, self.summary), ("per_user", per_user, self.per_user))
                             if name is not None], protected=self.inputs)
+
+    def compare(self, baseline: Any = None, *, tests: Sequence[str] = ("t", "wilcoxon", "randomization"),
+                ci: float = 0.95, resamples: int = 1000, seed: int = 0, correction: str | None = "holm") -> Any:
+        """Paired tests and bootstrap intervals between this evaluation's runs, from its per-user values,
+        as :func:`recsql.compare` computes them (the same SQL, run on a private in-memory DuckDB);
+        returns a :class:`recsql.Comparison`."""
+        from .comparison import Comparison, Settings, compare_per_user, refuse_global
+        settings = Settings.checked(tests, ci, resamples, seed, correction, baseline)
+        refuse_global(self.metrics)
+        started = time.perf_counter()
+        runs, tests_table, sql = compare_per_user(self.per_user, [m.column for m in self.metrics], self.run_cols,
+                                                  self.user_col, settings)
+        return Comparison(runs=runs, tests=tests_table, metrics=list(self.metrics), settings=settings, sql=sql,
+                          seconds=time.perf_counter() - started)
 
     def __repr__(self) -> str:
         return f"Evaluation({', '.join(map(str, self.metrics))})\n{self.summary.to_string(index=False)}"
@@ -197,11 +216,23 @@ def _plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any], tar
         gain_rule=get_convention(cols["convention"]).gain_rule, rules=cols["rules"],
         id_order=get_convention(cols["convention"]).id_order, id_text=get_dialect(target).id_text,
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
-        id_collation=get_dialect(target).collation, topk=get_dialect(target).topk, dialect=target,
+        id_collation=get_dialect(target).collation, topk=get_dialect(target).topk, inline=get_dialect(target).inline,
+        dialect=target,
         **{c: cols[c] for c in EXTRA_COLUMNS},
     )
     settings.update(resolved)
     return Plan(**relations, **settings)
+
+
+def _id_casts(sources: dict[str, Source], cols: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """(input, internal id) -> how that input's id column is read to compare by value (validate.id_cast)."""
+    casts = {}
+    for role, src in sources.items():
+        for internal, option in (("user_id", "user_col"), ("item_id", "item_col")):
+            column = {c.lower(): c for c in src.columns}.get(cols[option].lower())
+            if column is not None and id_cast(src.columns[column]):
+                casts[role, internal] = id_cast(src.columns[column])
+    return casts
 
 
 def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, Any], metrics: list[Metric]) -> Plan:
@@ -215,10 +246,14 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
     # every other input keys rows by user and/or item like recs
     keyed = {"truth": ("user", "item"), "interactions": ("user", "item"), "baseline": ("user", "item"),
              "items": ("item",), "catalog": ("item",), "item_features": ("item",)}
+    require_one_type(recs, user)
+    require_one_type(recs, item)
     for role, src in sources.items():
         if role != "recs":
             ids = [(label, recs_col, resolve_column(src, cols[f"{label}_col"], f"{label}_col"))
                    for label, recs_col in (("user", user), ("item", item)) if label in keyed[role]]
+            for _, _, column in ids:
+                require_one_type(src, column)
             require_same_ids(recs, src, ids)
     if "baseline" in sources:
         require_number(sources["baseline"], resolve_column(sources["baseline"], order, "rank_col" if cols["rank_col"]
@@ -244,10 +279,17 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
         for option in ("feature_col", "value_col"):
             item_columns[option] = resolve_column(sources["item_features"], cols[option], option)
         require_number(sources["item_features"], item_columns["value_col"], "feature value")
+    # text ids take the dialect's binary collation; dates and other non-text ids compare by value as they are
     text_ids = frozenset(internal for internal, column in (("user_id", user), ("item_id", item))
-                         if family(recs.columns[column]) != "number")
+                         if family(recs.columns[column]) == "string")
     relations = {role: sources[role].relation if role in sources else None for role in ("recs", "truth", *EXTRA_INPUTS)}
-    return _plan(relations, cols, runner.dialect,
+    orders = {"ord_type": order_type(recs.columns[order], runner.dialect), "id_casts": _id_casts(sources, cols),
+              "item_needs": frozenset(needs & set(ITEM_VALUE_INVALID))}
+    if "baseline" in sources:
+        baseline = sources["baseline"]
+        orders["baseline_ord_type"] = order_type(baseline.columns[resolve_column(baseline, order, "score_col")],
+                                                 runner.dialect)
+    return _plan(relations, cols, runner.dialect, **orders,
                  user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,
                  rank_col=order if cols["rank_col"] else None, relevance_col=relevance,
                  run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids,
@@ -291,10 +333,52 @@ def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) ->
         if count:
             return RecsqlError(f"{role} column {column!r} has {int(count)} NaN or infinite value(s), which have no "
                                f"place in a ranking; replace them with finite numbers or drop those rows")
+    for internal, column in (("user_id", plan.user_col), ("item_id", plan.item_col)):
+        if plan.id_casts.get((role, internal)) == "whole":
+            value = quoted_column(column)
+            broken = exp.and_(exp.Not(this=exp.Is(this=value.copy(), expression=exp.null())),
+                              exp.Is(this=whole_id(value), expression=exp.null()))
+            query = exp.select(exp.alias_(_count(broken), "n")).from_(relation.copy())
+            count = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0][0]
+            if count:
+                return RecsqlError(
+                    f"{role} column {column!r} holds floating-point ids, {int(count)} of them not a whole number "
+                    f"within ±2^53 (or NaN/infinite); recsql compares ids exactly and reads float ids as integers. "
+                    f"Cast the column to BIGINT (or to text if its ids are not integers)")
+    if role == "truth" and plan.relevance_col:
+        large = exp.GT(this=exp.cast(quoted_column(plan.relevance_col), "DOUBLE"), expression=exp.Literal.number(MAX_EXPONENT))
+        count = runner.fetch_rows(render(exp.select(exp.alias_(_count(large), "n")).from_(relation.copy()),
+                                         runner.dialect, pretty=False))[0][0]
+        if count:
+            return RecsqlError(
+                f"truth column {plan.relevance_col!r} has {int(count)} relevance(s) above {MAX_EXPONENT}, too large for "
+                f"the exponential gains asked (2^relevance overflows a double beyond 1023): use gain=linear, or "
+                f"rescale the relevances (e.g. to grades 0-4)")
     if found is None:
         return None
     return RecsqlError(f"{role} has {found} row(s) with a NULL (missing) value or a NaN or infinite number in "
                        f"{', '.join(map(repr, columns))}; recsql needs them set and finite: drop or fill those rows first")
+
+
+_ITEM_RULES = {"price": "a price must be a finite number >= 0", "probability": "a probability must be in [0, 1]"}
+
+
+def _explain_items(runner: Runner, plan: Plan, found: int) -> RecsqlError:
+    """The error for ``found`` invalid rows of items: a NULL item id, or a price or probability a
+    metric reads that is out of its range (compose.ITEM_VALUE_INVALID)."""
+    columns = {"item_id": plan.item_col, "price": plan.price_col, "probability": plan.probability_col}
+    checks = {"item_id": exp.Is(this=quoted_column(plan.item_col), expression=exp.null())}
+    for name, invalid in ITEM_VALUE_INVALID.items():
+        if name in plan.item_needs:
+            checks[name] = invalid(exp.cast(quoted_column(columns[name]), "DOUBLE"))
+    query = exp.select(*[exp.alias_(_count(c), n) for n, c in checks.items()]).from_(plan.items.copy())
+    counts = dict(zip(checks, runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]))
+    for name, count in counts.items():
+        if count:
+            rule = _ITEM_RULES.get(name, "every item id must be set")
+            return RecsqlError(f"items column {columns[name]!r} has {int(count)} invalid value(s): {rule} (NaN and "
+                               f"infinity are not; NULL is no value: the item adds nothing); fix or drop those rows")
+    return RecsqlError(f"items has {found} invalid row(s) (a NULL item id, or a price or probability out of range)")
 
 
 def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_columns: list[str]) -> RecsqlError:
@@ -305,7 +389,7 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
     keyed = {"recs": (lambda: recs_in(plan), runs, best),
              "truth": (lambda: truth_in(plan), runs if plan.truth_has_runs else [],
                        "Pass duplicates='max' to keep the highest relevance."),
-             "baseline": (lambda: recs_in(dataclasses.replace(plan, recs=plan.baseline, run_cols=())), [], best)}
+             "baseline": (lambda: baseline_in(plan), [], best)}
     if role in keyed:
         make, run_keys, fix = keyed[role]
         body, keys = make(), [*run_keys, "user_id", "item_id"]
@@ -336,9 +420,71 @@ def _refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: lis
     for role in ("recs", "truth", "baseline"):
         if found.get(f"{role}_invalid_rows"):
             raise _explain_values(runner, plan, role, found[f"{role}_invalid_rows"])
+    if found.get("items_invalid_rows"):
+        raise _explain_items(runner, plan, found["items_invalid_rows"])
     for role in ("recs", "truth", "baseline", "items", "item_features"):
         if found.get(f"{role}_duplicate_rows"):
             raise _explain_duplicates(runner, plan, role, found[f"{role}_duplicate_rows"], recs_columns)
+
+
+# evaluate's options that describe the columns and definitions (checked together by _options).
+_COLUMN_OPTIONS = ("user_col", "item_col", "score_col", "rank_col", "relevance_col", "price_col", "threshold",
+                   "population", "duplicates", "convention", "ties", *EXTRA_COLUMNS)
+
+
+@dataclass
+class _Request:
+    """One evaluation's inputs and options, checked: what :func:`evaluate` and
+    :func:`recsql.compare` share (the options are evaluate's keywords, described once there)."""
+
+    metrics: list[Metric]
+    cols: dict[str, Any]
+    inputs: dict[str, Any]
+    con: Any
+    progress: bool
+
+
+def _request(arguments: dict[str, Any]) -> _Request:
+    """The checked request from evaluate's arguments (every parameter of :func:`evaluate`, by name)."""
+    parsed = parse_metrics(arguments["metrics"])
+    cols = _options(run_cols=_run_columns(arguments["run_cols"]), **{k: arguments[k] for k in _COLUMN_OPTIONS})
+    if arguments["recs"] is None:
+        raise RecsqlError("recs is required: the recommendations to evaluate")
+    inputs = {role: arguments[role] for role in ("recs", "truth", *EXTRA_INPUTS)}
+    given = {role for role, obj in inputs.items() if obj is not None}
+    parsed = [fit_to_inputs(m, given) for m in parsed]  # novelty: p=items when only items are given
+    check_inputs(parsed, given, {need: arguments[f"{need}_col"] for need in
+                                 ("user", "item", "price", "probability", "category", "features", "feature", "value")})
+    return _Request(metrics=parsed, cols=cols, inputs=inputs, con=arguments["con"], progress=arguments["progress"])
+
+
+@contextmanager
+def _bound(request: _Request) -> Iterator[tuple[Runner, Plan, dict[str, Source]]]:
+    """The request's runner, validated plan and bound inputs; the inputs are unbound afterwards,
+    also when the run fails or is interrupted."""
+    with runner_for(request.con, progress=request.progress) as runner:
+        sources: dict[str, Source] = {}
+        try:
+            for role, obj in request.inputs.items():
+                if obj is not None:
+                    sources[role] = bind(role, obj, runner)
+            yield runner, _validated_plan(runner, sources, request.cols, request.metrics), sources
+        finally:
+            for src in sources.values():
+                src.cleanup()
+
+
+def _fetch_checked(runner: Runner, plan: Plan, sql: str, fetch: Any = None) -> Any:
+    """Run ``sql`` (with ``fetch``, default ``runner.fetch``); an engine error that a NULL or NaN
+    input caused is reported as that."""
+    try:
+        return (fetch or runner.fetch)(sql)
+    except RecsqlError:  # a NULL or NaN the engine itself choked on: name it if it is that
+        for role, (relation, _, _) in _value_checks(plan).items():
+            error = _explain_values(runner, plan, role, None) if relation is not None else None
+            if error is not None:
+                raise error from None
+        raise
 
 
 def evaluate(
@@ -391,45 +537,21 @@ def evaluate(
     >>> evaluate(recs, truth, ["mrr@10", "hr@1"]).summary[["n_users", "mrr@10", "hr@1"]].to_dict("records")
     [{'n_users': 2, 'mrr@10': 0.25, 'hr@1': 0.0}]
     """
-    parsed = parse_metrics(metrics)
-    cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-                    relevance_col=relevance_col, price_col=price_col, run_cols=_run_columns(run_cols),
-                    threshold=threshold, population=population, duplicates=duplicates,
-                    convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
-                    features_col=features_col, feature_col=feature_col, value_col=value_col)
-    if recs is None:
-        raise RecsqlError("recs is required: the recommendations to evaluate")
-    inputs = dict(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
-                  item_features=item_features)
-    given = {role for role, obj in inputs.items() if obj is not None}
-    parsed = [fit_to_inputs(m, given) for m in parsed]  # novelty: p=items when only items are given
-    check_inputs(parsed, given,
-                 dict(user=user_col, item=item_col, price=price_col, probability=probability_col, category=category_col,
-                      features=features_col, feature=feature_col, value=value_col))
+    request = _request(locals())
+    parsed, cols = request.metrics, request.cols
     started = time.perf_counter()
-    with runner_for(con, progress=progress) as runner:
-        sources: dict[str, Source] = {}
-        try:
-            for role, obj in inputs.items():
-                if obj is not None:
-                    sources[role] = bind(role, obj, runner)
-            plan = _validated_plan(runner, sources, cols, parsed)
-            # ONE statement: the metrics and the input checks (diagnostic columns) read one snapshot
-            sql = render(compose(plan, parsed, output="raw"), runner.dialect)
-            try:
-                raw = runner.fetch(sql)
-            except RecsqlError:  # a NULL or NaN the engine itself choked on: name it if it is that
-                for role, (relation, _, _) in _value_checks(plan).items():
-                    error = _explain_values(runner, plan, role, None) if relation is not None else None
-                    if error is not None:
-                        raise error from None
-                raise
-            per_user, summary, found = _split(plan, parsed, raw)
-            _refuse(runner, plan, found, list(sources["recs"].columns))
-            rows_in = found[RECS_ROWS]
-        finally:
-            for src in sources.values():
-                src.cleanup()
+    with _bound(request) as (runner, plan, sources):
+        # ONE statement: the metrics and the input checks (diagnostic columns) read one snapshot
+        sql = render(compose(plan, parsed, output="raw"), runner.dialect)
+        raw = _fetch_checked(runner, plan, sql)
+        per_user, summary, found = _split(plan, parsed, raw)
+        if RECS_ROWS not in _columns_of(raw) or _rows_of(raw) == 0:
+            # no user row carried the checks (an empty population, or invalid rows that left no user):
+            # read them alone
+            checks = _fetch_checked(runner, plan, render(compose(plan, parsed, output="checks"), runner.dialect))
+            found = {name: int(value or 0) for name, value in _records(checks)[0].items()}
+        _refuse(runner, plan, found, list(sources["recs"].columns))
+        rows_in = found[RECS_ROWS]
     truth_counts = [name for name, _, kind in population_counts(plan, parsed) if kind == "truth"]
     for _, row in summary.iterrows():
         if any(row[name] == 0 for name in truth_counts):
@@ -437,7 +559,22 @@ def evaluate(
                           f" = {cols['threshold']}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
     inputs = tuple(src.table for src in sources.values() if src.table)
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
-                      seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in)
+                      seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in,
+                      run_cols=tuple(plan.run_cols), user_col=plan.user_col)
+
+
+def _columns_of(frame: Any) -> list[str]:
+    """The column names of a fetched result (pandas, Arrow, or a frame with ``to_pandas``)."""
+    return list(frame.column_names if hasattr(frame, "column_names") else frame.columns)
+
+
+def _rows_of(frame: Any) -> int:
+    return frame.num_rows if hasattr(frame, "num_rows") else len(frame)
+
+
+def _records(frame: Any) -> list[dict[str, Any]]:
+    table = frame.to_pandas() if hasattr(frame, "to_pandas") and not isinstance(frame, pd.DataFrame) else frame
+    return table.to_dict("records")
 
 
 def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
@@ -479,6 +616,7 @@ def to_sql(
     run_cols: Iterable[str] | str | None = (),
     truth_has_run_cols: bool = False,
     text_ids: Iterable[str] = (),
+    order_type: str = "DOUBLE",
     threshold: float | None = None,
     population: str | None = None,
     duplicates: str = "error",
@@ -489,6 +627,7 @@ def to_sql(
     features_col: str = "features",
     feature_col: str = "feature",
     value_col: str = "value",
+    compare: dict[str, Any] | None = None,
     pretty: bool = True,
 ) -> str:
     """The SQL that :func:`evaluate` runs, for (qualified) table names or file paths, in ``dialect``.
@@ -499,7 +638,10 @@ def to_sql(
     read bad rows (``evaluate`` raises from them). ``per_user`` carries no checks. With
     ``duplicates='best'`` / ``'max'`` the query de-duplicates and the duplicate columns are 0. ``text_ids``: the id columns
     (``user_col``/``item_col``) that hold strings, so that dialects whose default collation is not
-    bytewise (PostgreSQL, MySQL, SQL Server) compare them with a binary collation.
+    bytewise (PostgreSQL, MySQL, SQL Server) compare them with a binary collation. ``order_type``:
+    the type the score (or rank) is ranked in; DOUBLE unless the column holds integers above 2^53
+    (``"BIGINT"``) or decimals with more than 15 digits (``"DECIMAL(38, <scale>)"``), which a DOUBLE
+    would tie (``evaluate`` reads it from the column's type).
 
     >>> "ROW_NUMBER() OVER" in to_sql(["ndcg@10"], recs="db.recs", truth="db.truth")
     True
@@ -531,6 +673,28 @@ def to_sql(
     unknown = [c for c in text_ids if not isinstance(c, str) or c not in named]
     if unknown:
         raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {user_col!r} and/or {item_col!r}")
+    if not isinstance(order_type, str) or not ORDER_TYPES.fullmatch(order_type.strip()):
+        raise RecsqlError(f"order_type={order_type!r} is not valid; choose DOUBLE, BIGINT or DECIMAL(38, <scale>)")
     plan = _plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(cols["run_cols"]),
-                 text_ids=frozenset(named[c] for c in text_ids))
+                 text_ids=frozenset(named[c] for c in text_ids), ord_type=order_type.strip().upper(),
+                 baseline_ord_type=order_type.strip().upper())
+    if compare is not None:  # the statistics of recsql.compare over the per-user query (README, "Comparing runs")
+        from .comparison import Settings, statement_for
+        if not isinstance(compare, dict):
+            raise RecsqlError(f"compare must be a dict of compare's options (baseline, tests, ci, resamples, seed, "
+                              f"correction), got {compare!r}; e.g. compare={{'baseline': 'A', 'resamples': 1000}}")
+        unknown = sorted(set(compare) - {"baseline", "tests", "ci", "resamples", "seed", "correction"})
+        if unknown:
+            raise RecsqlError(f"compare: unknown option {unknown[0]!r}; choose from baseline, tests, ci, resamples, "
+                              "seed, correction")
+        options = {"tests": ("t", "wilcoxon", "randomization"), "ci": 0.95, "resamples": 1000, "seed": 0,
+                   "correction": "holm", "baseline": None, **compare}
+        settings = Settings.checked(**options)
+        kinds = ["number" if isinstance(settings.baseline, numbers.Real) else "string"] * len(plan.run_cols)
+        if isinstance(settings.baseline, (tuple, list)):
+            kinds = ["number" if isinstance(v, numbers.Real) else "string" for v in settings.baseline]
+        elif isinstance(settings.baseline, dict):
+            lower = {str(k).lower(): v for k, v in settings.baseline.items()}
+            kinds = ["number" if isinstance(lower.get(c.lower()), numbers.Real) else "string" for c in plan.run_cols]
+        return render(statement_for(plan, parsed, settings, kinds)[0], target.name, pretty=pretty)
     return render(compose(plan, parsed, output=output), target.name, pretty=pretty)

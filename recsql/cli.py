@@ -182,18 +182,24 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def inputs(parser: argparse.ArgumentParser) -> None:
+    """The inputs of ``evaluate`` and ``compare``: RECS and TRUTH (or TREC files), metrics, items and
+    the other side inputs."""
+    parser.add_argument("recs", nargs="?", help="recommendations: Parquet/CSV/JSON path or glob, or a table in --db")
+    parser.add_argument("truth", nargs="?", help="truth: Parquet/CSV/JSON path or glob, or a table in --db")
+    parser.add_argument("--run", help="recommendations as a TREC run file (qid Q0 docno rank score tag), instead of RECS")
+    parser.add_argument("--qrels", help="truth as a TREC qrels file (qid 0 docno relevance), instead of TRUTH")
+    _metrics(parser)
+    parser.add_argument("--items", help="items (item_id, price, probability, category, ...): path or table")
+    _side_inputs(parser)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="recsql", description="Recommender and ranking metrics as SQL.")
     parser.add_argument("--version", action="version", version=f"recsql {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("evaluate", help="evaluate recommendations against truth (DuckDB)")
-    ev.add_argument("recs", nargs="?", help="recommendations: Parquet/CSV/JSON path or glob, or a table in --db")
-    ev.add_argument("truth", nargs="?", help="truth: Parquet/CSV/JSON path or glob, or a table in --db")
-    ev.add_argument("--run", help="recommendations as a TREC run file (qid Q0 docno rank score tag), instead of RECS")
-    ev.add_argument("--qrels", help="truth as a TREC qrels file (qid 0 docno relevance), instead of TRUTH")
-    _metrics(ev)
-    ev.add_argument("--items", help="items (item_id, price, probability, category, ...): path or table")
-    _side_inputs(ev)
+    inputs(ev)
     ev.add_argument("--db", help="a .duckdb file holding the tables (opened read-only)")
     ev.add_argument("--per-user", help="also write per-user rows to this .csv/.parquet/.json file")
     ev.add_argument("--format", choices=sorted(FORMATS), default="table", help="summary format (default: table)")
@@ -218,27 +224,39 @@ def build_parser() -> argparse.ArgumentParser:
     sq.set_defaults(func=cmd_sql)
     me = sub.add_parser("metrics", help="list every metric with its formula and options")
     me.set_defaults(func=cmd_metrics)
+    from .comparison_cli import add_parser as add_compare_parser  # `recsql compare`: paired tests between runs
+    add_compare_parser(sub)
+    from .dbt.cli import add_parser as add_dbt_parser  # `recsql dbt`: dbt models and the dbt package
+    add_dbt_parser(sub, _columns)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     interrupted: list[int] = []
 
-    def on_sigint(signum: int, frame: object) -> None:
+    def on_signal(signum: int, frame: object) -> None:
         interrupted.append(signum)
         raise KeyboardInterrupt
 
-    previous = _install(signal.SIGINT, on_sigint)
+    def stopped() -> int:
+        """One line and the shell's code for the signal (130 for SIGINT, 143 for SIGTERM), after the
+        ``finally`` blocks and exit handlers have removed what the run made (spill directory,
+        temporary files)."""
+        terminated = signal.SIGTERM in interrupted
+        _say("recsql: terminated" if terminated else "recsql: interrupted")
+        return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
+
+    # SIGTERM (kill, a scheduler's timeout) ends the run like Ctrl-C instead of killing the process
+    # outright, so nothing is left behind
+    previous = {signum: _install(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
+        args = build_parser().parse_args(argv)  # builds every subcommand's parser: a moment, also interruptible
         return args.func(args)
-    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT, no traceback
-        _say("recsql: interrupted")
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback
+        return stopped()
     except RecsqlError as err:
         if interrupted:
-            _say("recsql: interrupted")
-            return 130
+            return stopped()
         _say(f"recsql: error: {err}")
         return 2
     except BrokenPipeError:  # e.g. `recsql metrics | head`: the reader has what it wanted
@@ -246,12 +264,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception:
         if interrupted:  # DuckDB turns Ctrl-C during a query into its own error ("Query interrupted")
-            _say("recsql: interrupted")
-            return 130
+            return stopped()
         raise
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
 
 
 def _install(signum: int, handler: Callable) -> object:

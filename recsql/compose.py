@@ -37,7 +37,7 @@ _METRIC_POPULATION_SQL = {"lists": "_has_recs = 1", "global": "_is_global = 1"}
 # second tie rule (src 9) cannot use them.
 _MAIN_LIST_FEATURES = {"list_ideal", "pairs", "corr", "cascade", "exposure", "tie_bounds"}
 SECOND_SRC = 9  # sql/_ranked.sql: the list under a second tie rule
-OUTPUTS = ("per_user", "summary", "raw")
+OUTPUTS = ("per_user", "summary", "raw", "checks")
 MAX_SLOTS = 10_000  # positions sql/_ranked.sql's slot_positions generates (four digit tables)
 TOPK_MAX_K = 100_000  # above this a per-user heap is no faster than sorting (DuckDB's MIN_BY takes n < 1e6)
 
@@ -62,6 +62,7 @@ class Plan:
     duplicates: str = "error"
     text_ids: frozenset = frozenset()  # internal id columns ("user_id", "item_id") holding strings
     topk: str | None = None  # engine whose top-k override (sql/_topk.<engine>.sql) replaces ROW_NUMBER
+    inline: tuple[str, ...] = ()  # CTEs to write AS NOT MATERIALIZED (recsql/dialects.py)
     id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
     ties: str = "item_id"  # tie rule: item_id (ascending), item_id_desc, or average (expected value)
     id_order: str = "native"  # "text": tied ids compare as text, bytewise (trec_eval's strcmp), whatever their type
@@ -71,6 +72,10 @@ class Plan:
     gain_rule: str = "all"  # "relevant": items below the threshold give no gain (ranx)
     convention: str = "recsql"  # fills in the metric options the user did not write (recsql/conventions.py)
     dialect: str = "duckdb"
+    ord_type: str = "DOUBLE"  # the type recs are ranked in (validate.order_type: exact for wide integers/decimals)
+    baseline_ord_type: str = "DOUBLE"
+    id_casts: dict[tuple[str, str], str] = field(default_factory=dict)  # (input, internal id) -> _ID_CASTS key
+    item_needs: frozenset = frozenset()  # the items' value columns the metrics read (explaining a failed check)
     # Inputs of the beyond-accuracy metrics (README, "Beyond accuracy and user models"), each optional.
     interactions: exp.Expression | None = None  # (user, item) seen in training
     catalog: exp.Expression | None = None  # items; default: the items input, else truth ∪ recs items
@@ -105,25 +110,48 @@ def _keyed_input(relation: exp.Expression, keys: list[exp.Expression], value: ex
     return select.group_by(*[exp.column(k.alias) for k in keys])
 
 
-def _id(plan: Plan, column: str, internal: str) -> exp.Expression:
-    """An id column, with the dialect's binary collation when it holds text."""
+# Id columns of a type that would compare other than by value, read as the type that does (keyed by
+# (input, internal id) in Plan.id_casts): enumerations (DuckDB ENUM from a pandas Categorical,
+# ClickHouse Enum, Arrow dictionaries) as their text, not their category codes; floats as BIGINT,
+# exactly, or NULL (an invalid row) when not a whole number within ±2^53: a DOUBLE join would match
+# 2^53 to 2^53 + 1.
+MAX_WHOLE = 9_007_199_254_740_992  # 2^53
+
+
+def whole_id(column: exp.Expression) -> exp.Expression:
+    """A float id as BIGINT when it is a whole number within ±2^53, else NULL."""
+    whole = exp.and_(exp.EQ(this=column.copy(), expression=exp.Floor(this=column.copy())),
+                     exp.LTE(this=exp.Abs(this=column.copy()), expression=exp.Literal.number(MAX_WHOLE)))
+    return exp.Case(ifs=[exp.If(this=whole, true=exp.cast(column.copy(), "BIGINT"))])
+
+
+_ID_CASTS = {"text": lambda column: exp.cast(column, "VARCHAR"), "whole": whole_id}
+
+
+def _id(plan: Plan, column: str, internal: str, role: str) -> exp.Expression:
+    """An id column of input ``role``, read by value (``_ID_CASTS``), with the dialect's binary
+    collation when it holds text."""
+    value = quoted_column(column)
+    cast = plan.id_casts.get((role, internal))
+    if cast:
+        value = _ID_CASTS[cast](value)
     if internal in plan.text_ids and plan.id_collation:
         collation = sqlglot.parse_one(plan.id_collation, into=exp.Column) if plan.id_collation.startswith('"') \
             else exp.var(plan.id_collation)
-        return exp.alias_(exp.Collate(this=quoted_column(column), expression=collation), internal)
-    return exp.alias_(quoted_column(column), internal)
+        return exp.alias_(exp.Collate(this=value, expression=collation), internal)
+    return exp.alias_(value, internal)
 
 
-def _keys(plan: Plan, with_runs: bool) -> list[exp.Expression]:
+def _keys(plan: Plan, with_runs: bool, role: str) -> list[exp.Expression]:
     keys = [exp.alias_(quoted_column(c), r) for c, r in zip(plan.run_cols, internal_runs(plan))] if with_runs else []
-    return keys + [_id(plan, plan.user_col, "user_id"), _id(plan, plan.item_col, "item_id")]
+    return keys + [_id(plan, plan.user_col, "user_id", role), _id(plan, plan.item_col, "item_id", role)]
 
 
-def recs_in(plan: Plan) -> exp.Select:
+def recs_in(plan: Plan, role: str = "recs") -> exp.Select:
     """Recommendations with internal names; ``ord`` is smaller-is-better (-score, or the rank)."""
-    order = exp.cast(quoted_column(plan.rank_col or plan.score_col), "DOUBLE")
+    order = exp.cast(quoted_column(plan.rank_col or plan.score_col), exp.DataType.build(plan.ord_type, dialect="duckdb"))
     ord_expr = order if plan.rank_col else exp.Neg(this=order)
-    return _keyed_input(plan.recs, _keys(plan, True), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
+    return _keyed_input(plan.recs, _keys(plan, True, role), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
 
 
 def _empty(*columns: tuple[str, str]) -> exp.Select:
@@ -139,7 +167,7 @@ def truth_in(plan: Plan) -> exp.Select:
     rel = exp.cast(quoted_column(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
     # every row, negative relevances included: the stage drops those where they mean "unjudged"
     # (truth_runs; a second view of the list may read them as judged: second_truth)
-    return _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs), rel, "relevance",
+    return _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs, "truth"), rel, "relevance",
                         exp.Max if plan.duplicates == "best" else None)
 
 
@@ -153,10 +181,10 @@ def _items_in(plan: Plan, needed: set[str]) -> exp.Select:
     values = {name: quoted_column(column[name]) if name in needed else exp.null() for name in ITEM_COLUMNS}
     typed = {n: exp.cast(values[n], "DOUBLE") if n != "category" else values[n] for n in ITEM_COLUMNS}
     if plan.duplicates != "best":
-        return exp.select(_id(plan, plan.item_col, "item_id"),
+        return exp.select(_id(plan, plan.item_col, "item_id", "items"),
                           *[exp.alias_(typed[n], n) for n in ITEM_COLUMNS]).from_(plan.items.copy())
     # a de-duplicating policy keeps one row per item: the largest of each attribute
-    return exp.select(_id(plan, plan.item_col, "item_id"),
+    return exp.select(_id(plan, plan.item_col, "item_id", "items"),
                       *[exp.alias_(exp.Max(this=typed[n]) if isinstance(values[n], exp.Column) else typed[n], n)
                         for n in ITEM_COLUMNS]).from_(plan.items.copy()).group_by(exp.column("item_id"))
 
@@ -164,7 +192,8 @@ def _items_in(plan: Plan, needed: set[str]) -> exp.Select:
 def _interactions_in(plan: Plan) -> exp.Select:
     if plan.interactions is None:
         return _empty(("user_id", "user_id"), ("item_id", "item_id"))
-    return exp.select(_id(plan, plan.user_col, "user_id"), _id(plan, plan.item_col, "item_id")).from_(plan.interactions.copy())
+    return exp.select(_id(plan, plan.user_col, "user_id", "interactions"),
+                      _id(plan, plan.item_col, "item_id", "interactions")).from_(plan.interactions.copy())
 
 
 def _catalog_in(plan: Plan) -> exp.Expression:
@@ -172,13 +201,15 @@ def _catalog_in(plan: Plan) -> exp.Expression:
     source = plan.catalog if plan.catalog is not None else plan.items
     if source is None:
         return exp.union(exp.select("item_id").from_("truth_in"), exp.select("item_id").from_("recs_in"), distinct=False)
-    return exp.select(_id(plan, plan.item_col, "item_id")).from_(source.copy())
+    role = "catalog" if plan.catalog is not None else "items"
+    return exp.select(_id(plan, plan.item_col, "item_id", role)).from_(source.copy())
 
 
-def _baseline_in(plan: Plan) -> exp.Select:
+def baseline_in(plan: Plan) -> exp.Select:
     if plan.baseline is None:
         return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("ord", "DOUBLE"))
-    return recs_in(dataclasses.replace(plan, recs=plan.baseline, run_cols=()))
+    return recs_in(dataclasses.replace(plan, recs=plan.baseline, run_cols=(), ord_type=plan.baseline_ord_type),
+                   "baseline")
 
 
 def _features_in(plan: Plan, needed: set[str]) -> exp.Select:
@@ -188,7 +219,7 @@ def _features_in(plan: Plan, needed: set[str]) -> exp.Select:
         return _empty(("item_id", "item_id"), ("feature", "VARCHAR"), ("value", "DOUBLE"))
     if plan.item_features is not None:
         value = exp.cast(quoted_column(plan.value_col), "DOUBLE")
-        rows = exp.select(_id(plan, plan.item_col, "item_id"),
+        rows = exp.select(_id(plan, plan.item_col, "item_id", "item_features"),
                           exp.alias_(exp.cast(quoted_column(plan.feature_col), "VARCHAR"), "feature"),
                           exp.alias_(exp.Max(this=value) if plan.duplicates == "best" else value, "value"))
         rows = rows.from_(plan.item_features.copy())
@@ -200,7 +231,7 @@ def _features_in(plan: Plan, needed: set[str]) -> exp.Select:
                           f"{plan.value_col})")
     vector = quoted_column(plan.features_col)
     return exp.select(
-        _id(plan, plan.item_col, "item_id"),
+        _id(plan, plan.item_col, "item_id", "items"),
         exp.alias_(exp.cast(exp.Explode(this=exp.Anonymous(this="RANGE", expressions=[
             exp.Anonymous(this="LEN", expressions=[vector.copy()])])), "VARCHAR"), "feature"),
         exp.alias_(exp.cast(exp.Explode(this=vector.copy()), "DOUBLE"), "value"),
@@ -216,10 +247,11 @@ def _features_in(plan: Plan, needed: set[str]) -> exp.Select:
 # the largest k, or the whole list), always 0 under a de-duplicating policy (the query keeps one row
 # per key). One value per input, over every run, copied onto every summary row.
 DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows",
-               "baseline_invalid_rows", "baseline_duplicate_rows", "items_duplicate_rows",
+               "baseline_invalid_rows", "baseline_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
                "item_features_duplicate_rows")
 RECS_ROWS = "_recs_rows"  # the recommendation rows read (raw rows only: Evaluation.rows_in)
 _MAX_DOUBLE = "1.7976931348623157E308"
+MAX_EXPONENT = 1000  # largest relevance 2^rel is taken of: a sum of up to 2^23 terms 2^1000 stays finite
 
 
 def not_finite(column: exp.Expression) -> exp.Expression:
@@ -238,12 +270,13 @@ def _rows_where(condition: exp.Expression) -> exp.Expression:
     return exp.cast(exp.Coalesce(this=count, expressions=[exp.Literal.number(0)]), "BIGINT")
 
 
-def _invalid(table: str, columns: list[str], numbers: list[str], name: str, total: str | None = None) -> exp.Select:
+def _invalid(table: str, columns: list[str], numbers: list[str], name: str, total: str | None = None,
+             also: exp.Expression | None = None) -> exp.Select:
     """One row: ``name`` = the rows of the input CTE ``table`` (internal names; one scan of each input)
     with a NULL in ``columns`` or a non-finite value in ``numbers`` (a NULL is counted by IS NULL,
-    whatever the engine's NULL ordering), and the row count."""
+    whatever the engine's NULL ordering) or meeting ``also``, and the row count."""
     bad = exp.or_(*[exp.Is(this=exp.column(c), expression=exp.null()) for c in columns],
-                  *[not_finite(exp.column(c)) for c in numbers])
+                  *[not_finite(exp.column(c)) for c in numbers], *([also] if also is not None else []))
     select = exp.select(exp.alias_(_rows_where(bad), name)).from_(table)
     return select.select(exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), total)) if total else select
 
@@ -262,11 +295,35 @@ def _rows_where_sum(value: exp.Expression) -> exp.Expression:
     return exp.cast(exp.Coalesce(this=exp.Sum(this=value), expressions=[exp.Literal.number(0)]), "BIGINT")
 
 
-def _checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, int | None]) -> tuple[exp.Select, list[str]]:
+def _price_invalid(value: exp.Expression) -> exp.Expression:
+    """A price that is NaN, infinite or negative (a NULL price is no price: the item weighs 0, as an
+    item missing from items)."""
+    return exp.or_(not_finite(value.copy()), exp.LT(this=value.copy(), expression=exp.Literal.number(0)))
+
+
+def _probability_invalid(value: exp.Expression) -> exp.Expression:
+    """A probability that is NaN, infinite or outside [0, 1] (NULL or 0: the item adds 0 novelty)."""
+    return exp.or_(not_finite(value.copy()), exp.LT(this=value.copy(), expression=exp.Literal.number(0)),
+                   exp.GT(this=value.copy(), expression=exp.Literal.number(1)))
+
+
+# items' attribute columns that a metric reads (its header's needs) and what makes one invalid
+ITEM_VALUE_INVALID = {"price": _price_invalid, "probability": _probability_invalid}
+
+
+def uses_exponent(tree: exp.Expression) -> bool:
+    """Whether a query raises 2 to a relevance (gain=exponential, ERR and pFound's grades)."""
+    return any(isinstance(p.this, exp.Literal) and p.this.name == "2" and not isinstance(p.expression, exp.Literal)
+               for p in tree.find_all(exp.Pow))
+
+
+def _checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, int | None],
+            exponent: bool = False) -> tuple[exp.Select, list[str]]:
     """The ``checks`` CTE (one row, the diagnostic columns of the inputs given and read, and
     ``_recs_rows``) and the diagnostic names it holds. ``cuts``: the ranked list CTEs (list_ranked,
     second_ranked: before the join to truth, which a duplicated truth row would multiply) -> the
-    largest position the metrics read from it (None: the whole list)."""
+    largest position the metrics read from it (None: the whole list). ``exponent``: the metrics
+    raise 2 to a relevance, so a relevance above MAX_EXPONENT is invalid (2^1024 overflows a DOUBLE)."""
     runs = internal_runs(plan)
     dedup = plan.duplicates == "best"
     parts: list[exp.Select] = []  # one-row subqueries
@@ -292,8 +349,9 @@ def _checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, int | 
         parts.append(exp.select(exp.alias_(exp.cast(exp.Max(this=exp.column("d")), "BIGINT"), "recs_duplicate_rows"))
                      .from_(per_list.subquery("l")))
     if plan.truth is not None and "truth_in" in read:
+        too_large = exp.GT(this=exp.column("relevance"), expression=exp.Literal.number(MAX_EXPONENT)) if exponent else None
         parts.append(_invalid("truth_in", [*(runs if plan.truth_has_runs else []), "user_id", "item_id", "relevance"],
-                              ["relevance"], "truth_invalid_rows"))
+                              ["relevance"], "truth_invalid_rows", also=too_large))
         names.append("truth_invalid_rows")
         duplicates("truth_duplicate_rows", "truth_in", [*(runs if plan.truth_has_runs else []), "user_id", "item_id"])
     if plan.baseline is not None and "baseline_in" in read:
@@ -301,6 +359,10 @@ def _checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, int | 
         names.append("baseline_invalid_rows")
         duplicates("baseline_duplicate_rows", "baseline_in", ["user_id", "item_id"])
     if plan.items is not None and "items_in" in read:
+        parts.append(_invalid("items_in", ["item_id"], [], "items_invalid_rows",
+                              also=exp.or_(*[ITEM_VALUE_INVALID[n](exp.column(n)) for n in ITEM_VALUE_INVALID
+                                             if n in needed] or [exp.false()])))
+        names.append("items_invalid_rows")
         duplicates("items_duplicate_rows", "items_in", ["item_id"])
     if plan.item_features is not None and "features" in needed and "features_in" in read:
         duplicates("item_features_duplicate_rows", "features_in", ["item_id", "feature"])
@@ -557,8 +619,8 @@ _BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure
 _JOINS = {"popularity": ("ranked", {"pop"}), "baseline": ("ranked", {"b"}), "interaction_users": ("ranked", {"iu"}),
           "catalog": ("ranked", {"cs"}), "categories": ("pair_rows", {"ca", "cb"}),
           "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
-# Columns (CTE, column, type) replaced by a typed NULL when the feature is off.
-_COLUMNS = {"tie_bounds": (("list_judged", "ord", "DOUBLE"), ("list_rows", "tie_first", "BIGINT"),
+# Columns (CTE, column, type) replaced by a typed NULL when the feature is off (None: the order's type).
+_COLUMNS = {"tie_bounds": (("list_judged", "ord", None), ("list_rows", "tie_first", "BIGINT"),
                            ("list_rows", "tie_last", "BIGINT"))}
 # Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
 _CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr"}
@@ -689,7 +751,7 @@ def _stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     for feature, columns in _COLUMNS.items():
         if feature not in features:
             for cte, column, type_ in columns:
-                _null_column(ctes[cte].this, column, type_)
+                _null_column(ctes[cte].this, column, type_ or exp.DataType.build(plan.ord_type, dialect="duckdb"))
     # Keep the UNION ALL branches of the features asked for, padded to the same columns.
     unused = {table for feature, table in _BRANCHES.items() if feature not in features}
     if second is None:
@@ -698,14 +760,21 @@ def _stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     kept = [b for b in every if b.args["from_"].this.name not in unused]
     _pad_union(kept, every)
     ctes["stacked"].set("this", _union_all(kept))
-    # Shared truth is copied to every run; truth that carries the run keys, or no runs, needs no copy.
+    # Shared truth is copied to every run; truth that carries the run keys keeps the rows of the runs
+    # the recommendations hold (a run is a key present in recs: truth of another run adds no row);
+    # with no runs there is nothing to copy.
     for name in ("truth_runs", "second_truth"):
         truth_runs = ctes[name].this
-        if plan.truth_has_runs or not plan.run_cols:
+        if not plan.run_cols:
             _drop_join(truth_runs, "runs")
             for col in truth_runs.find_all(exp.Column):
                 if col.table == "runs":
                     col.set("table", exp.to_identifier("t"))
+        elif plan.truth_has_runs:
+            for join in truth_runs.args["joins"]:
+                if join.this.alias_or_name == "runs":
+                    join.set("kind", None)
+                    join.set("on", exp.column("run_keys", table="runs").eq(exp.column("run_keys", table="t")))
     return _alias_projections(_fold(_expand_run_keys(stage, internal_runs(plan))))
 
 
@@ -890,7 +959,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
 
     inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", _items_in(plan, needed)),
               ("interactions_in", _interactions_in(plan)), ("catalog_in", _catalog_in(plan)),
-              ("baseline_in", _baseline_in(plan)), ("features_in", _features_in(plan, needed))]
+              ("baseline_in", baseline_in(plan)), ("features_in", _features_in(plan, needed))]
     runs = internal_runs(plan)
     context = {"ties": plan.ties, "has_baseline": "yes" if plan.baseline is not None else "no"}
     has_global = any(m.spec.population == "global" for m in resolved)
@@ -921,7 +990,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
         "_has_recs", "_n_rel", "_n_truth", *(["_is_global"] if has_global else []),
     ).from_("per_user_raw")
-    ctes = [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in inputs]
+    ctes = [exp.CTE(this=q, alias=exp.to_identifier(a), **({"materialized": False} if a in plan.inline else {}))
+            for a, q in inputs]
     ctes += list(with_.expressions)
     ctes.append(exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")))
     diagnostics: list[str] = []
@@ -930,7 +1000,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         _prune(probe, exp.select("*").from_("per_user_raw"))
         main = _max_k([m for m in resolved if id(m) not in on_second])
         checks, diagnostics = _checks(plan, needed, {c.alias for c in probe.expressions},
-                                      {"list_ranked": main, "second_ranked": _max_k(second_metrics)})
+                                      {"list_ranked": main, "second_ranked": _max_k(second_metrics)},
+                                      exponent=uses_exponent(probe))
         ctes.append(exp.CTE(this=checks, alias=exp.to_identifier("checks")))
         flagged = flagged.join("checks", join_type="cross")
         flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in [*diagnostics, RECS_ROWS]]])
@@ -940,7 +1011,12 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
                  exp.CTE(this=user_rows, alias=exp.to_identifier("per_user"))]
     else:
         ctes.append(exp.CTE(this=_fold(flagged), alias=exp.to_identifier("per_user")))
-    final = exp.select("*").from_("per_user") if output == "raw" else finalize(plan, metrics, output, diagnostics)
+    if output == "checks":  # the checks alone (evaluate, when the raw rows hold no user to carry them)
+        final = exp.select(*diagnostics, RECS_ROWS).from_("checks")
+    elif output == "raw":
+        final = exp.select("*").from_("per_user")
+    else:
+        final = finalize(plan, metrics, output, diagnostics)
     statement = final.copy()
     new_with = exp.With(expressions=ctes)
     statement.set("with_", new_with)
@@ -996,7 +1072,8 @@ def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequen
             *[exp.alias_(_SUMMARY[m.spec.population if m.spec.population == "global" else m.spec.summary](
                 this=exp.column(f"_m{i}")), n) for i, (m, n) in enumerate(zip(metrics, names))],
             *diagnostics,
-            *[exp.alias_(sqlglot.parse_one(f"CAST(COALESCE(MAX({n}), 0) AS BIGINT)"), n) for n in checks],
+            # from the checks CTE itself, not the per-user rows: invalid rows may leave no user at all
+            *[exp.alias_(exp.Subquery(this=exp.select(n).from_("checks")), n) for n in checks],
         ).from_("per_user")
         runs = [exp.column(r) for r in internal_runs(plan)]
         return select.group_by(*runs).order_by(*runs) if runs else select

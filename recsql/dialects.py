@@ -4,9 +4,10 @@ checked, and the few overrides sqlglot's transpiler does not make by itself.
 Every difference is a named switch with its reason:
 
 - ``collation``: the binary collation applied to text id columns where the default collation is
-  not bytewise; ties are broken by ``item_id`` and ids are joined and grouped, so a locale or
-  case-insensitive collation would change the numbers (PostgreSQL's locale order; MySQL's and
-  SQL Server's case-insensitive defaults merge 'a' and 'A').
+  not bytewise, or may not be: ties are broken by ``item_id`` and ids are joined and grouped, so a
+  locale or case-insensitive collation would change the numbers (PostgreSQL's locale order; MySQL's
+  and SQL Server's case-insensitive defaults merge 'a' and 'A'; a DuckDB column declared
+  ``COLLATE NOCASE`` or a connection's ``default_collation``; a SQLite column ``COLLATE NOCASE``).
 - ``settings``: ClickHouse fills unmatched LEFT JOIN columns with 0/'' instead of NULL unless
   ``join_use_nulls = 1``; unjudged items would count as judged.
 - ``id_text``: the type an id is cast to when a convention orders tied ids as text (trec_eval
@@ -15,6 +16,10 @@ Every difference is a named switch with its reason:
   Server and Oracle need a length).
 - ``topk``: DuckDB selects each user's top k with ``MIN_BY(item, (ord, item), k)`` (a bounded heap
   per user) instead of ROW_NUMBER over whole partitions; same order, ties included.
+- ``inline``: CTEs DuckDB must not materialize. The input checks read ``truth_in`` a second time;
+  a CTE read twice is materialized, its row estimate is lost and the joins after it are planned
+  as if truth had one row: 10M recommendation rows then ran out of a 400 MB memory limit and 100M
+  out of 4 GB, and fit (faster) with ``truth_in AS NOT MATERIALIZED``.
 - ``from_dual``: Oracle needs ``FROM DUAL`` on a SELECT without a table and has no boolean literal.
 
 Everything else — integer division, NULL ordering, log argument order, type names — is kept
@@ -73,13 +78,14 @@ class Dialect:
     collation: str | None = None
     id_text: str = "VARCHAR"  # ids compared as text (ties under trec, ir_measures, ranx): cast to this type
     topk: str | None = None  # sql/_topk.<topk>.sql replaces the portable ROW_NUMBER top-k
+    inline: tuple[str, ...] = ()  # CTEs written AS NOT MATERIALIZED
     transforms: tuple[Transform, ...] = field(default=())
     note: str = ""
 
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (
-    Dialect("duckdb", "duckdb", executed="DuckDB", topk="duckdb"),
-    Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)"),
+    Dialect("duckdb", "duckdb", executed="DuckDB", topk="duckdb", collation='"binary"', inline=("truth_in",)),
+    Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)", collation='"BINARY"'),
     Dialect("postgres", "postgres", executed="PostgreSQL 15", collation='"C"'),
     Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin", id_text="BINARY",
             note="MySQL 8 or MariaDB 10.4+; text ids must be utf8mb4 (compared as utf8mb4_bin)"),

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import RecsqlError
-from .sources import table_relation
+from .sources import looks_like_path, table_relation
 
 
 Key = tuple[str, str, str]  # (catalog, schema, table), lower-cased: DuckDB compares names case-insensitively
@@ -88,6 +88,26 @@ class Catalog:
                         found.add(read)
                         todo.append(read)
         return found
+
+
+    def files(self, name: str) -> list[str]:
+        """The paths and globs the views behind ``name`` read (read_parquet('x'), FROM 'x.csv', ...)."""
+        return [path for key in sorted(self.inputs(name)) if key in self.views for path in _view_files(self.views[key])]
+
+
+def _view_files(sql: str) -> list[str]:
+    """Every string a view's SQL holds that may be a file it reads: string literals (the arguments of
+    read_parquet, read_csv, ...) and quoted table names (FROM 'x.parquet'); comparing more strings
+    than needed only ever refuses more."""
+    import sqlglot
+    from sqlglot import exp
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except Exception:  # noqa: BLE001 - unparsable: every string token
+        from sqlglot.tokens import Tokenizer, TokenType
+        return [t.text for t in Tokenizer().tokenize(sql) if t.token_type == TokenType.STRING]
+    strings = [lit.this for lit in tree.find_all(exp.Literal) if lit.is_string]
+    return strings + [t.name for t in tree.find_all(exp.Table) if t.name and looks_like_path(t.name)]
 
 
 def _view_reads(sql: str) -> list[list[str]]:
@@ -253,7 +273,7 @@ def check_outputs(tables: Mapping[str, str | None], files: Mapping[str, str | No
     for option, name in chosen.items():
         table_relation(name)  # a valid name, or a clear error
     catalog = Catalog()
-    if chosen and db and os.path.isfile(db):
+    if (chosen or any(files.values())) and db and os.path.isfile(db):
         from .engines.duckdb import _open
         con = _open(db)  # read-only: only the catalog is looked at
         try:
@@ -262,6 +282,9 @@ def check_outputs(tables: Mapping[str, str | None], files: Mapping[str, str | No
             con.close()
     _same_table(catalog, chosen)
     _guard_tables(catalog, chosen, table_inputs, "")
+    # a file a view reads is an input too: `CREATE VIEW recs AS FROM 'recs.parquet'` protects recs.parquet
+    file_inputs = {**file_inputs, **{f"{name}, a view reading": path for name in table_inputs
+                                     for path in catalog.files(name)}}
     for option, path in files.items():
         if not path:
             continue

@@ -101,10 +101,34 @@ def bind(role: str, obj: Any, runner: Any | None) -> Source:
     if runner is None:
         raise RecsqlError(f"{role}: to render SQL, pass a table name or a file path, not a {type(obj).__name__}")
     if type(obj).__module__.split(".")[0] in {"pandas", "polars", "pyarrow", "pyspark"}:
+        _check_frame_types(role, obj)
         return runner.bind_frame(role, _rescannable(obj))
     raise RecsqlError(
         f"{role}: cannot read a {type(obj).__name__}; pass a table or view name, a Parquet/CSV/JSON path "
         "or glob, a pandas or polars DataFrame, or an Arrow table")
+
+
+# Column types no engine reads, by the frame library's type name: what to cast to instead.
+_UNREADABLE = {"complex": "a real number (e.g. the real part: df[col].real) or two columns",
+               "Int128": "Int64, or a Decimal if the values need more than 63 bits",
+               "UInt128": "Int64, or a Decimal if the values need more than 63 bits"}
+
+
+def _check_frame_types(role: str, frame: Any) -> None:
+    """A pandas or polars column of a type the engines cannot read (complex numbers, 128-bit
+    integers) is refused by name, before an engine fails on it."""
+    schema = getattr(frame, "collect_schema", None)
+    if callable(schema):  # polars
+        types = {name: str(kind) for name, kind in schema().items()}
+    elif hasattr(frame, "dtypes") and hasattr(frame, "columns") and type(frame).__module__.startswith("pandas"):
+        types = {str(name): ("complex" if getattr(kind, "kind", "") == "c" else str(kind))
+                 for name, kind in frame.dtypes.items()}
+    else:
+        return
+    for name, kind in types.items():
+        if kind in _UNREADABLE:
+            raise RecsqlError(f"{role} column {name!r} holds {kind} values, which recsql's engines cannot read; "
+                              f"cast it to {_UNREADABLE[kind]}")
 
 
 def _rescannable(obj: Any) -> Any:

@@ -18,16 +18,70 @@ _STRINGY = re.compile(r"^(VARCHAR|TEXT|STRING|CHAR|BPCHAR|CHARACTER( VARYING)?|U
 
 
 
-def family(engine_type: str) -> str:
-    """'number', 'string', 'unknown' (an untyped empty SQLite column) or 'other' for a type name."""
+def _bare(engine_type: str) -> str:
+    """A type name without ClickHouse's Nullable(...) / LowCardinality(...) wrapper."""
     name = engine_type.strip()
     inner = re.fullmatch(r"(?:Nullable|LowCardinality)\((.*)\)", name)
-    name = inner.group(1) if inner else name
+    return inner.group(1) if inner else name
+
+
+def family(engine_type: str) -> str:
+    """'number', 'string', 'unknown' (an untyped empty SQLite column) or 'other' for a type name."""
+    name = _bare(engine_type)
     if _NUMERIC.match(name):
         return "number"
-    if _STRINGY.match(name):
+    if _STRINGY.match(name) or _ENUM.match(name):
         return "string"
+    if name.upper().startswith("MIXED("):
+        return "mixed"
     return "unknown" if name.upper() == "UNKNOWN" else "other"
+
+
+# Integer types wider than a DOUBLE's 53-bit mantissa, by engine: ordered as BIGINT (exact for every
+# signed 64-bit value) or, unsigned or wider, as DECIMAL(38, 0); an overflow is the engine's error,
+# never a silent tie. SQLite's INTEGER is 64-bit; DuckDB's INTEGER is 32-bit and fits a DOUBLE.
+_WIDE_SIGNED = re.compile(r"^(BIGINT|INT8|INT64|LONG|INTEGER\[sqlite\])$", re.I)
+_WIDE_UNSIGNED = re.compile(r"^(UBIGINT|UINT64|HUGEINT|UHUGEINT|U?INT(128|256)|DECIMAL\(\s*(1[6-9]|[2-9]\d|\d{3,})\s*,\s*0\s*\))$", re.I)
+_DECIMAL = re.compile(r"^(?:DECIMAL|NUMERIC|DECIMAL(?:32|64|128|256))(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$", re.I)
+DOUBLE_DIGITS = 15  # decimal digits every DOUBLE holds exactly
+
+
+def order_type(engine_type: str, dialect: str) -> str:
+    """The type the order column (score or rank) is ranked in: DOUBLE unless the column holds values
+    a DOUBLE cannot tell apart (integers above 2^53, decimals with more than 15 digits), which are
+    ranked exactly: BIGINT, or DECIMAL(38, scale).
+
+    >>> order_type("DOUBLE", "duckdb"), order_type("BIGINT", "duckdb"), order_type("DECIMAL(20,4)", "duckdb")
+    ('DOUBLE', 'BIGINT', 'DECIMAL(38, 4)')
+    """
+    name = _bare(engine_type)
+    tagged = f"{name}[sqlite]" if dialect == "sqlite" else name
+    if _WIDE_SIGNED.match(name) or _WIDE_SIGNED.match(tagged):
+        return "BIGINT"
+    if _WIDE_UNSIGNED.match(name):
+        return "DECIMAL(38, 0)"
+    decimal = _DECIMAL.match(name)
+    if decimal and decimal.group(1) is None and dialect == "postgres":
+        return "DECIMAL"  # PostgreSQL's numeric without a precision: any number of digits, kept as they are
+    if decimal and (decimal.group(1) is None or int(decimal.group(1)) > DOUBLE_DIGITS):
+        return f"DECIMAL(38, {min(int(decimal.group(2) or 0) if decimal.group(1) else 10, 37)})"
+    return "DOUBLE"
+
+
+_ENUM = re.compile(r"^(ENUM\(.*\)|Enum(8|16)?\(.*\)|Dictionary\(.*\)|dictionary<.*>)$", re.I | re.S)
+_FLOAT = re.compile(r"^(FLOAT[48]?|REAL|DOUBLE( PRECISION)?|FLOAT(16|32|64)|HALF_FLOAT)$", re.I)
+
+
+def id_cast(engine_type: str) -> str | None:
+    """How an id column of this type is read so that it compares by value (compose._ID_CASTS):
+    'text' for enumerations (ordered by their codes otherwise) and UUIDs (which take no collation),
+    'whole' for floats, None as it is.
+
+    >>> id_cast("ENUM('b', 'a')"), id_cast("DOUBLE"), id_cast("BIGINT")
+    ('text', 'whole', None)
+    """
+    name = _bare(engine_type)
+    return "text" if _ENUM.match(name) or name.upper() == "UUID" else "whole" if _FLOAT.match(name) else None
 
 
 def resolve_column(source: Source, column: str, option: str) -> str:
@@ -43,8 +97,18 @@ def resolve_column(source: Source, column: str, option: str) -> str:
     )
 
 
+def require_one_type(source: Source, column: str) -> None:
+    """A column whose values are of several kinds (SQLite: integers and text) would match and order
+    by kind before value: refused."""
+    if family(source.columns[column]) == "mixed":
+        raise RecsqlError(
+            f"{source.role} column {column!r} holds values of several types ({source.columns[column][6:-1]}): "
+            f"1 and '1' would never match. Cast the column to one type (CAST({column} AS INTEGER) or AS TEXT)")
+
+
 def require_number(source: Source, column: str, what: str) -> None:
     engine_type = source.columns[column]
+    require_one_type(source, column)
     if family(engine_type) not in ("number", "unknown"):
         raise RecsqlError(
             f"{source.role} column {column!r} holds {engine_type}, but the {what} must be a number; "

@@ -55,6 +55,12 @@ CATALOGUE = [
     ("k is zero", RECS, TRUTH, {"metrics": ["ndcg@0"]}, ["k must be >= 1"], ()),
     ("k is not whole", RECS, TRUTH, {"metrics": ["ndcg@2.5"]}, ["whole number"], ()),
     ("unknown option", RECS, TRUTH, {"metrics": ["map(denom=k)@3"]}, ["unknown option 'denom'"], ()),
+    ("float id not whole", with_value(RECS.astype({"item_id": float}), "item_id", 1.5), TRUTH, {},
+     ["recs column 'item_id' holds floating-point ids", "not a whole number", "Cast the column to BIGINT"], ()),
+    ("nan id", with_value(RECS.astype({"user_id": float}), "user_id", float("nan")), TRUTH, {},
+     ["recs column 'user_id'", ("NULL", "not a whole number within ±2^53 (or NaN")], ("mysql",)),
+    ("relevance too large for exponential gains", RECS, TRUTH.assign(relevance=[2000.0, 1.0]),
+     {"metrics": ["ndcg(gain=exponential)@3"]}, ["'relevance'", "above 1000", "gain=linear"], ()),
     ("k_slots beyond its limit", RECS, TRUTH, {"metrics": ["ndcg(ideal=k_slots)@20000"]}, ["k <= 10000"], ()),
 ]
 
@@ -183,3 +189,16 @@ def _objects(engine) -> list:
 def test_type_names_of_every_engine_are_recognised(type_name, family):
     from recsql.validate import family as family_of
     assert family_of(type_name) == family
+
+
+@pytest.mark.parametrize("name", ["duckdb", "sqlite", "postgres", "mysql", "clickhouse"])
+def test_a_closed_connection_is_a_clear_error(name):
+    """(Spark's session and DataFusion's context have no 'closed' state a user can hand over.)"""
+    with ExitStack() as stack:
+        engine = start(name, stack)
+        r, t = engine.load(RECS), engine.load(TRUTH)
+        engine.con.close()
+        if name == "mysql":  # PyMySQL refuses a second close: reconnect for the harness's own close at exit
+            stack.callback(engine.con.connect)
+        with pytest.raises(recsql.RecsqlError, match=r"^con: the .* cannot be used \(.*\); pass an open"):
+            recsql.evaluate(r, t, ["ndcg@3"], con=engine.con)

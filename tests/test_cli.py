@@ -184,8 +184,8 @@ def test_version_prints_the_package_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0
-    assert capsys.readouterr().out == f"recsql {importlib.metadata.version('recsql')}\n"
-    assert importlib.metadata.version("recsql") == pyproject["project"]["version"] == recsql.__version__
+    assert capsys.readouterr().out == f"recsql {importlib.metadata.version(recsql.DISTRIBUTION)}\n"
+    assert importlib.metadata.version(recsql.DISTRIBUTION) == pyproject["project"]["version"] == recsql.__version__
 
 
 def test_json_prints_every_digit_and_null_for_nan(tmp_path, capsys):

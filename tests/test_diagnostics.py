@@ -176,3 +176,21 @@ def test_a_concurrent_writer_never_slips_rows_past_the_checks(tmp_path):
         con.close()
     assert refused + agreed == 40, (refused, agreed)
     print("concurrency:", refused, "refused,", agreed, "clean")
+
+
+def test_rendered_summary_counts_invalid_item_values_in_every_engine(engine):
+    """Items whose price a metric reads: two negative prices are invalid rows (a NULL price is no
+    price), a duplicated item a duplicate row; without a metric reading prices, prices are not
+    checked. (NaN and infinite prices: tests/test_exactness.py, on the engines that store them.)"""
+    items = pd.DataFrame({"item_id": [1, 2, 3, 3, 4], "price": [-1.0, 2.0, None, 4.0, -0.5]}
+                         ).astype({"price": "Float64"})
+    r, t, i = engine.load(RECS), engine.load(TRUTH), engine.load(items)
+    with runner_for(engine.con) as runner:
+        def run(metrics: list[str]) -> dict:
+            fetched = runner.fetch(recsql.to_sql(metrics, recs=r, truth=t, items=i, dialect=runner.dialect))
+            frame = fetched.to_pandas() if hasattr(fetched, "to_pandas") else fetched
+            return {name: int(v) for name, v in frame.iloc[0].items() if name.startswith("items_")}
+        assert run(["money_precision@3"]) == {"items_invalid_rows": 2, "items_duplicate_rows": 1}
+        assert run(["coverage@3"]) == {"items_invalid_rows": 0, "items_duplicate_rows": 1}
+    with pytest.raises(recsql.RecsqlError, match=r"items column 'price' has 2 invalid value\(s\): a price must be"):
+        recsql.evaluate(r, t, ["money_precision@3"], items=i, con=engine.con)

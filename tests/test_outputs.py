@@ -5,6 +5,7 @@ closed stdout loses none), and Ctrl-C ends with one line and status 130."""
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import sqlite3
 import subprocess
@@ -133,6 +134,24 @@ def test_per_user_that_cannot_be_written_is_refused_before_anything_is_read(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("view", ["FROM '{path}'", "SELECT * FROM read_parquet('{path}')",
+                                  "SELECT * FROM inner_view"])
+def test_per_user_onto_the_file_a_view_reads_is_refused(tmp_path, monkeypatch, capsys, view):
+    """An input view (or a view of a view) reading a file protects that file from --per-user."""
+    monkeypatch.chdir(tmp_path)
+    pd.read_parquet(RECS).to_parquet("recs.parquet")
+    db = duckdb.connect("w.duckdb")
+    db.execute("CREATE VIEW inner_view AS FROM 'recs.parquet'")
+    db.execute(f"CREATE VIEW recs AS {view.format(path='recs.parquet')}")
+    db.close()
+    before = hashlib.sha256(Path("recs.parquet").read_bytes()).hexdigest()
+    assert main(["evaluate", "recs", TRUTH, "--db", "w.duckdb", "-m", "ndcg@10", "--run-col", "model",
+                 "--per-user", "recs.parquet"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--per-user 'recs.parquet' is the input recs, a view reading" in captured.err
+    assert hashlib.sha256(Path("recs.parquet").read_bytes()).hexdigest() == before
+
+
 def test_per_user_file_is_replaced_atomically_and_a_failure_leaves_the_old_one(tmp_path, monkeypatch, capsys):
     out = tmp_path / "users.parquet"
     out.write_bytes(b"the previous results")
@@ -186,18 +205,46 @@ _CHILD = ("import sys, recsql.cli; sys.stderr.write('ready\\n'); sys.stderr.flus
           "sys.exit(recsql.cli.main(sys.argv[1:]))")
 
 
+@pytest.mark.parametrize("signum,code,line", [(signal.SIGINT, 130, "recsql: interrupted\n"),
+                                              (signal.SIGTERM, 143, "recsql: terminated\n")])
 @pytest.mark.parametrize("after", [0.3, 1.5])  # seconds into the evaluation (it takes several)
-def test_ctrl_c_ends_with_one_line_and_status_130(big, tmp_path, after):
-    out = tmp_path / "users.parquet"
+def test_a_signal_ends_with_one_line_its_status_and_nothing_left(big, tmp_path, after, signum, code, line):
+    """Ctrl-C (SIGINT) and kill (SIGTERM) mid-query: one line, the shell's status, no output, no
+    temporary file and no spill directory left behind."""
+    out = tmp_path / "out" / "users.parquet"
+    out.parent.mkdir()
+    scratch = tmp_path / "tmp"  # the child's temporary directory: where DuckDB's spill directory goes
+    scratch.mkdir()
     # kendall@50 pairs every two of a user's top 50 (73M pair rows here): an evaluation that takes
     # seconds, so the signal lands mid-query
     run = subprocess.Popen([sys.executable, "-c", _CHILD, "evaluate", *big, "-m", "ndcg@10", "-m", "map@10",
                             "-m", "kendall@50", "--duplicates", "best", "--per-user", str(out)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "TMPDIR": str(scratch)})
     assert run.stderr.readline() == "ready\n"
     time.sleep(after)
-    run.send_signal(signal.SIGINT)
+    run.send_signal(signum)
     stdout, stderr = run.communicate(timeout=120)
-    assert run.returncode != 0, "the evaluation finished before Ctrl-C: make the input bigger"
-    assert run.returncode == 130 and stderr == "recsql: interrupted\n" and stdout == "", stderr
-    assert not out.exists() and list(tmp_path.iterdir()) == []  # no output, no temporary file
+    assert run.returncode != 0, "the evaluation finished before the signal: make the input bigger"
+    assert run.returncode == code and stderr == line and stdout == "", stderr
+    assert list(out.parent.iterdir()) == []  # no output, no temporary file
+    assert list(scratch.iterdir()) == []  # no spill directory
+
+
+# The console command's entry point is imported (a millisecond: `import recsql` imports nothing heavy;
+# Python's own start-up before it is not recsql's to handle), then it runs.
+_FRESH = ("import sys; from recsql.entry import main; sys.stderr.write('up\\n'); sys.stderr.flush(); "
+          "sys.argv = ['recsql', 'metrics']; sys.exit(main())")
+
+
+@pytest.mark.parametrize("after", [0.0, 0.02, 0.05, 0.1, 0.2])
+def test_ctrl_c_while_recsql_is_importing_ends_with_one_line(after):
+    """Importing the command line (pandas, DuckDB, sqlglot) takes a moment: Ctrl-C then is one line
+    and status 130, never a traceback (or, past the import, the command's own result)."""
+    child = subprocess.Popen([sys.executable, "-c", _FRESH], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+    assert child.stderr.readline() == "up\n"
+    time.sleep(after)
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=60)
+    assert (child.returncode, stderr) in ((130, "recsql: interrupted\n"), (0, "")), (child.returncode, stderr)

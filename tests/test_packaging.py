@@ -14,7 +14,7 @@ def test_wheel_carries_and_loads_every_template(tmp_path):
         [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-w", str(tmp_path)],
         capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
-    wheel = next(tmp_path.glob("recsql-*.whl"))
+    wheel = next(tmp_path.glob("recsql_eval-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for template in (ROOT / "sql").glob("*.sql"):
         assert f"recsql/sql/{template.name}" in names

@@ -37,4 +37,13 @@ def runner_for(con: Any, *, progress: bool = False) -> Runner:
         raise RecsqlError(f"con: recsql cannot run on a {type(con).__module__}.{type(con).__name__}; it takes {known}")
     module, cls = ENGINES[top]
     runner_cls = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
-    return runner_cls(con, progress=progress) if module == "duckdb" else runner_cls(con)
+    if module == "duckdb":
+        return runner_cls(con, progress=progress)
+    try:  # a closed connection or stopped session fails on its first statement: say so, not "table missing"
+        runner = runner_cls(con)
+        runner.fetch_rows("SELECT 1")
+    except Exception as err:  # noqa: BLE001 - every driver's own "closed" error
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise RecsqlError(f"con: the {top}.{type(con).__name__} cannot be used ({message}); pass an open "
+                          "connection") from None
+    return runner

@@ -18,25 +18,32 @@ class SQLiteRunner(Runner):
     def __init__(self, con: sqlite3.Connection) -> None:
         super().__init__(con)
         try:
-            con.execute("SELECT LN(2), POWER(2, 3)").fetchall()
+            con.execute("SELECT LN(2), POWER(2, 3), FLOOR(2.5)").fetchall()
         except sqlite3.OperationalError:  # a SQLite built without math functions
             con.create_function("LN", 1, math.log, deterministic=True)
             con.create_function("POWER", 2, math.pow, deterministic=True)
+            con.create_function("FLOOR", 1, math.floor, deterministic=True)
 
     def describe(self, source: Source) -> dict[str, str]:
-        """SQLite columns have no fixed type: each column's storage class on a sample row, else its
-        declared type's affinity (SQLite's rules: INT -> INTEGER, CHAR/CLOB/TEXT -> TEXT, REAL/FLOA/DOUB -> REAL)."""
-        sql = f"SELECT * FROM {source.relation.sql('sqlite')} LIMIT 1"
+        """SQLite columns have no fixed type: each column's storage classes over every row (one scan
+        of ``typeof``), else, for a column of NULLs or no rows, its declared type's affinity (SQLite's
+        rules: INT -> INTEGER, CHAR/CLOB/TEXT -> TEXT, REAL/FLOA/DOUB -> REAL). Integers and reals
+        together are REAL (they compare by value); text or blobs mixed with numbers are
+        ``MIXED(...)``, which validation refuses (1 and '1' never match)."""
+        relation = source.relation.sql("sqlite")
         try:
-            cursor = self.con.execute(sql)
-            row = cursor.fetchone()
+            cursor = self.con.execute(f"SELECT * FROM {relation} LIMIT 0")
+            names = [d[0] for d in cursor.description]
+            classes = [f"MAX(typeof({_quoted(n)}) = '{c}')" for n in names for c in _CLASSES]
+            row = self.con.execute(f"SELECT {', '.join(classes) or '0'} FROM {relation}").fetchone()
         except sqlite3.Error as err:
             raise self.missing(source, err) from None
-        names = [d[0] for d in cursor.description]
         declared = self._declared(source)
-        kinds = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}
-        values = row or [None] * len(names)
-        return {n: kinds.get(type(v)) or _affinity(declared.get(n, "")) for n, v in zip(names, values)}
+        kinds = {}
+        for i, name in enumerate(names):
+            seen = [c for j, c in enumerate(_CLASSES) if row[i * len(_CLASSES) + j]]
+            kinds[name] = _storage_type(seen) or _affinity(declared.get(name, ""))
+        return kinds
 
     def _declared(self, source: Source) -> dict[str, str]:
         table = source.relation
@@ -52,6 +59,24 @@ class SQLiteRunner(Runner):
             return frame_from_cursor(self.con.execute(sql))
         except sqlite3.Error as err:
             raise self.failed(err) from None
+
+
+_CLASSES = ("integer", "real", "text", "blob")  # SQLite's storage classes besides null
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _storage_type(seen: list[str]) -> str | None:
+    """The type of a column from the storage classes its values have (None: only NULLs)."""
+    if not seen:
+        return None
+    if set(seen) <= {"integer", "real"}:
+        return "REAL" if "real" in seen else "INTEGER"
+    if len(seen) == 1:
+        return seen[0].upper()
+    return f"MIXED({', '.join(seen)})"
 
 
 def _affinity(declared: str) -> str:

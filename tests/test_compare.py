@@ -1,0 +1,624 @@
+"""recsql.compare: paired tests and bootstrap intervals computed in SQL (README, "Comparing runs").
+
+Every expected value comes from outside recsql: scipy (ttest_rel, wilcoxon), statsmodels
+(multipletests), an exact enumeration of every sign flip, numpy's quantiles over resamples drawn
+by a plain-Python implementation of the documented mixer, ranx's compare, or a simulation
+(bootstrap coverage). The same comparison runs on all seven engines and must give the same
+numbers, resampled ones included."""
+from __future__ import annotations
+
+import itertools
+import math
+from bisect import bisect_right
+from contextlib import ExitStack
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from sqlglot import exp
+from statsmodels.stats.multitest import multipletests
+
+import recsql
+from engines import ENGINES, start
+from recsql.comparison import Settings, compare_per_user
+from recsql.dialects import render
+from recsql.engines import runner_for
+
+pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning", "ignore::RuntimeWarning")
+
+# ---------------------------------------------------------------- the documented mixer, in plain Python
+
+P = 2**31 - 1
+
+
+def mix(x: int) -> int:
+    return x**5 % P
+
+
+def thresholds() -> list[int]:
+    """ceil(F(j)·P) for the Poisson(1) CDF F while below P (scipy's CDF)."""
+    out, j = [], 0
+    while math.ceil(stats.poisson.cdf(j, 1) * P) < P:
+        out.append(math.ceil(stats.poisson.cdf(j, 1) * P))
+        j += 1
+    return out
+
+
+def reference_draws(n: int, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Weights w[b, i] and signs s[b, i] (b = 1..B, user index i = 1..n) as the README defines them."""
+    cuts = thresholds()
+    key_w, key_s = mix((seed * 1_103_515_245 + 1) % P), mix((seed * 1_103_515_245 + 2) % P)
+    users = [mix((i * 69_621 + 12_345) % P) for i in range(1, n + 1)]
+    w = np.zeros((resamples, n), dtype=np.int64)
+    s = np.zeros((resamples, n), dtype=np.int64)
+    for b in range(1, resamples + 1):
+        k1, k2 = mix((key_w + b * 48_271) % P), mix((key_s + b * 48_271) % P)
+        for i, k in enumerate(users):
+            w[b - 1, i] = bisect_right(cuts, mix((k1 + k) % P))
+            s[b - 1, i] = 1 - 2 * (mix((k2 + k) % P) % 2)
+    return w, s
+
+
+def frame(runs: dict[str, list[float | None]], metric: str = "m") -> pd.DataFrame:
+    """Per-user rows: one run column ``model``, users 0..n-1, one metric column."""
+    rows = [(run, u, v) for run, values in runs.items() for u, v in enumerate(values)]
+    return pd.DataFrame(rows, columns=["model", "user_id", metric])
+
+
+def run_values(runs: dict[str, list[float]], baseline=None, **kw):
+    options = dict(tests=("t", "wilcoxon", "randomization"), ci=0.95, resamples=200, seed=0, correction="holm")
+    options.update(kw)
+    return compare_per_user(frame(runs), ["m"], ["model"], "user_id", Settings.checked(**options, baseline=baseline))
+
+
+def close(a, b, tol=1e-9) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isinf(a) and math.isinf(b):
+        return a == b
+    return (pd.isna(a) and pd.isna(b)) or math.isclose(float(a), float(b), rel_tol=tol, abs_tol=1e-12)
+
+
+# Per-user values on a grid of 1/64: differences are exact, so ties are ties for scipy too (README:
+# recsql compares differences on a 1e-12 grid, which equals exact comparison here).
+grid_values = st.integers(0, 64).map(lambda k: k / 64)
+
+
+@st.composite
+def paired(draw, min_users=2, max_users=40):
+    n = draw(st.integers(min_users, max_users))
+    x = draw(st.lists(grid_values, min_size=n, max_size=n))
+    y = draw(st.lists(grid_values, min_size=n, max_size=n))
+    return x, y
+
+
+# ---------------------------------------------------------------- the tests against scipy
+
+
+@settings(max_examples=40, deadline=None)
+@given(paired())
+def test_paired_t_equals_scipy_ttest_rel(xy):
+    x, y = xy
+    _, tests, _ = run_values({"A": y, "B": x}, baseline="A", tests=("t",))
+    row = tests.iloc[0]
+    want = stats.ttest_rel(x, y)
+    d = np.subtract(x, y)
+    assert (row["run"], row["baseline"], row["n"]) == ("B", "A", len(x))
+    assert close(row["t"], float(want.statistic)) and close(row["p_t"], float(want.pvalue))
+    assert close(row["mean_diff"], float(d.mean()))
+    sd = float(np.std(d, ddof=1))
+    assert close(row["effect_size"], float(d.mean()) / sd if sd else (math.nan if d.mean() == 0 else math.copysign(math.inf, d.mean())))
+    assert (row["wins"], row["ties"], row["losses"]) == (int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()))
+    assert "p_wilcoxon" not in tests and "p_randomization" not in tests
+
+
+@settings(max_examples=40, deadline=None)
+@given(paired())
+def test_wilcoxon_equals_scipy(xy):
+    x, y = xy
+    _, tests, _ = run_values({"A": y, "B": x}, baseline="A", tests=("wilcoxon",))
+    d = np.subtract(x, y)
+    if not d.any():  # every difference zero: scipy's statistic is 0/0
+        assert math.isnan(tests.iloc[0]["p_wilcoxon"])
+        return
+    want = stats.wilcoxon(x, y, zero_method="wilcox", correction=False, method="approx")
+    assert close(tests.iloc[0]["p_wilcoxon"], float(want.pvalue))
+
+
+def test_wilcoxon_ties_differences_equal_but_for_rounding():
+    """0.3 − 0.1 and 0.2 − 0.0 differ in the last bit as doubles; recsql ties them (on every engine);
+    scipy ties them once they are rounded the same way."""
+    x, y = [0.3, 0.2, 0.7, 0.9, 0.4], [0.1, 0.0, 0.2, 0.3, 0.6]
+    assert 0.3 - 0.1 != 0.2 - 0.0
+    _, tests, _ = run_values({"A": y, "B": x}, baseline="A")
+    d = np.round(np.subtract(x, y) * 1e12) / 1e12
+    want = stats.wilcoxon(d, zero_method="wilcox", correction=False, method="approx")
+    assert close(tests.iloc[0]["p_wilcoxon"], float(want.pvalue))
+
+
+# ---------------------------------------------------------------- resampling against the documented procedure
+
+
+def test_draws_equal_the_documented_mixer():
+    """The SQL's integers (weights and signs) equal a plain-Python implementation of the README's formula."""
+    from recsql.comparison import _template
+    from recsql.resampling import draw_parameters
+    users = exp.select(exp.alias_(exp.cast(exp.column("i"), "BIGINT"), "user_idx")).from_(
+        "(SELECT UNNEST(RANGE(1, 51)) AS i) AS t")
+    statement = exp.select("resample", "user_idx", "w", "s").from_("cmp_draws").order_by("resample", "user_idx")
+    statement.set("with_", exp.With(expressions=[exp.CTE(this=users, alias=exp.to_identifier("cmp_users")),
+                                                 *_template("_compare_draws", draw_parameters(7, 30))]))
+    import duckdb
+    got = duckdb.sql(render(statement, "duckdb")).df()
+    w, s = reference_draws(50, 30, 7)
+    assert got["w"].to_numpy().reshape(30, 50).tolist() == w.tolist()
+    assert got["s"].to_numpy().reshape(30, 50).tolist() == s.tolist()
+
+
+def test_weights_are_poisson_and_independent():
+    """2000 users x 300 resamples: the weights' frequencies fit Poisson(1), neighbouring users and
+    resamples are uncorrelated, signs are balanced."""
+    w, s = reference_draws(2000, 300, 3)
+    counts = np.bincount(np.minimum(w.ravel(), 5), minlength=6)  # 0, 1, 2, 3, 4 and 5 or more
+    expected = np.append(stats.poisson.pmf(np.arange(5), 1), stats.poisson.sf(4, 1)) * w.size
+    assert stats.chisquare(counts, expected).pvalue > 1e-3
+    assert abs(np.corrcoef(w[:, :-1].ravel(), w[:, 1:].ravel())[0, 1]) < 0.01
+    assert abs(np.corrcoef(w[:-1].ravel(), w[1:].ravel())[0, 1]) < 0.01
+    assert abs(s.mean()) < 0.01 and abs(np.corrcoef(s[:, :-1].ravel(), s[:, 1:].ravel())[0, 1]) < 0.01
+    assert abs(np.corrcoef(w.ravel(), s.ravel())[0, 1]) < 0.01
+
+
+@settings(max_examples=15, deadline=None)
+@given(paired(min_users=3, max_users=30), st.integers(0, 1000))
+def test_bootstrap_and_randomization_equal_numpy_over_the_documented_draws(xy, seed):
+    """Intervals = numpy.quantile of Σw·v/Σw over the documented Poisson weights (runs and paired
+    differences); randomization p = (1 + #{|Σs·d| ≥ |Σd|}) / (B + 1) over the documented signs."""
+    x, y = xy
+    resamples = 150
+    runs, tests, _ = run_values({"A": y, "B": x}, baseline="A", resamples=resamples, seed=seed, ci=0.9)
+    w, s = reference_draws(len(x), resamples, seed)
+
+    def interval(v):
+        total = w.sum(axis=1)
+        stat = (w @ np.asarray(v))[total > 0] / total[total > 0]
+        return np.quantile(stat, [0.05, 0.95])
+
+    for run, v in (("A", y), ("B", x)):
+        row = runs[runs["run"] == run].iloc[0]
+        low, high = interval(v)
+        assert close(row["ci_low"], low) and close(row["ci_high"], high)
+        assert close(row["mean"], float(np.mean(v))) and row["n_users"] == len(v)
+    d = np.subtract(x, y)
+    low, high = interval(d)
+    row = tests.iloc[0]
+    assert close(row["ci_low"], low) and close(row["ci_high"], high)
+    extreme = int((np.abs(s @ d) >= abs(d.sum()) - 1e-9 * np.abs(d).sum()).sum())
+    assert row["p_randomization"] == (1 + extreme) / (resamples + 1)
+
+
+@pytest.mark.parametrize("d", [[0.5, 0.25, -0.125, 0.75, 0.5, 1.0, -0.25, 0.375],
+                               [0.1, -0.2, 0.3, 0.05, -0.15, 0.2, 0.25, 0.1, 0.3, -0.05, 0.4, 0.15],
+                               [1, 1, 1, 1, 1, 1, -1, 0, 0, 1]])
+def test_randomization_p_within_monte_carlo_error_of_every_sign_flip(d):
+    """The exact p over all 2^n sign flips, and recsql's with 5000 random flips."""
+    n = len(d)
+    observed = abs(sum(d))
+    flips = sum(1 for signs in itertools.product((1, -1), repeat=n)
+                if abs(sum(a * b for a, b in zip(signs, d))) >= observed - 1e-9)
+    exact = flips / 2**n
+    resamples = 5000
+    _, tests, _ = run_values({"A": [0.0] * n, "B": d}, baseline="A", resamples=resamples, tests=("randomization",))
+    got = tests.iloc[0]["p_randomization"]
+    assert abs(got - exact) <= 4 * math.sqrt(exact * (1 - exact) / resamples) + 2 / resamples, (got, exact)
+
+
+def test_bootstrap_interval_covers_the_true_mean_near_its_nominal_level():
+    """300 independent runs of 60 users with values from Beta(2, 5) (mean 2/7), one comparison:
+    the 90% percentile intervals cover the true mean in about 90% of the runs."""
+    rng = np.random.default_rng(11)
+    runs = {f"r{i:03d}": rng.beta(2, 5, 60).tolist() for i in range(300)}
+    table, _, _ = run_values(runs, baseline="r000", resamples=400, ci=0.9, tests=("t",))
+    covered = ((table["ci_low"] <= 2 / 7) & (2 / 7 <= table["ci_high"])).mean()
+    # binomial standard error at 300 runs: 1.7%; the percentile bootstrap under-covers slightly at n = 60
+    assert 0.84 <= covered <= 0.95, covered
+
+
+# ---------------------------------------------------------------- corrections and determinism
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=30), st.sampled_from(["holm", "bonferroni", "bh"]))
+def test_corrections_equal_statsmodels(p, method):
+    from recsql.significance import corrected
+    want = multipletests(p, method={"bh": "fdr_bh"}.get(method, method))[1]
+    assert np.allclose(corrected(p, method), want, rtol=1e-12, atol=1e-15)
+
+
+def test_table_corrections_over_every_row_per_test():
+    rng = np.random.default_rng(5)
+    base = rng.random(30)
+    runs = {"A": base.tolist(), **{r: (base + rng.normal(0.05 * i, 0.2, 30)).tolist() for i, r in enumerate("BCD")}}
+    for method in ("holm", "bonferroni", "bh"):
+        _, tests, _ = run_values(runs, correction=method)
+        assert len(tests) == 6  # every pair once
+        for column in ("p_t", "p_wilcoxon", "p_randomization"):
+            want = multipletests(tests[column], method={"bh": "fdr_bh"}.get(method, method))[1]
+            assert np.allclose(tests[f"{column}_adj"], want, rtol=1e-12)
+    _, tests, _ = run_values(runs, correction=None)
+    assert tests["p_t_adj"].tolist() == tests["p_t"].tolist()
+
+
+def recs_truth(runs=("A", "B", "C"), users=25, seed=0, text=False):
+    rng = np.random.default_rng(seed)
+    rows = [(m, f"u{u:02d}" if text else u, i, float(rng.random())) for m in runs for u in range(users) for i in range(8)]
+    recs = pd.DataFrame(rows, columns=["model", "user_id", "item_id", "score"])
+    truth = pd.DataFrame([(f"u{u:02d}" if text else u, int(i)) for u in range(users)
+                          for i in rng.choice(8, 3, replace=False)], columns=["user_id", "item_id"])
+    if text:
+        recs = recs.astype({"model": "string", "user_id": "string"})
+        truth = truth.astype({"user_id": "string"})
+    return recs, truth
+
+
+def test_same_seed_same_numbers_other_seed_other_resamples():
+    recs, truth = recs_truth()
+    one = recsql.compare(recs, truth, ["ndcg@5", "recall@5"], run_cols="model", resamples=100, seed=4)
+    two = recsql.compare(recs, truth, ["ndcg@5", "recall@5"], run_cols="model", resamples=100, seed=4)
+    other = recsql.compare(recs, truth, ["ndcg@5", "recall@5"], run_cols="model", resamples=100, seed=5)
+    for mine, theirs in ((one.tests, two.tests), (one.runs, two.runs)):  # to the last bits of a sum's order
+        assert list(mine.columns) == list(theirs.columns)
+        for column in mine.columns:
+            assert all(a == b if isinstance(b, str) else close(a, b, tol=1e-12) for a, b in zip(mine[column], theirs[column]))
+    assert all(close(a, b, tol=1e-12) for a, b in zip(one.tests["p_t"], other.tests["p_t"]))  # not resampled
+    assert not any(close(a, b, tol=1e-6) for a, b in zip(one.tests["ci_low"], other.tests["ci_low"]))
+
+
+def test_compare_agrees_with_scipy_on_evaluate_per_user_values():
+    """End to end: the paired population is evaluate's (every relevant user in every run, 0 without
+    recommendations), and the tests are scipy's on those values."""
+    recs, truth = recs_truth(users=30, seed=3)
+    recs = recs[~((recs["model"] == "B") & (recs["user_id"] < 4))]  # four users without B's recommendations
+    result = recsql.compare(recs, truth, ["ndcg@5", "precision@3"], run_cols="model", baseline="A", resamples=99)
+    per_user = recsql.evaluate(recs, truth, ["ndcg@5", "precision@3"], run_cols="model").per_user
+    wide = {m: per_user.pivot(index="user_id", columns="model", values=m) for m in ("ndcg@5", "precision@3")}
+    assert set(result.tests["run"]) == {"B", "C"} and set(result.tests["baseline"]) == {"A"}
+    for _, row in result.tests.iterrows():
+        x, y = wide[row["metric"]][row["run"]], wide[row["metric"]]["A"]
+        assert row["n"] == 30 and x.notna().all()
+        assert close(row["p_t"], float(stats.ttest_rel(x, y).pvalue))
+        # differences equal but for rounding (nDCG's sums) tie on recsql's 1e-12 grid (README)
+        grid = np.round((x - y).to_numpy() * 1e12)
+        assert close(row["p_wilcoxon"], float(stats.wilcoxon(grid, zero_method="wilcox", correction=False,
+                                                             method="approx").pvalue))
+        assert close(row["mean_diff"], float((x - y).mean()))
+    assert (wide["ndcg@5"]["B"].loc[[0, 1, 2, 3]] == 0).all()
+    for _, row in result.runs.iterrows():
+        assert close(row["mean"], float(wide[row["metric"]][row["run"]].mean())) and row["n_users"] == 30
+    evaluation = recsql.evaluate(recs, truth, ["ndcg@5", "precision@3"], run_cols="model")
+    again = evaluation.compare("A", resamples=99)
+    pd.testing.assert_frame_equal(again.tests, result.tests)
+    pd.testing.assert_frame_equal(again.runs, result.runs)
+
+
+def test_ranx_compare_t_test_p_values_reproduced():
+    from ranx import Qrels, Run, compare as ranx_compare
+    recs, truth = recs_truth(users=40, seed=8)
+    qrels = Qrels({str(u): {str(i): 1 for i in g["item_id"]} for u, g in truth.groupby("user_id")})
+    runs = [Run({str(u): {str(i): s for i, s in zip(g["item_id"], g["score"])} for u, g in recs[recs["model"] == m].groupby("user_id")},
+                name=m) for m in "ABC"]
+    report = ranx_compare(qrels, runs, ["ndcg@5", "map@5"], stat_test="student", max_p=0.05)
+    ours = recsql.compare(recs.astype({"user_id": str, "item_id": str}), truth.astype({"user_id": str, "item_id": str}),
+                          ["ndcg@5", "map@5"], run_cols="model", convention="ranx", resamples=10, correction=None)
+    for _, row in ours.tests.iterrows():
+        want = report.comparisons[frozenset([row["run"], row["baseline"]])][row["metric"]]["p_value"]
+        assert close(row["p_t"], float(want), tol=1e-8), (row["run"], row["baseline"], row["metric"])
+
+
+def test_several_run_columns_label_runs_col_equals_value():
+    recs, truth = recs_truth(runs=("A", "B"))
+    recs["day"] = 1
+    recs = pd.concat([recs, recs.assign(day=2, score=recs["score"] * -1)], ignore_index=True)
+    result = recsql.compare(recs, truth, ["mrr@5"], run_cols=["model", "day"], baseline={"model": "A", "day": 1},
+                            resamples=20)
+    assert sorted(result.runs["run"].unique()) == ["model=A/day=1", "model=A/day=2", "model=B/day=1", "model=B/day=2"]
+    assert set(result.tests["baseline"]) == {"model=A/day=1"} and len(result.tests) == 3
+    same = recsql.compare(recs, truth, ["mrr@5"], run_cols=["model", "day"], baseline="model=A/day=1", resamples=20)
+    pd.testing.assert_frame_equal(same.tests, result.tests)
+
+
+# ---------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(metrics=["coverage@5"]), ["coverage@5", "global", "evaluate"]),
+    (dict(run_cols=()), ["run_cols", "--run-col"]),
+    (dict(tests=("t", "sign")), ["tests=", "wilcoxon"]),
+    (dict(ci=1.5), ["ci=", "0.95"]),
+    (dict(resamples=0), ["resamples=", "10,000"]),
+    (dict(seed=-1), ["seed=", "whole number"]),
+    (dict(correction="fdr"), ["correction=", "holm", "bh"]),
+    (dict(baseline="Z"), ["baseline='Z'", "not a run", "'A'"]),
+    (dict(baseline="B2"), ["did you mean 'B'"]),
+    (dict(treshold=2), ["treshold", "did you mean 'threshold'"]),
+    (dict(user_col="uid"), ["user_col", "uid"]),
+])
+def test_refusals_name_the_option_and_the_fix(kw, words):
+    recs, truth = recs_truth()
+    options = dict(metrics=["ndcg@5"], run_cols="model", resamples=10) | kw
+    with pytest.raises(recsql.RecsqlError) as err:
+        recsql.compare(recs, truth, **options)
+    for word in words:
+        assert word in str(err.value), (word, str(err.value))
+
+
+def test_one_run_is_refused():
+    recs, truth = recs_truth(runs=("A",))
+    with pytest.raises(recsql.RecsqlError, match="at least two runs"):
+        recsql.compare(recs, truth, ["ndcg@5"], run_cols="model", resamples=10)
+
+
+def test_numeric_run_column_baseline_given_as_text():
+    """The CLI passes --baseline as text: a numeric run column takes it as a number."""
+    recs, truth = recs_truth()
+    recs["model"] = recs["model"].map({"A": 1, "B": 2, "C": 3})
+    result = recsql.compare(recs, truth, ["ndcg@5"], run_cols="model", baseline="1", resamples=10)
+    assert set(result.tests["baseline"]) == {1}
+    with pytest.raises(recsql.RecsqlError, match="holds numbers"):
+        recsql.compare(recs, truth, ["ndcg@5"], run_cols="model", baseline="one", resamples=10)
+
+
+def test_dirty_input_is_refused_from_the_checks_in_the_statement():
+    recs, truth = recs_truth()
+    with pytest.raises(recsql.RecsqlError, match="duplicate"):
+        recsql.compare(pd.concat([recs, recs.iloc[[0]]]), truth, ["ndcg@5"], run_cols="model", resamples=10)
+
+
+# ---------------------------------------------------------------- every engine, the same numbers
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(request):
+    with ExitStack() as stack:
+        yield start(request.param, stack)
+
+
+ALL = ("t", "wilcoxon", "randomization", "tukey")
+
+
+@pytest.fixture(scope="module")
+def on_duckdb():
+    recs, truth = recs_truth(text=True, users=20, seed=2)
+    return recs, truth, recsql.compare(recs, truth, ["ndcg@5", "precision@3", "map@5"], run_cols="model",
+                                       resamples=150, seed=9, tests=ALL)
+
+
+def test_every_engine_gives_the_same_numbers_resampled_ones_included(engine, on_duckdb):
+    recs, truth, want = on_duckdb
+    got = recsql.compare(engine.load(recs), engine.load(truth), ["ndcg@5", "precision@3", "map@5"], run_cols="model",
+                         resamples=150, seed=9, tests=ALL, con=engine.con)
+    for mine, theirs in ((got.runs, want.runs), (got.tests, want.tests)):
+        assert list(mine.columns) == list(theirs.columns) and len(mine) == len(theirs) > 0
+        for column in mine.columns:
+            for a, b in zip(mine[column], theirs[column]):
+                assert a == b if isinstance(b, str) else close(a, b), (engine.name, column, a, b)
+
+
+def test_every_engine_draws_the_same_integers(engine):
+    from recsql.comparison import _template
+    from recsql.resampling import draw_parameters
+    users = engine.load(pd.DataFrame({"user_idx": np.arange(1, 41, dtype="int64")}))
+    statement = exp.select("resample", "user_idx", "w", "s").from_("cmp_draws").order_by("resample", "user_idx")
+    statement.set("with_", exp.With(expressions=[
+        exp.CTE(this=exp.select("user_idx").from_(exp.to_table(users)), alias=exp.to_identifier("cmp_users")),
+        *_template("_compare_draws", draw_parameters(123, 25))]))
+    with runner_for(engine.con) as runner:
+        got = runner.fetch(render(statement, runner.dialect))
+    got = got.to_pandas() if hasattr(got, "to_pandas") else got
+    w, s = reference_draws(40, 25, 123)
+    assert [int(v) for v in got["w"]] == w.ravel().tolist()
+    assert [int(v) for v in got["s"]] == s.ravel().tolist()
+
+
+# ---------------------------------------------------------------- the CLI and to_sql
+
+
+DATA = __import__("pathlib").Path(__file__).resolve().parent.parent / "fixtures" / "data"
+RECS, TRUTH = str(DATA / "recs.parquet"), str(DATA / "truth.parquet")
+
+
+def test_cli_compare_prints_the_api_numbers_as_table_csv_and_json(capsys):
+    import json
+    from recsql.cli import main
+    args = ["compare", RECS, TRUTH, "-m", "ndcg@10", "-m", "recall@20", "--run-col", "model", "--baseline", "popular",
+            "--resamples", "60", "--seed", "3", "--correction", "bonferroni"]
+    api = recsql.compare(RECS, TRUTH, ["ndcg@10", "recall@20"], run_cols="model", baseline="popular", resamples=60,
+                         seed=3, correction="bonferroni")
+    assert main([*args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(r["run"], r["baseline"], r["metric"]) for r in out] == list(zip(api.tests["run"], api.tests["baseline"],
+                                                                              api.tests["metric"]))
+    for row, (_, want) in zip(out, api.tests.iterrows()):
+        for c in ("n", "mean_diff", "ci_low", "ci_high", "p_t_adj", "p_randomization", "wins"):
+            assert close(row[c], want[c]), (c, row[c], want[c])
+    assert main([*args, "--format", "csv", "--runs"]) == 0
+    runs = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert all(close(a, b) for a, b in zip(runs["ci_low"], api.runs["ci_low"]))
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "bootstrap interval" in captured.out and "p_wilcoxon_adj" in captured.out and "comparison(s)" in captured.err
+    assert main(["compare", RECS, TRUTH, "-m", "ndcg@10", "--run-col", "model", "--baseline", "nope"]) == 2
+    assert "not a run" in capsys.readouterr().err
+    assert main(["compare", RECS, TRUTH, "-m", "ndcg@10"]) == 2
+    assert "--run-col" in capsys.readouterr().err
+
+
+def test_to_sql_compare_runs_in_another_engine_and_finishes_in_python():
+    """The statement to_sql renders for SQLite, run there, finished by finish_rows, gives compare's numbers."""
+    import sqlite3
+    from recsql.comparison import finish_rows
+    recs, truth = recs_truth(text=True)
+    want = recsql.compare(recs, truth, ["ndcg@5", "hit_rate@3"], run_cols="model", baseline="B", resamples=80, seed=1)
+    con = sqlite3.connect(":memory:")
+    recs.astype(object).to_sql("recs", con, index=False)
+    truth.astype(object).to_sql("truth", con, index=False)
+    sql = recsql.to_sql(["ndcg@5", "hit_rate@3"], run_cols="model", dialect="sqlite", text_ids=["user_id"],
+                        relevance_col=None, compare={"baseline": "B", "resamples": 80, "seed": 1})
+    rows = pd.read_sql_query(sql, con)
+    assert (rows[["recs_invalid_rows", "recs_duplicate_rows"]] == 0).all().all()
+    got = finish_rows(rows, ["ndcg@5", "hit_rate@3"], "model", baseline="B", resamples=80, seed=1)
+    for mine, theirs in ((got.runs, want.runs), (got.tests, want.tests)):
+        assert list(mine.columns) == list(theirs.columns)
+        for column in mine.columns:
+            assert all(a == b if isinstance(b, str) else close(a, b) for a, b in zip(mine[column], theirs[column])), column
+    with pytest.raises(recsql.RecsqlError, match="unknown option 'seeds'"):
+        recsql.to_sql(["ndcg@5"], run_cols="model", compare={"seeds": 1})
+
+
+def test_every_dialect_renders_the_statistics():
+    from recsql.dialects import DIALECTS
+    for name in DIALECTS:
+        sql = recsql.to_sql(["ndcg@10", "mrr@10"], run_cols=["model", "day"], dialect=name,
+                            compare={"baseline": ("A", 1), "resamples": 500})
+        assert "cmp_draws" in sql and "cmp_interval" in sql, name
+
+
+def test_evaluation_compare_refuses_global_metrics_and_evaluations_without_runs():
+    recs, truth = recs_truth()
+    with pytest.raises(recsql.RecsqlError, match="personalization@5.*global"):
+        recsql.evaluate(recs, truth, ["ndcg@5", "personalization@5"], run_cols="model").compare()
+    single = recs[recs["model"] == "A"].drop(columns="model")
+    with pytest.raises(recsql.RecsqlError, match="run_cols='model'"):
+        recsql.evaluate(single, truth, ["ndcg@5"]).compare()
+
+
+def test_list_metrics_pair_the_users_with_lists_in_both_runs():
+    """novelty@k is defined for users with a list: a user without B's list is paired out (n counts it)."""
+    recs, truth = recs_truth(runs=("A", "B"), users=12)
+    recs = recs[~((recs["model"] == "B") & (recs["user_id"] == 0))]
+    interactions = truth.rename(columns={}).copy()
+    result = recsql.compare(recs, None, ["novelty@5"], run_cols="model", baseline="A", interactions=interactions,
+                            resamples=30)
+    assert result.tests.iloc[0]["n"] == 11
+    assert result.runs.set_index("run")["n_users"].to_dict() == {"A": 12, "B": 11}
+
+
+# ---------------------------------------------------------------- segments
+
+
+def cohorts(users: int, text: bool = False) -> pd.DataFrame:
+    frame = pd.DataFrame({"user_id": [f"u{u:02d}" if text else u for u in range(users)],
+                          "cohort": ["new" if u % 3 == 0 else "old" for u in range(users)]})
+    return frame.astype("string") if text else frame
+
+
+def test_segments_compare_within_each_segment_as_scipy_does():
+    recs, truth = recs_truth(users=36, seed=6)
+    result = recsql.compare(recs, truth, ["ndcg@5", "precision@3"], run_cols="model", baseline="A",
+                            segments=cohorts(36), resamples=40)
+    per_user = recsql.evaluate(recs, truth, ["ndcg@5", "precision@3"], run_cols="model").per_user
+    per_user["cohort"] = np.where(per_user["user_id"] % 3 == 0, "new", "old")
+    assert list(result.tests.columns[:4]) == ["cohort", "run", "baseline", "metric"] and len(result.tests) == 8
+    for _, row in result.tests.iterrows():
+        part = per_user[per_user["cohort"] == row["cohort"]]
+        wide = part.pivot(index="user_id", columns="model", values=row["metric"])
+        x, y = wide[row["run"]], wide["A"]
+        assert row["n"] == len(wide) == (12 if row["cohort"] == "new" else 24)
+        assert close(row["p_t"], float(stats.ttest_rel(x, y).pvalue)) and close(row["mean_diff"], float((x - y).mean()))
+    for _, row in result.runs.iterrows():
+        part = per_user[(per_user["cohort"] == row["cohort"]) & (per_user["model"] == row["run"])]
+        assert close(row["mean"], float(part[row["metric"]].mean())) and row["n_users"] == len(part)
+    # the correction runs over every row of the table, segments included
+    assert np.allclose(result.tests["p_t_adj"], multipletests(result.tests["p_t"], method="holm")[1])
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda s: s.iloc[1:], ["1 user(s)", "no row in segments"]),
+    (lambda s: pd.concat([s, s.iloc[[0]].assign(cohort="other")]), ["second segment"]),
+    (lambda s: s[["user_id"]], ["only the user column"]),
+    (lambda s: s.assign(user_id=s["user_id"].astype(str)), ["user ids differ in type"]),
+])
+def test_segment_refusals(change, words):
+    recs, truth = recs_truth(users=12)
+    with pytest.raises(recsql.RecsqlError) as err:
+        recsql.compare(recs, truth, ["ndcg@5"], run_cols="model", segments=change(cohorts(12)), resamples=10)
+    for word in words:
+        assert word in str(err.value), (word, str(err.value))
+
+
+def test_every_engine_gives_the_same_numbers_within_segments(engine):
+    recs, truth = recs_truth(text=True, users=18, seed=5)
+    options = dict(run_cols="model", baseline="B", resamples=60, seed=2)
+    want = recsql.compare(recs, truth, ["ndcg@5", "recall@5"], segments=cohorts(18, text=True), **options)
+    got = recsql.compare(engine.load(recs), engine.load(truth), ["ndcg@5", "recall@5"],
+                         segments=engine.load(cohorts(18, text=True)), con=engine.con, **options)
+    for mine, theirs in ((got.runs, want.runs), (got.tests, want.tests)):
+        assert list(mine.columns) == list(theirs.columns) and len(mine) == len(theirs) > 0
+        for column in mine.columns:
+            for a, b in zip(mine[column], theirs[column]):
+                assert a == b if isinstance(b, str) else close(a, b), (engine.name, column, a, b)
+
+
+def test_intersection_population_pairs_the_users_both_runs_have():
+    """population='intersection' keeps, per run, the users with recommendations: a user missing from
+    B's lists is in A's mean but not in the pairs."""
+    recs, truth = recs_truth(runs=("A", "B"), users=15, seed=9)
+    recs = recs[~((recs["model"] == "B") & (recs["user_id"].isin([0, 1])))]
+    result = recsql.compare(recs, truth, ["recall@5"], run_cols="model", baseline="A", population="intersection",
+                            resamples=20)
+    per_user = recsql.evaluate(recs, truth, ["recall@5"], run_cols="model", population="intersection").per_user
+    wide = per_user.pivot(index="user_id", columns="model", values="recall@5").dropna()
+    assert result.runs.set_index("run")["n_users"].to_dict() == {"A": 15, "B": 13}
+    row = result.tests.iloc[0]
+    assert row["n"] == len(wide) == 13
+    assert close(row["p_t"], float(stats.ttest_rel(wide["B"], wide["A"]).pvalue))
+
+
+# ---------------------------------------------------------------- randomized Tukey HSD
+
+
+def reference_tukey(runs: list[list[float]], resamples: int, seed: int) -> dict[tuple[int, int], int]:
+    """#{b : range of the shuffled run means ≥ |mean_a − mean_b|} for every pair (a, b) of run indexes
+    1..R, each user's values shuffled among the runs as the README defines (stream 3 of the mixer)."""
+    values = np.asarray(runs)  # runs x users
+    r, n = values.shape
+    key = mix((seed * 1_103_515_245 + 3) % P)
+    users = [mix((i * 69_621 + 12_345) % P) for i in range(1, n + 1)]
+    spreads = []
+    for b in range(1, resamples + 1):
+        k3 = mix((key + b * 48_271) % P)
+        shuffled = np.zeros_like(values)
+        for i, ku in enumerate(users):
+            z = mix((k3 + ku) % P)
+            order = sorted(range(1, r + 1), key=lambda run: (mix((z + run * 16_807) % P), run))
+            for label, run in enumerate(order):
+                shuffled[label, i] = values[run - 1, i]
+        means = shuffled.mean(axis=1)
+        spreads.append(means.max() - means.min())
+    means = values.mean(axis=1)
+    return {(a, c): sum(s >= abs(means[a - 1] - means[c - 1]) - 1e-9 * (abs(means[a - 1]) + abs(means[c - 1]))
+                        for s in spreads) for a in range(1, r + 1) for c in range(1, r + 1) if a > c}
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(3, 12), st.integers(3, 4), st.integers(0, 99), st.data())
+def test_tukey_hsd_equals_the_documented_shuffles(n, r, seed, data):
+    runs = [data.draw(st.lists(grid_values, min_size=n, max_size=n)) for _ in range(r)]
+    names = [f"r{i}" for i in range(r)]
+    _, tests, _ = run_values(dict(zip(names, runs)), resamples=60, seed=seed, tests=("tukey",))
+    want = reference_tukey(runs, 60, seed)
+    assert len(tests) == r * (r - 1) // 2 and "p_tukey_adj" not in tests
+    for _, row in tests.iterrows():
+        a, c = names.index(row["run"]) + 1, names.index(row["baseline"]) + 1
+        assert row["p_tukey"] == (1 + want[(a, c)]) / 61, (row["run"], row["baseline"])
+
+
+def test_tukey_hsd_is_no_less_conservative_than_one_randomization_test():
+    """Over five runs that differ, a pair's Tukey p (the largest of all pairs' differences under the
+    null) is at least its own randomization p, up to Monte Carlo error."""
+    rng = np.random.default_rng(21)
+    base = rng.random(40)
+    runs = {f"r{i}": np.clip(base + rng.normal(0.03 * i, 0.15, 40), 0, 1).tolist() for i in range(5)}
+    _, tests, _ = run_values(runs, resamples=400, tests=("randomization", "tukey"))
+    assert (tests["p_tukey"] >= tests["p_randomization"] - 0.05).all()
+    assert (tests["p_tukey"] > tests["p_randomization"]).mean() > 0.8
