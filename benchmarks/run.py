@@ -86,7 +86,7 @@ def machine_info() -> dict:
         "java": java,
         "recsql_commit": commit,
         "packages": {name: _version(name) for name in
-                     ("recsql", "duckdb", "sqlglot", "pandas", "numpy", "pyarrow", "ranx", "numba",
+                     ("recsql-eval", "duckdb", "sqlglot", "pandas", "numpy", "pyarrow", "ranx", "numba",
                       "pytrec-eval-terrier", "pyspark", "psutil", "matplotlib")},
         "loadavg_start": _read("/proc/loadavg").split()[:3],
     }
