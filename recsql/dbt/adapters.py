@@ -21,6 +21,7 @@ class Adapter:
     dialect: str
     executed: bool = False
     package: str = ""  # the adapter's distribution on the package index
+    falls_back_to: str = ""  # the adapter whose implementation dbt's dispatch uses when this one has none
 
 
 ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
@@ -28,8 +29,8 @@ ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
     Adapter("postgres", "postgres", executed=True, package="dbt-postgres"),
     Adapter("sqlite", "sqlite", executed=True, package="dbt-sqlite"),
     Adapter("spark", "spark", executed=True, package="dbt-spark"),
-    Adapter("databricks", "databricks", package="dbt-databricks"),
-    Adapter("redshift", "redshift", package="dbt-redshift"),
+    Adapter("databricks", "databricks", package="dbt-databricks", falls_back_to="spark"),
+    Adapter("redshift", "redshift", package="dbt-redshift", falls_back_to="postgres"),
     Adapter("snowflake", "snowflake", package="dbt-snowflake"),
     Adapter("bigquery", "bigquery", package="dbt-bigquery"),
     Adapter("trino", "trino", package="dbt-trino"),

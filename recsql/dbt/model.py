@@ -163,16 +163,20 @@ def diagnostics(spec: ModelSpec) -> list[str]:
 
 def macro_file(spec: ModelSpec, adapters: list[str]) -> str:
     """The macro ``spec.name`` dispatching to ``default__`` (the PostgreSQL rendering) and to each adapter
-    in ``adapters`` whose SQL differs from it."""
+    in ``adapters`` whose SQL differs from what dispatch would use without it (the adapter it falls
+    back to, else the default)."""
     args = ", ".join(spec.roles)
     default = render_model(spec, DEFAULT)
+    rendered = {DEFAULT: default}
     parts = [f"{{# {GENERATED} #}}\n{{# metrics: {_comment(', '.join(spec.metrics))} #}}\n",
              f"{{% macro {spec.name}({args}) -%}}\n"
              f"  {{{{ return(adapter.dispatch('{spec.name}')({args})) }}}}\n{{%- endmacro %}}\n",
              f"{{% macro default__{spec.name}({args}) -%}}\n{default}\n{{%- endmacro %}}\n"]
     for name in adapters:
-        sql = render_model(spec, name)
-        if name != DEFAULT and sql != default:
+        sql = rendered.setdefault(name, render_model(spec, name))
+        parent = ADAPTERS[name].falls_back_to or DEFAULT
+        inherited = rendered.get(parent, default) if parent in adapters else default
+        if name != DEFAULT and sql != inherited:
             parts.append(f"{{% macro {name}__{spec.name}({args}) -%}}\n{sql}\n{{%- endmacro %}}\n")
     return "\n".join(parts)
 
