@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the real engines the engine tests start (tests/servers.py, tests/engines.py):
-# PostgreSQL and MariaDB server binaries from Debian, a JRE for Spark if `java` is missing,
+# PostgreSQL and MariaDB server binaries from Debian, a JRE for Spark if `java` is missing, Chromium
+# for the report's browser test,
 # and the Python clients/engines from PyPI. Debian 12, run as root. Idempotent: when everything
 # is already there it only checks and returns (no apt-get update, no pip download).
 #
@@ -33,6 +34,9 @@ java_ok() {
     [ -n "$v" ] && [ "$v" -ge 17 ]
 }
 java_ok || packages+=(openjdk-17-jre-headless)
+# The HTML report's test opens the report in a real headless browser (tests/test_report.py).
+have_chromium() { command -v chromium >/dev/null 2>&1; }
+have_chromium || packages+=(chromium fonts-liberation fonts-dejavu-core)  # fonts for the page's text and figures
 
 if [ "${#packages[@]}" -gt 0 ]; then
     echo "engines.sh: installing ${packages[*]}"
@@ -55,13 +59,14 @@ if [ "${#packages[@]}" -gt 0 ]; then
         systemctl stop postgresql mariadb >/dev/null 2>&1 || true
     fi
 else
-    echo "engines.sh: PostgreSQL, MariaDB and Java already installed"
+    echo "engines.sh: PostgreSQL, MariaDB, Java and Chromium already installed"
 fi
 
 # The server binaries the tests need must now be there.
 have_pg || { echo "engines.sh: PostgreSQL initdb/pg_ctl still missing" >&2; exit 1; }
 have_mariadb || { echo "engines.sh: mariadbd/mariadb-install-db still missing" >&2; exit 1; }
 java_ok || { echo "engines.sh: java 17+ still missing" >&2; exit 1; }
+have_chromium || { echo "engines.sh: chromium still missing" >&2; exit 1; }
 
 # Python side: skip pip entirely when every module already imports.
 if python3 -c "import psycopg, pymysql, pyspark, chdb, datafusion" >/dev/null 2>&1; then

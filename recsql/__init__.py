@@ -14,7 +14,7 @@ DISTRIBUTION = "recsql-eval"  # the name on the package index (`pip install recs
 # so the command line answers Ctrl-C at once and a cold first call pays only for what it uses.
 _EXPORTS = {
     "Evaluation": "api", "RecsqlWarning": "api", "evaluate": "api", "to_sql": "api",
-    "Comparison": "comparison", "compare": "comparison",
+    "Comparison": "comparison", "compare": "comparison", "Inputs": "inputs",
     "RecsqlError": "errors", "CONVENTIONS": "conventions",
     "Metric": "metrics", "parse_metric": "metrics", "registry": "metrics",
     "trec_qrels": "trec", "trec_run": "trec",

@@ -16,17 +16,21 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from .compose import (DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, TIES, Plan, check_inputs, compose, fit_to_inputs, finalize, internal_runs, not_finite,
+from .compose import (DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, TIES, Plan, check_inputs, fit_to_inputs, finalize, internal_runs, not_finite,
                       population_counts, quoted_column, recs_in, truth_in, baseline_in, whole_id)
 from .conventions import convention as get_convention
 from .conventions import measure_rules
 from .dialects import dialect as get_dialect
 from .dialects import render
 from .engines import runner_for
+from .engines.duckdb import shared
 from .engines.base import Runner
 from .errors import RecsqlError
+from .inputs import ROLES as INPUT_ROLES
+from .inputs import Inputs
 from .metrics import Metric, parse_metrics
 from .sources import Source, bind
+from .statements import statement_sql
 from .validate import duplicate_report, family, id_cast, order_type, require_number, require_one_type, require_same_ids, resolve_column
 
 DUPLICATE_POLICIES = ("error", "best", "max")
@@ -63,21 +67,48 @@ class Evaluation:
                             if name is not None], protected=self.inputs)
 
     def compare(self, baseline: Any = None, *, tests: Sequence[str] = ("t", "wilcoxon", "randomization"),
-                ci: float = 0.95, resamples: int = 1000, seed: int = 0, correction: str | None = "holm") -> Any:
+                ci: float = 0.95, resamples: int = 1000, seed: int = 0, correction: str | None = "holm",
+                segments: Any = None) -> Any:
         """Paired tests and bootstrap intervals between this evaluation's runs, from its per-user values,
         as :func:`recsql.compare` computes them (the same SQL, run on a private in-memory DuckDB);
-        returns a :class:`recsql.Comparison`."""
+        ``segments``: compared within each segment, as :func:`recsql.compare`'s (a DataFrame, an Arrow
+        table or a file: one row per user, the user column and the segment columns). Returns a
+        :class:`recsql.Comparison`."""
         from .comparison import Comparison, Settings, compare_per_user, refuse_global
         settings = Settings.checked(tests, ci, resamples, seed, correction, baseline)
         refuse_global(self.metrics)
         started = time.perf_counter()
         runs, tests_table, sql = compare_per_user(self.per_user, [m.column for m in self.metrics], self.run_cols,
-                                                  self.user_col, settings)
+                                                  self.user_col, settings, segments)
         return Comparison(runs=runs, tests=tests_table, metrics=list(self.metrics), settings=settings, sql=sql,
                           seconds=time.perf_counter() - started)
 
     def __repr__(self) -> str:
         return f"Evaluation({', '.join(map(str, self.metrics))})\n{self.summary.to_string(index=False)}"
+
+    # the report and its tables (recsql/report): thin delegations
+
+    def report(self, path: str, *, baseline: Any = None, title: str | None = None, **options: Any) -> str:
+        """Write one self-contained HTML report of this evaluation to ``path`` (README, "Report"): the
+        summary, with two or more runs compared against ``baseline`` (None: every pair) from these
+        per-user values (``options``: :meth:`compare`'s; ``inputs={"recs": ...}`` to fingerprint the
+        inputs), per-user distributions, curves over the cutoffs evaluated, definitions and the SQL."""
+        from .report import from_evaluation
+        return from_evaluation(self, baseline=baseline, title=title, **options).write(path)
+
+    def to_markdown(self) -> str:
+        """The summary table (runs × metrics) in Markdown."""
+        from .report import from_evaluation
+        return from_evaluation(self, compared=False).to_markdown()
+
+    def to_latex(self) -> str:
+        """The summary table (runs × metrics) as a LaTeX table."""
+        from .report import from_evaluation
+        return from_evaluation(self, compared=False).to_latex()
+
+    def _repr_html_(self) -> str:
+        from .report import evaluation_html
+        return evaluation_html(self)
 
 
 def _options(**cols: Any) -> dict[str, Any]:
@@ -196,7 +227,7 @@ def _run_columns(run_cols: Any) -> tuple[str, ...]:
 
 
 # The optional inputs beside recs and truth (README, "Inputs"), as evaluate / to_sql keywords.
-EXTRA_INPUTS = ("items", "interactions", "catalog", "baseline", "item_features")
+EXTRA_INPUTS = INPUT_ROLES[2:]
 # Column options of those inputs (Plan fields), with their defaults.
 EXTRA_COLUMNS = {"probability_col": "probability", "category_col": "category", "features_col": "features",
                  "feature_col": "feature", "value_col": "value"}
@@ -279,9 +310,10 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
         for option in ("feature_col", "value_col"):
             item_columns[option] = resolve_column(sources["item_features"], cols[option], option)
         require_number(sources["item_features"], item_columns["value_col"], "feature value")
-    # text ids take the dialect's binary collation; dates and other non-text ids compare by value as they are
-    text_ids = frozenset(internal for internal, column in (("user_id", user), ("item_id", item))
-                         if family(recs.columns[column]) == "string")
+    # text ids and run keys take the dialect's binary collation (bytewise order, 'B' and 'b' two runs);
+    # dates and other non-text ids compare by value as they are
+    keyed_ids = (("user_id", user), ("item_id", item), *((f"_run{i}", c) for i, c in enumerate(runs)))
+    text_ids = frozenset(internal for internal, column in keyed_ids if family(recs.columns[column]) == "string")
     relations = {role: sources[role].relation if role in sources else None for role in ("recs", "truth", *EXTRA_INPUTS)}
     orders = {"ord_type": order_type(recs.columns[order], runner.dialect), "id_casts": _id_casts(sources, cols),
               "item_needs": frozenset(needs & set(ITEM_VALUE_INVALID))}
@@ -445,12 +477,14 @@ class _Request:
 
 
 def _request(arguments: dict[str, Any]) -> _Request:
-    """The checked request from evaluate's arguments (every parameter of :func:`evaluate`, by name)."""
+    """The checked request from evaluate's arguments (every parameter of :func:`evaluate`, by name):
+    the inputs as one :class:`recsql.Inputs`, checked there."""
     parsed = parse_metrics(arguments["metrics"])
-    cols = _options(run_cols=_run_columns(arguments["run_cols"]), **{k: arguments[k] for k in _COLUMN_OPTIONS})
-    if arguments["recs"] is None:
+    described = Inputs.of(arguments)
+    cols = described.options()
+    if described.recs is None:
         raise RecsqlError("recs is required: the recommendations to evaluate")
-    inputs = {role: arguments[role] for role in ("recs", "truth", *EXTRA_INPUTS)}
+    inputs = described.given()
     given = {role for role, obj in inputs.items() if obj is not None}
     parsed = [fit_to_inputs(m, given) for m in parsed]  # novelty: p=items when only items are given
     check_inputs(parsed, given, {need: arguments[f"{need}_col"] for need in
@@ -542,13 +576,13 @@ def evaluate(
     started = time.perf_counter()
     with _bound(request) as (runner, plan, sources):
         # ONE statement: the metrics and the input checks (diagnostic columns) read one snapshot
-        sql = render(compose(plan, parsed, output="raw"), runner.dialect)
+        sql = statement_sql(plan, parsed, "raw", runner.dialect)
         raw = _fetch_checked(runner, plan, sql)
         per_user, summary, found = _split(plan, parsed, raw)
         if RECS_ROWS not in _columns_of(raw) or _rows_of(raw) == 0:
             # no user row carried the checks (an empty population, or invalid rows that left no user):
             # read them alone
-            checks = _fetch_checked(runner, plan, render(compose(plan, parsed, output="checks"), runner.dialect))
+            checks = _fetch_checked(runner, plan, statement_sql(plan, parsed, "checks", runner.dialect))
             found = {name: int(value or 0) for name, value in _records(checks)[0].items()}
         _refuse(runner, plan, found, list(sources["recs"].columns))
         rows_in = found[RECS_ROWS]
@@ -579,19 +613,16 @@ def _records(frame: Any) -> list[dict[str, Any]]:
 
 def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
     """Per-user rows, the summary and the values of the diagnostic columns the raw rows carry (and ``_recs_rows``) from the query's raw rows (the engine's per-user
-    values), finished by the same SQL :func:`to_sql` appends, run on a private in-memory DuckDB."""
+    values), finished by the same SQL :func:`to_sql` appends, run on a cursor of recsql's own in-memory DuckDB."""
     columns = list(raw.column_names if hasattr(raw, "column_names") else raw.columns)
     diagnostics = [c for c in DIAGNOSTICS if c in columns]
-    con = duckdb.connect()
-    try:
+    with shared.cursor() as con:
         con.register("per_user", raw)
         per_user = con.execute(finalize(plan, metrics, "per_user").sql("duckdb")).df()
         # the checks are all 0 when evaluate returns (it raises otherwise): the summary leaves them out
         summary = con.execute(finalize(plan, metrics, "summary").sql("duckdb")).df()
         names = [*diagnostics, RECS_ROWS] if RECS_ROWS in columns else diagnostics
         row = con.execute(f"SELECT {', '.join(f'MAX({n})' for n in names) or '0'} FROM per_user").fetchone()
-    finally:
-        con.close()
     return per_user, summary, {n: int(v or 0) for n, v in zip(names, row)} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
 
 
@@ -637,8 +668,8 @@ def to_sql(
     README, "Safety"), computed in the same statement: a non-zero one means the metrics beside it
     read bad rows (``evaluate`` raises from them). ``per_user`` carries no checks. With
     ``duplicates='best'`` / ``'max'`` the query de-duplicates and the duplicate columns are 0. ``text_ids``: the id columns
-    (``user_col``/``item_col``) that hold strings, so that dialects whose default collation is not
-    bytewise (PostgreSQL, MySQL, SQL Server) compare them with a binary collation. ``order_type``:
+    (``user_col``/``item_col``) and run columns that hold strings, so that dialects whose default collation is
+    not bytewise (PostgreSQL, MySQL, SQL Server) compare and order them with a binary collation. ``order_type``:
     the type the score (or rank) is ranked in; DOUBLE unless the column holds integers above 2^53
     (``"BIGINT"``) or decimals with more than 15 digits (``"DECIMAL(38, <scale>)"``), which a DOUBLE
     would tie (``evaluate`` reads it from the column's type).
@@ -661,18 +692,15 @@ def to_sql(
                           "text_ids=['user_id', 'item_id']")
     text_ids = tuple(text_ids)
     parsed = parse_metrics(metrics)
-    cols = _options(user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-                    relevance_col=relevance_col, price_col=price_col, run_cols=_run_columns(run_cols),
-                    threshold=threshold, population=population, duplicates=duplicates,
-                    convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
-                    features_col=features_col, feature_col=feature_col, value_col=value_col)
-    given = dict(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
-                 item_features=item_features)
+    described = Inputs.of(locals())
+    cols = described.options()
+    given = described.given()
     relations = {role: bind(role, value, None).relation if value is not None else None for role, value in given.items()}
-    named = {user_col: "user_id", item_col: "item_id"}
+    named = {user_col: "user_id", item_col: "item_id", **{c: f"_run{i}" for i, c in enumerate(cols["run_cols"])}}
     unknown = [c for c in text_ids if not isinstance(c, str) or c not in named]
     if unknown:
-        raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {user_col!r} and/or {item_col!r}")
+        raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {user_col!r} and/or {item_col!r} "
+                          "(or a run column holding text)")
     if not isinstance(order_type, str) or not ORDER_TYPES.fullmatch(order_type.strip()):
         raise RecsqlError(f"order_type={order_type!r} is not valid; choose DOUBLE, BIGINT or DECIMAL(38, <scale>)")
     plan = _plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(cols["run_cols"]),
@@ -683,12 +711,14 @@ def to_sql(
         if not isinstance(compare, dict):
             raise RecsqlError(f"compare must be a dict of compare's options (baseline, tests, ci, resamples, seed, "
                               f"correction), got {compare!r}; e.g. compare={{'baseline': 'A', 'resamples': 1000}}")
-        unknown = sorted(set(compare) - {"baseline", "tests", "ci", "resamples", "seed", "correction"})
+        unknown = sorted(set(compare) - {"baseline", "tests", "ci", "resamples", "seed", "correction", "segments",
+                                         "segment_cols"})
         if unknown:
             raise RecsqlError(f"compare: unknown option {unknown[0]!r}; choose from baseline, tests, ci, resamples, "
-                              "seed, correction")
+                              "seed, correction, segments, segment_cols")
         options = {"tests": ("t", "wilcoxon", "randomization"), "ci": 0.95, "resamples": 1000, "seed": 0,
                    "correction": "holm", "baseline": None, **compare}
+        grouping = _segment_relation(options.pop("segments", None), options.pop("segment_cols", None), user_col)
         settings = Settings.checked(**options)
         kinds = ["number" if isinstance(settings.baseline, numbers.Real) else "string"] * len(plan.run_cols)
         if isinstance(settings.baseline, (tuple, list)):
@@ -696,5 +726,19 @@ def to_sql(
         elif isinstance(settings.baseline, dict):
             lower = {str(k).lower(): v for k, v in settings.baseline.items()}
             kinds = ["number" if isinstance(lower.get(c.lower()), numbers.Real) else "string" for c in plan.run_cols]
-        return render(statement_for(plan, parsed, settings, kinds)[0], target.name, pretty=pretty)
-    return render(compose(plan, parsed, output=output), target.name, pretty=pretty)
+        return render(statement_for(plan, parsed, settings, kinds, grouping)[0], target.name, pretty=pretty)
+    return statement_sql(plan, parsed, output, target.name, pretty=pretty)
+
+
+def _segment_relation(segments: Any, segment_cols: Any, user_col: str) -> tuple | None:
+    """to_sql's compare segments: (the segments table's relation, its user column, its segment columns),
+    named since to_sql reads no table; None without segments."""
+    if segments is None and segment_cols is None:
+        return None
+    columns = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols or ())
+    if not isinstance(segments, str) or not columns or not all(isinstance(c, str) and c for c in columns):
+        raise RecsqlError("compare: segments need the table's name and its segment columns, e.g. compare={'segments': "
+                          "'cohorts', 'segment_cols': ['cohort']} "
+                          f"(one row per user: {user_col!r} and the segment "
+                          f"columns); got segments={segments!r}, segment_cols={segment_cols!r}")
+    return bind("segments", segments, None).relation, user_col, columns

@@ -226,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     me.set_defaults(func=cmd_metrics)
     from .comparison_cli import add_parser as add_compare_parser  # `recsql compare`: paired tests between runs
     add_compare_parser(sub)
+    from .report.cli import add_parser as add_report_parser  # `recsql report`: one self-contained HTML report
+    add_report_parser(sub)
     from .dbt.cli import add_parser as add_dbt_parser  # `recsql dbt`: dbt models and the dbt package
     add_dbt_parser(sub, _columns)
     return parser

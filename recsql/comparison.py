@@ -35,6 +35,7 @@ import sqlglot
 from sqlglot import exp
 
 from . import api
+from .comparison_global import global_metrics, list_ctes, union_ctes
 from .compose import DIAGNOSTICS, compose, internal_runs
 from .dialects import render
 from .engines.base import DBAPIRunner, Runner, frame_from_cursor
@@ -42,7 +43,8 @@ from .errors import RecsqlError
 from .metrics import Metric
 from .resampling import MAX_RESAMPLES, P, bigint, draw_parameters, expand_macros
 from .significance import CORRECTIONS, corrected, paired_t, randomization_p, wilcoxon_p
-from .sources import bind
+from .engines import runner_for
+from .sources import Source, bind
 from .templates import read_template
 from .validate import family, require_same_ids, resolve_column
 
@@ -51,6 +53,8 @@ ALL_TESTS = (*TESTS, "tukey")  # tukey: the randomized Tukey HSD over every pair
 UNCORRECTED = {"tukey"}  # tests that control the family-wise error themselves
 # The statistics' templates, in the order their CTEs are appended (each reads the ones before).
 TEMPLATES = ("_compare_draws", "_compare_observed", "_compare_wilcoxon", "_compare_resampled")
+GLOBAL_TEMPLATE = "_compare_global"  # global metrics (coverage, gini, personalization): recsql/comparison_global.py
+INTERVAL_TEMPLATE = "_compare_interval"  # after the unions of recsql/comparison_global.py
 # Randomization: a flipped sum counts as extreme down to this fraction of Σ|v| below the observed one
 # (sums whose exact values are equal may round apart; scipy's permutation_test allows for the same).
 TOLERANCE = 1e-9
@@ -120,6 +124,11 @@ class Values:
     segments: exp.Expression | None = None  # a relation (user, segment columns): each user's segment
     segment_user: str = "user_id"
     segment_cols: list[str] = field(default_factory=list)
+    # global metrics (recsql/comparison_global.py): metric position -> (kind, k); the relation of the
+    # users' ranked list rows (run columns ``runs``, user_id, item_id, rank); whether the statement has the catalog
+    global_kinds: dict[int, tuple[int, int]] = field(default_factory=dict)
+    lists: str = "list_rows"
+    catalog: bool = False
 
 
 @dataclass
@@ -138,6 +147,29 @@ class Comparison:
     def __repr__(self) -> str:
         return (f"Comparison({', '.join(map(str, self.metrics))}; {self.settings.resamples} resamples, seed "
                 f"{self.settings.seed}, correction {self.settings.correction})\n{self.tests.to_string(index=False)}")
+
+    # the report and its tables (recsql/report): thin delegations
+
+    def report(self, path: str, *, evaluation: Any = None, title: str | None = None, **options: Any) -> str:
+        """Write one self-contained HTML report of this comparison to ``path`` (README, "Report"); the
+        curves and per-user distributions need the ``evaluation`` of the same runs too."""
+        from .report import from_comparison
+        return from_comparison(self, evaluation=evaluation, title=title, **options).write(path)
+
+    def to_markdown(self, intervals: bool = True) -> str:
+        """The runs × metrics table in Markdown: mean [interval], and as ranx does, superscript letters
+        of the runs each value is significantly better than; its legend names the test and alpha."""
+        from .report import from_comparison
+        return from_comparison(self).to_markdown(intervals)
+
+    def to_latex(self, intervals: bool = True) -> str:
+        """The same table as :meth:`to_markdown` as a LaTeX ``table`` (booktabs), markers as ``$^{a}$``."""
+        from .report import from_comparison
+        return from_comparison(self).to_latex(intervals)
+
+    def _repr_html_(self) -> str:
+        from .report import comparison_html
+        return comparison_html(self)
 
 
 # ---------------------------------------------------------------- the SQL
@@ -176,12 +208,15 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
     index 1..n in user order, the run keys _k0.., the metric values x0..), cmp_values(run, user_idx,
     metric, x) (one row per defined value), cmp_runs, cmp_users and cmp_baselines."""
     keys = [f"_k{i}" for i in range(len(values.runs))]
-    any_value = exp.or_(*[_column(m, "p").is_(exp.null()).not_() for m in values.metrics])
+    per_user = [i for i in range(len(values.metrics)) if i not in values.global_kinds]
+    any_value = exp.or_(*[_column(values.metrics[i], "p").is_(exp.null()).not_() for i in per_user],
+                        *([exp.column("_has_recs", "p").eq(1)] if values.global_kinds else []))
     keyed = exp.select(exp.alias_(_dense_rank([_column(c, "p") for c in values.runs]), "run"),
                        exp.alias_(_dense_rank([_column(values.user, "p")]), "user_idx"),
                        *[exp.alias_(_column(c, "p"), k) for c, k in zip(values.runs, keys)],
                        *[exp.alias_(exp.cast(_column(m, "p"), "DOUBLE"), f"x{i}") for i, m in enumerate(values.metrics)],
                        *[exp.alias_(_column(c, "p"), c) for c in values.checks],
+                       *([exp.alias_(_column(values.user, "p"), "cmp_user")] if values.global_kinds else []),
                        exp.alias_(exp.Coalesce(this=exp.column("segment", "g"), expressions=[bigint(-1)])  # -1: no segment
                                   if values.segments is not None else bigint(0), "segment")) \
         .from_(exp.alias_(exp.to_table(values.relation), "p")).where(any_value)
@@ -216,8 +251,8 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
     metric_ids: exp.Expression = ids[0]
     for one in ids[1:]:
         metric_ids = exp.union(metric_ids, one, distinct=False)
-    pick = exp.Case(this=exp.column("metric", "m"),
-                    ifs=[exp.If(this=bigint(i), true=exp.column(f"x{i}", "k")) for i in range(len(values.metrics))])
+    pick = exp.Case(this=exp.column("metric", "m"), ifs=[exp.If(this=bigint(i), true=exp.column(f"x{i}", "k"))
+                                                          for i in per_user]) if per_user else exp.cast(exp.null(), "DOUBLE")
     metric = exp.Add(this=exp.Mul(this=exp.column("segment", "k"), expression=bigint(len(values.metrics))),
                      expression=exp.column("metric", "m"))
     unpivoted = exp.select(exp.alias_(exp.column("run", "k"), "run"), exp.alias_(exp.column("user_idx", "k"), "user_idx"),
@@ -233,15 +268,18 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
     else:
         baselines = exp.select("run", exp.alias_(bigint(0), "every")).from_("cmp_runs") \
             .where(exp.and_(*[exp.column(k).eq(v) for k, v in zip(keys, baseline)]))
+    if values.global_kinds:
+        after += list_ctes(values.global_kinds, len(values.metrics), values.runs, values.lists, values.catalog,
+                           values.segments is not None)
     return [*segment_ctes, _cte("cmp_keyed", keyed), _cte("cmp_metrics", metric_ids), _cte("cmp_values", present),
             _cte("cmp_runs", runs), _cte("cmp_users", users), _cte("cmp_baselines", baselines), *after]
 
 
 RESULT_COLUMNS = {  # table alias -> the columns the statement returns from it
-    "o": ("n", "mean", "sum_v", "wins", "ties", "losses"), "s": ("ss",), "w": ("n_nonzero", "r_plus", "ties_term"),
-    "z": ("extreme",), "i": ("resampled", "ci_low", "ci_high")}
+    "o": ("n", "mean", "sum_v", "wins", "ties", "losses", "extreme"), "s": ("ss",),
+    "w": ("n_nonzero", "r_plus", "ties_term"), "i": ("resampled", "ci_low", "ci_high")}
 SEGMENT_CHECKS = ("users_without_segment", "segment_duplicate_users")
-RESULT_SOURCES = {"s": "cmp_spread", "w": "cmp_wilcoxon", "z": "cmp_randomization", "i": "cmp_interval"}
+RESULT_SOURCES = {"s": "cmp_spread", "w": "cmp_wilcoxon", "i": "cmp_interval"}
 
 
 def statistics(values: Values, settings: Settings, baseline: list[exp.Expression] | None) -> exp.Select:
@@ -252,7 +290,10 @@ def statistics(values: Values, settings: Settings, baseline: list[exp.Expression
                   "grain": GRAIN}
     ctes = _inputs(values, baseline)
     tukey = "tukey" in settings.tests
-    for name in (*TEMPLATES, *(["_compare_tukey"] if tukey else [])):
+    for name in (*TEMPLATES, *([GLOBAL_TEMPLATE] if values.global_kinds else [])):
+        ctes += _template(name, parameters)
+    ctes += union_ctes(bool(values.global_kinds))
+    for name in (INTERVAL_TEMPLATE, *(["_compare_tukey"] if tukey else [])):
         ctes += _template(name, parameters)
     sources = {**RESULT_SOURCES, **({"k": "cmp_tukey"} if tukey else {})}
     returned = {**RESULT_COLUMNS, **({"k": ("extreme_tukey",)} if tukey else {})}
@@ -264,7 +305,7 @@ def statistics(values: Values, settings: Settings, baseline: list[exp.Expression
                         *[exp.alias_(exp.column(c, "c"), c) for c in values.checks],
                         *[exp.alias_(exp.column(c, f"c{i}"), c) for i, c in enumerate(SEGMENT_CHECKS)
                           if values.segments is not None]) \
-        .from_(exp.alias_(exp.to_table("cmp_observed"), "o"))
+        .from_(exp.alias_(exp.to_table("cmp_units_observed"), "o"))
     for alias, source in sources.items():
         select = select.join(exp.alias_(exp.to_table(source), alias), join_type="left",
                              on=exp.and_(*[exp.column(c, "o").eq(exp.column(c, alias)) for c in unit]))
@@ -334,6 +375,9 @@ def finish(frame: pd.DataFrame, names: list[str], values: Values, settings: Sett
                         columns=[*values.segment_cols, "run", "metric", "mean", "ci_low", "ci_high", "n_users"])
     rows = []
     for _, r in frame[frame["baseline"] != 0].iterrows():
+        if int(r["metric"]) % len(names) in values.global_kinds:
+            rows.append(_global_test(r, labels, names, segment(r), settings))
+            continue
         t, p_t, effect = paired_t(count(r["n"]), number(r["mean"]), number(r["ss"]))
         rows.append({**segment(r), "run": labels[int(r["run"])], "baseline": labels[int(r["baseline"])],
                      "metric": names[int(r["metric"]) % len(names)],
@@ -346,6 +390,8 @@ def finish(frame: pd.DataFrame, names: list[str], values: Values, settings: Sett
                      "losses": count(r["losses"])})
     tests = pd.DataFrame(rows, columns=[*values.segment_cols, "run", "baseline", "metric", "n", "mean_diff", "ci_low", "ci_high", "t", "p_t",
                                         "p_wilcoxon", "p_randomization", "p_tukey", "effect_size", "wins", "ties", "losses"])
+    if values.global_kinds:  # no wins, ties or losses for a global metric
+        tests = tests.astype({c: "Int64" for c in ("wins", "ties", "losses")})
     for test in ALL_TESTS:
         p = TEST_COLUMNS[test][-1]
         if test in settings.tests and test not in UNCORRECTED:
@@ -355,15 +401,31 @@ def finish(frame: pd.DataFrame, names: list[str], values: Values, settings: Sett
     return runs, tests
 
 
+def _global_test(r: Any, labels: dict[int, Any], names: list[str], segment: dict[str, Any],
+                 settings: Settings) -> dict[str, Any]:
+    """A pair's row for a global metric (one number per run): the difference, its bootstrap interval
+    and the randomization test by swapping users' lists; no per-user differences, so no t, Wilcoxon,
+    Tukey HSD, effect size, wins, ties or losses (README, "Comparing runs")."""
+    extreme = r["extreme"]
+    number = lambda v: math.nan if v is None or pd.isna(v) else float(v)  # noqa: E731
+    return {**segment, "run": labels[int(r["run"])], "baseline": labels[int(r["baseline"])],
+            "metric": names[int(r["metric"]) % len(names)], "n": int(r["n"]) if not pd.isna(r["n"]) else 0,
+            "mean_diff": number(r["mean"]), "ci_low": number(r["ci_low"]), "ci_high": number(r["ci_high"]),
+            "t": math.nan, "p_t": math.nan, "p_wilcoxon": math.nan,
+            "p_randomization": math.nan if extreme is None or pd.isna(extreme) else randomization_p(int(extreme), settings.resamples),
+            "p_tukey": math.nan, "effect_size": math.nan, "wins": pd.NA, "ties": pd.NA, "losses": pd.NA}
+
+
 # ---------------------------------------------------------------- checks
 
 
 def refuse_global(metrics: Sequence[Metric]) -> None:
+    """Evaluation.compare reads per-user values only; a global metric is resampled from the users' lists."""
     for m in metrics:
         if m.spec.population == "global":
-            raise RecsqlError(f"compare: metric {str(m)!r} is global (one number per run, no per-user values), and "
-                              "recsql cannot compare global metrics yet (bootstrap intervals from weighted exposure "
-                              "counts are planned); leave it out of compare and read it from recsql.evaluate")
+            raise RecsqlError(f"Evaluation.compare: metric {str(m)!r} is global (one number per run, no per-user "
+                              "values): it is resampled from the users' lists, which an evaluation does not keep; "
+                              "compare it with recsql.compare(recs, truth, ...) (or leave it out here)")
 
 
 def _baseline_keys(baseline: Any, names: list[str], kinds: list[str]) -> list[exp.Expression] | None:
@@ -444,6 +506,9 @@ def _settled(frame: pd.DataFrame, settings: Settings, values: Values) -> None:
 # ---------------------------------------------------------------- running
 
 
+# Settings the statistics statement carries, by dialect: ClickHouse stops planning a query after 10,000
+# plan optimizations (error 572), and the statement with global metrics and the Tukey test needs more.
+STATEMENT_SETTINGS: dict[str, dict[str, int]] = {"clickhouse": {"query_plan_max_optimizations_to_apply": 100_000}}
 # Settings for the statistics statement, run before it in its transaction, by dialect. PostgreSQL
 # would JIT-compile the long statement (tens of seconds at any data size: its row estimates for the
 # resample grid are far too high); its executor needs no JIT for sums.
@@ -480,7 +545,9 @@ def compare(recs: Any, truth: Any, metrics: Sequence[str | Metric] | str | Metri
             resamples: int = 1000, seed: int = 0, correction: str | None = "holm", baseline_recs: Any = None,
             segments: Any = None, **options: Any) -> Comparison:
     """Compare runs: each run's mean with a bootstrap interval, and paired tests between runs, for
-    per-user metrics, computed by the engine in one statement. Definitions: README, "Comparing runs".
+    per-user metrics and for the global ones (coverage, gini, personalization: resampled through
+    their exposure counts, :mod:`recsql.comparison_global`), computed by the engine in one
+    statement. Definitions: README, "Comparing runs".
 
     ``run_cols``: the run key columns of ``recs`` (required: compare needs runs). ``baseline``: the
     run to compare every other run with (its label: the value of the run column, ``col=v/col=v``, a
@@ -501,9 +568,9 @@ def compare(recs: Any, truth: Any, metrics: Sequence[str | Metric] | str | Metri
     if not request.cols["run_cols"]:
         raise RecsqlError("compare needs runs: name the run key columns of recs, e.g. run_cols='model' "
                           "(CLI: --run-col model)")
-    refuse_global(request.metrics)
+    global_metrics(request.metrics)
     started = time.perf_counter()
-    with api._bound(request) as (runner, plan, sources), _segments(segments, runner, sources, plan) as grouping:
+    with api._bound(request) as (runner, plan, sources), _segments(segments, runner, sources, plan.user_col) as grouping:
         kinds = [family(sources["recs"].columns[c]) for c in plan.run_cols]
         statement, values = statement_for(plan, request.metrics, settings, kinds, grouping)
         sql = render(statement, runner.dialect)
@@ -518,7 +585,7 @@ def compare(recs: Any, truth: Any, metrics: Sequence[str | Metric] | str | Metri
 
 
 @contextmanager
-def _segments(segments: Any, runner: Runner, sources: dict[str, Any], plan: Any) -> Iterator[tuple | None]:
+def _segments(segments: Any, runner: Runner, sources: dict[str, Any], user_col: str) -> Iterator[tuple | None]:
     """The bound segments input as (relation, user column, segment columns); unbound afterwards."""
     if segments is None:
         yield None
@@ -526,8 +593,8 @@ def _segments(segments: Any, runner: Runner, sources: dict[str, Any], plan: Any)
     source = bind("segments", segments, runner)
     try:
         source.columns = runner.describe(source)
-        user = resolve_column(source, plan.user_col, "user_col")
-        require_same_ids(sources["recs"], source, [("user", plan.user_col, user)])
+        user = resolve_column(source, user_col, "user_col")
+        require_same_ids(sources["recs"], source, [("user", user_col, user)])
         columns = [c for c in source.columns if c != user]
         if not columns:
             raise RecsqlError(f"segments: the input has only the user column {user!r}; add the segment columns "
@@ -559,25 +626,30 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     if not plan.run_cols:
         raise RecsqlError("compare needs runs: name the run key columns of recs, e.g. run_cols='model' "
                           "(CLI: --run-col model)")
-    refuse_global(metrics)
+    kinds_global = global_metrics(metrics)
     raw = compose(plan, metrics, output="raw")
     checks = [e.alias_or_name for cte in raw.args["with_"].expressions if cte.alias == "checks"
               for e in cte.this.expressions if e.alias_or_name in DIAGNOSTICS]
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
-                    [f"_m{i}" for i in range(len(metrics))], checks)
+                    [f"_m{i}" for i in range(len(metrics))], checks, global_kinds=kinds_global,
+                    catalog=any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions))
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
     baseline = _baseline_keys(settings.baseline, list(plan.run_cols), kinds)
-    return _with(raw, statistics(values, settings, baseline)), values
+    statement = _with(raw, statistics(values, settings, baseline))
+    own = STATEMENT_SETTINGS.get(plan.dialect, {})
+    if own:
+        statement.set("settings", [exp.EQ(this=exp.var(k), expression=exp.Literal.number(v)) for k, v in own.items()])
+    return statement, values
 
 
 def finish_rows(rows: Any, metrics: Sequence[str | Metric] | str | Metric, run_cols: Iterable[str] | str, *,
                 baseline: Any = None, tests: Sequence[str] = TESTS, ci: float = 0.95, resamples: int = 1000,
-                seed: int = 0, correction: str | None = "holm") -> Comparison:
+                seed: int = 0, correction: str | None = "holm", segment_cols: Iterable[str] | str = ()) -> Comparison:
     """The :class:`Comparison` from the rows of the statement ``to_sql(..., compare={...})`` rendered
     and a warehouse ran (a DataFrame, or anything with ``to_pandas()``): the t and normal tails and
     the corrections, which no SQL engine has. Pass the metrics, run columns and compare options the
-    statement was rendered with."""
+    statement was rendered with (``segment_cols`` too when it compared within segments)."""
     from .metrics import parse_metrics
     settings = Settings.checked(tests, ci, resamples, seed, correction, baseline)
     parsed = parse_metrics(metrics)
@@ -586,18 +658,23 @@ def finish_rows(rows: Any, metrics: Sequence[str | Metric] | str | Metric, run_c
     known = {"run", "baseline", "metric", *(c for cs in RESULT_COLUMNS.values() for c in cs)}
     frame.columns = [c.lower() if c.lower() in known or re.fullmatch(r"_k\d+", c.lower()) else c
                      for c in map(str, frame.columns)]  # warehouses that upper-case unquoted names
-    values = Values("", names, names, "", [m.column for m in parsed])
+    values = Values("", names, names, "", [m.column for m in parsed], global_kinds=global_metrics(parsed),
+                    segment_cols=[segment_cols] if isinstance(segment_cols, str) else list(segment_cols))
+    if values.segment_cols:
+        values.segments = exp.to_table("segments")  # compared within segments (the statement's own relation)
+        _refuse_segments(frame, values)
     _settled(frame, settings, values)
     runs, table = finish(frame, [m.column for m in parsed], values, settings)
     return Comparison(runs=runs, tests=table, metrics=parsed, settings=settings)
 
 
 def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: Sequence[str], user_col: str,
-                     settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+                     settings: Settings, segments: Any = None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """``runs``, ``tests`` and the SQL for per-user values already computed: one row per (run, user) of
     ``per_user`` with the run key columns, the user column and one column per metric (NULL where a
     user has no value), computed by the same SQL on a private in-memory DuckDB
-    (:meth:`recsql.Evaluation.compare`)."""
+    (:meth:`recsql.Evaluation.compare`); ``segments`` as :func:`compare`'s (a DataFrame, an Arrow
+    table or a file DuckDB reads)."""
     run_cols = list(run_cols)
     if not run_cols:
         raise RecsqlError("compare needs runs: evaluate with run_cols='model' (the run key columns) first")
@@ -607,11 +684,18 @@ def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: S
                           f"the user column and one column per metric")
     kinds = ["number" if pd.api.types.is_numeric_dtype(per_user[c]) else "string" for c in run_cols]
     values = Values("cmp_per_user", run_cols, run_cols, user_col, list(metrics))
-    sql = render(statistics(values, settings, _baseline_keys(settings.baseline, run_cols, kinds)), "duckdb")
     con = duckdb.connect()
     try:
-        con.register("cmp_per_user", per_user)
-        frame = con.execute(sql).df()
+        with runner_for(con) as runner:
+            runner.cursor.register("cmp_per_user", per_user)
+            rows = Source("recs", exp.to_table("cmp_per_user"))
+            rows.columns = runner.describe(rows)
+            with _segments(segments, runner, {"recs": rows}, user_col) as grouping:
+                if grouping is not None:
+                    values.segments, values.segment_user, values.segment_cols = grouping[0], grouping[1], list(grouping[2])
+                sql = render(statistics(values, settings, _baseline_keys(settings.baseline, run_cols, kinds)), "duckdb")
+                frame = runner.fetch(sql).to_pandas()
+                _refuse_segments(frame, values)
     finally:
         con.close()
     _settled(frame, settings, values)

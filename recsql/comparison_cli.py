@@ -21,6 +21,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cp = sub.add_parser("compare", help="paired tests and bootstrap intervals between runs (DuckDB or --db)",
                         conflict_handler="resolve")
     inputs(cp)
+    options(cp)
+    cp.add_argument("--format", choices=sorted(FORMATS), default="table", help="output format (default: table)")
+    cp.add_argument("--runs", action="store_true", help="csv/json: print each run's mean and interval instead "
+                                                        "of the tests")
+    _columns(cp)
+    cp.set_defaults(func=cmd_compare)
+
+
+def options(cp: argparse.ArgumentParser) -> None:
+    """compare's own options (baseline run, segments, tests, interval, resampling, correction, --db),
+    shared by ``recsql compare`` and ``recsql report``."""
     cp.add_argument("--baseline-recs", help="another recommender's lists, columns like recs (unexpectedness, "
                                             "serendipity; evaluate's --baseline)")
     cp.add_argument("--baseline", help="the run every other run is compared with (its run column's value; "
@@ -37,24 +48,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cp.add_argument("--correction", choices=[*CORRECTIONS, "none"], default="holm",
                     help="multiple-testing correction over every row, per test (default holm)")
     cp.add_argument("--db", help="a .duckdb file holding the tables (opened read-only)")
-    cp.add_argument("--format", choices=sorted(FORMATS), default="table", help="output format (default: table)")
-    cp.add_argument("--runs", action="store_true", help="csv/json: print each run's mean and interval instead "
-                                                        "of the tests")
-    _columns(cp)
-    cp.set_defaults(func=cmd_compare)
+
+
+def keywords(args: argparse.Namespace) -> dict:
+    """compare's keywords from the parsed options (but the inputs RECS and TRUTH, metrics and
+    segments): evaluate's column options and side inputs, the baseline run and the tests' settings."""
+    from .cli import _column_kwargs, _side_kwargs
+    side = {k: v for k, v in _side_kwargs(args).items() if k != "baseline"}  # --baseline names a run here
+    return dict(baseline=args.baseline, tests=args.tests or comparison.TESTS, ci=args.ci, resamples=args.resamples,
+                seed=args.seed, correction=None if args.correction == "none" else args.correction,
+                baseline_recs=args.baseline_recs, con=args.db, **_column_kwargs(args), **side)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .cli import FORMATS, _column_kwargs, _recs_and_truth, _side_kwargs
+    from .cli import FORMATS, _recs_and_truth
     recs, truth = _recs_and_truth(args)
     if not args.run_cols:
         raise RecsqlError("compare needs runs: name the run key column of RECS with --run-col (e.g. --run-col model)")
-    inputs = {**_side_kwargs(args), "baseline": None}  # --baseline names a run here; --baseline-recs is the input
-    options = {**_column_kwargs(args), **{k: v for k, v in inputs.items() if k != "baseline"}}
-    result = comparison.compare(recs, truth, args.metrics, baseline=args.baseline, tests=args.tests or comparison.TESTS,
-                                ci=args.ci, resamples=args.resamples, seed=args.seed,
-                                correction=None if args.correction == "none" else args.correction,
-                                baseline_recs=args.baseline_recs, segments=args.segments, con=args.db, **options)
+    result = comparison.compare(recs, truth, args.metrics, segments=args.segments, **keywords(args))
     if args.format == "table":  # p-values as small as they are: 6 significant digits
         table = lambda df: df.to_string(index=False, float_format=lambda v: f"{v:.6g}")  # noqa: E731
         print(f"runs (mean and {result.settings.ci:.0%} bootstrap interval over users)")

@@ -143,7 +143,8 @@ def _id(plan: Plan, column: str, internal: str, role: str) -> exp.Expression:
 
 
 def _keys(plan: Plan, with_runs: bool, role: str) -> list[exp.Expression]:
-    keys = [exp.alias_(quoted_column(c), r) for c, r in zip(plan.run_cols, internal_runs(plan))] if with_runs else []
+    # run keys as ids: a text run key takes the binary collation too (runs 'B' and 'b' stay two, ordered bytewise)
+    keys = [_id(plan, c, r, role) for c, r in zip(plan.run_cols, internal_runs(plan))] if with_runs else []
     return keys + [_id(plan, plan.user_col, "user_id", role), _id(plan, plan.item_col, "item_id", role)]
 
 

@@ -21,6 +21,9 @@ Every difference is a named switch with its reason:
   as if truth had one row: 10M recommendation rows then ran out of a 400 MB memory limit and 100M
   out of 4 GB, and fit (faster) with ``truth_in AS NOT MATERIALIZED``.
 - ``from_dual``: Oracle needs ``FROM DUAL`` on a SELECT without a table and has no boolean literal.
+- ``with_limit``: MariaDB refuses a WITH clause of more than 64 elements (error 4003, "Too many WITH
+  elements"; :func:`recsql.compare`'s statement with global metrics has more): CTEs read once are
+  written in place as derived tables, the last first, until 64 remain.
 
 Everything else — integer division, NULL ordering, log argument order, type names — is kept
 identical by the templates (explicit DOUBLE casts, NULLIF, LN) and by sqlglot.
@@ -54,7 +57,9 @@ def _native_window_nulls(tree: exp.Expression, target: str) -> exp.Expression:
 
 
 def _clickhouse_settings(tree: exp.Expression) -> exp.Expression:
-    tree.set("settings", [exp.EQ(this=exp.var("join_use_nulls"), expression=exp.Literal.number(1))])
+    """``join_use_nulls = 1`` after the statement's own settings (recsql.compare's: see its module)."""
+    tree.set("settings", [*(tree.args.get("settings") or []),
+                          exp.EQ(this=exp.var("join_use_nulls"), expression=exp.Literal.number(1))])
     return tree
 
 
@@ -65,6 +70,29 @@ def _oracle_dual(tree: exp.Expression) -> exp.Expression:
     for boolean in list(tree.find_all(exp.Boolean)):
         one = exp.Literal.number(1)
         boolean.replace(exp.EQ(this=one, expression=exp.Literal.number(1 if boolean.this else 0)))
+    return tree
+
+
+MARIADB_WITH_ELEMENTS = 64
+
+
+def _mariadb_with_limit(tree: exp.Expression) -> exp.Expression:
+    """At most :data:`MARIADB_WITH_ELEMENTS` CTEs: the last ones read exactly once become derived tables
+    where they are read (the same query: a CTE read once is a subquery with a name)."""
+    with_ = tree.args.get("with_")
+    ctes = list(with_.expressions) if with_ else []
+    while len(ctes) > MARIADB_WITH_ELEMENTS:
+        for cte in reversed(ctes):
+            reads = [t for t in tree.find_all(exp.Table) if t.name == cte.alias and not t.db]
+            if len(reads) == 1:
+                break
+        else:
+            raise RecsqlError(f"the query has {len(ctes)} CTEs, more than MariaDB's {MARIADB_WITH_ELEMENTS}, and "
+                              "none read once to inline; ask for fewer metrics or tests at a time")
+        read = reads[0]
+        read.replace(exp.Subquery(this=cte.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(read.alias or cte.alias))))
+        ctes.remove(cte)
+        with_.set("expressions", ctes)
     return tree
 
 
@@ -88,6 +116,7 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)", collation='"BINARY"'),
     Dialect("postgres", "postgres", executed="PostgreSQL 15", collation='"C"'),
     Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin", id_text="BINARY",
+            transforms=(_mariadb_with_limit,),
             note="MySQL 8 or MariaDB 10.4+; text ids must be utf8mb4 (compared as utf8mb4_bin)"),
     Dialect("spark", "spark", executed="Apache Spark (pyspark, local mode)"),
     Dialect("clickhouse", "clickhouse", executed="ClickHouse (chdb)", transforms=(_clickhouse_settings,)),

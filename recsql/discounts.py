@@ -139,11 +139,13 @@ def _check_finite(tree: exp.Expression, refuse) -> None:
     engines disagree on those (an error, NULL or ±inf) and a sum over positions would hide them."""
     import duckdb  # noqa: PLC0415  (DuckDB is recsql's own engine; imported only for custom discounts)
 
+    from .engines.duckdb import shared  # noqa: PLC0415
+
     value = _portable(tree, exp.column("r")).sql(dialect="duckdb")
     query = (f"SELECT r, {value} AS d FROM range(1, {CHECKED_RANKS + 1}) AS t(r) "
              f"WHERE d IS NULL OR NOT isfinite(d) ORDER BY r LIMIT 1")
     try:
-        with duckdb.connect() as con:
+        with shared.cursor() as con:
             bad = con.execute(query).fetchone()
     except duckdb.Error as err:
         raise refuse(f"cannot be computed ({str(err).splitlines()[0]})") from None

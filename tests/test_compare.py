@@ -331,7 +331,6 @@ def test_several_run_columns_label_runs_col_equals_value():
 
 
 @pytest.mark.parametrize("kw, words", [
-    (dict(metrics=["coverage@5"]), ["coverage@5", "global", "evaluate"]),
     (dict(run_cols=()), ["run_cols", "--run-col"]),
     (dict(tests=("t", "sign")), ["tests=", "wilcoxon"]),
     (dict(ci=1.5), ["ci=", "0.95"]),
@@ -481,6 +480,9 @@ def test_every_dialect_renders_the_statistics():
         sql = recsql.to_sql(["ndcg@10", "mrr@10"], run_cols=["model", "day"], dialect=name,
                             compare={"baseline": ("A", 1), "resamples": 500})
         assert "cmp_draws" in sql and "cmp_interval" in sql, name
+        sql = recsql.to_sql(["coverage@10", "gini@10", "personalization@10", "ndcg@10"], run_cols="model",
+                            dialect=name, compare={"segments": "cohorts", "segment_cols": ["cohort"]})
+        assert "cmp_global_sides" in sql and "cohorts" in sql, name
 
 
 def test_evaluation_compare_refuses_global_metrics_and_evaluations_without_runs():
@@ -622,3 +624,249 @@ def test_tukey_hsd_is_no_less_conservative_than_one_randomization_test():
     _, tests, _ = run_values(runs, resamples=400, tests=("randomization", "tukey"))
     assert (tests["p_tukey"] >= tests["p_randomization"] - 0.05).all()
     assert (tests["p_tukey"] > tests["p_randomization"]).mean() > 0.8
+
+
+# ---------------------------------------------------------------- global metrics: coverage, gini, personalization
+
+
+def global_value(name: str, lists: list[tuple[int, list]], catalog: list, k: int) -> float | None:
+    """A global metric over weighted lists [(w_u, top k of u)], from its plain definition: coverage =
+    #shown catalog items / #catalog; Gini = Σ_j (2j − m − 1)·c_(j) / (m·Σc) over every catalog item
+    (zeros included) sorted ascending; personalization = 1 − Σ_{u≠v} w_u·w_v·#(L_u ∩ L_v) /
+    (Σ_{u≠v} w_u·w_v · k), pair by pair. None where undefined."""
+    lists = [(w, items) for w, items in lists if w > 0]
+    if not lists:
+        return None
+    counts = {i: 0 for i in catalog}
+    for w, items in lists:
+        for i in items:
+            if i in counts:
+                counts[i] += w
+    m = len(catalog)
+    if name == "coverage":
+        return sum(c > 0 for c in counts.values()) / m if m else None
+    if name == "gini":
+        c = np.sort(np.array(list(counts.values()), dtype=float))
+        j = np.arange(1, m + 1)
+        return float(((2 * j - m - 1) * c).sum() / (m * c.sum())) if m and c.sum() else None
+    shared = pairs = 0
+    for a, (wa, la) in enumerate(lists):
+        for b, (wb, lb) in enumerate(lists):
+            if a != b:
+                shared += wa * wb * len(set(la) & set(lb))
+                pairs += wa * wb
+    return 1 - shared / (pairs * k) if pairs else None
+
+
+def top_lists(recs: pd.DataFrame, run: str, k: int) -> dict:
+    """user -> its top k items (score descending, item ascending on ties) in ``run``."""
+    part = recs[recs["model"] == run].sort_values(["user_id", "score", "item_id"], ascending=[True, False, True])
+    return {u: g["item_id"].tolist()[:k] for u, g in part.groupby("user_id")}
+
+
+@st.composite
+def exposure_runs(draw):
+    """Two runs' lists over 6 items for 3..12 users; a user may lack a run's list."""
+    n = draw(st.integers(3, 12))
+    rows = []
+    for model in ("A", "B"):
+        for u in range(n):
+            if draw(st.integers(0, 5)) == 0 and u > 0:  # no list in this run (user 0 always has one)
+                continue
+            items = draw(st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True))
+            rows += [(model, u, i, float(len(items) - r)) for r, i in enumerate(items)]
+    return pd.DataFrame(rows, columns=["model", "user_id", "item_id", "score"]), n
+
+
+GLOBAL = ("coverage", "gini", "personalization")
+
+
+@settings(max_examples=12, deadline=None)
+@given(exposure_runs(), st.integers(1, 3), st.integers(0, 500))
+def test_global_metrics_resampled_as_the_documented_weights_and_swaps(data, k, seed):
+    """Observed values, bootstrap intervals (numpy.quantile of the metric over lists weighted by the
+    documented Poisson weights; pairs personalization-weighted w_u·w_v) and randomization p (each user's
+    lists swapped between the runs where its documented sign is −1), recomputed from the definitions."""
+    recs, _ = data
+    resamples = 40
+    catalog = pd.DataFrame({"item_id": list(range(8))})  # items 6 and 7 never shown
+    metrics = [f"{name}@{k}" for name in GLOBAL]
+    result = recsql.compare(recs, None, metrics, run_cols="model", baseline="A", catalog=catalog,
+                            resamples=resamples, seed=seed, ci=0.9)
+    lists = {run: top_lists(recs, run, k) for run in ("A", "B")}
+    # users are numbered 1..n in id order among the users compared (here: those with a list in a run)
+    order = {u: i for i, u in enumerate(sorted(set(lists["A"]) | set(lists["B"])))}
+    n = len(order)
+    lists = {run: {order[u]: items for u, items in by_user.items()} for run, by_user in lists.items()}
+    w, s = reference_draws(n, resamples, seed)
+    items = list(range(8))
+    for name in GLOBAL:
+        def value(run, weights):
+            return global_value(name, [(weights[u], l) for u, l in lists[run].items()], items, k)
+
+        def interval(stats):
+            stats = [v for v in stats if v is not None]
+            return np.quantile(stats, [0.05, 0.95]) if stats else (math.nan, math.nan)
+
+        ones = [1] * n
+        for run in ("A", "B"):
+            row = result.runs[(result.runs["run"] == run) & (result.runs["metric"] == f"{name}@{k}")].iloc[0]
+            low, high = interval([value(run, w[b]) for b in range(resamples)])
+            assert close(row["mean"], value(run, ones) if value(run, ones) is not None else math.nan)
+            assert row["n_users"] == len(lists[run])
+            assert close(row["ci_low"], low) and close(row["ci_high"], high), (name, run)
+        diffs = []
+        for b in range(resamples):
+            a, z = value("B", w[b]), value("A", w[b])
+            diffs.append(None if a is None or z is None else a - z)
+        low, high = interval(diffs)
+        observed_b, observed_a = value("B", ones), value("A", ones)
+        row = result.tests[result.tests["metric"] == f"{name}@{k}"].iloc[0]
+        assert row["n"] == len(set(lists["A"]) | set(lists["B"]))
+        if observed_a is None or observed_b is None:  # personalization of one user: undefined, so is the test
+            assert pd.isna(row["mean_diff"]) and pd.isna(row["p_randomization"])
+            continue
+        extreme = 0
+        for b in range(resamples):
+            side1 = [(1, lists["B" if s[b, u] == 1 else "A"][u]) for u in range(n) if u in lists["B" if s[b, u] == 1 else "A"]]
+            side2 = [(1, lists["A" if s[b, u] == 1 else "B"][u]) for u in range(n) if u in lists["A" if s[b, u] == 1 else "B"]]
+            one, two = (global_value(name, side, items, k) for side in (side1, side2))
+            if one is not None and two is not None:
+                extreme += abs(one - two) >= abs(observed_b - observed_a) - 1e-9 * (abs(observed_b) + abs(observed_a))
+        assert close(row["mean_diff"], observed_b - observed_a)
+        assert close(row["ci_low"], low) and close(row["ci_high"], high), name
+        assert row["p_randomization"] == (1 + extreme) / (resamples + 1), name
+        assert all(pd.isna(row[c]) for c in ("t", "p_t", "p_wilcoxon", "effect_size", "wins", "ties", "losses"))
+
+
+def test_global_observed_values_equal_evaluate():
+    recs, truth = recs_truth(users=15, seed=4)
+    metrics = ["coverage@3", "gini@3", "personalization@3", "gini@5"]
+    result = recsql.compare(recs, truth, metrics, run_cols="model", resamples=20)
+    summary = recsql.evaluate(recs, truth, metrics, run_cols="model").summary.set_index("model")
+    assert len(result.runs) == 12
+    for _, row in result.runs.iterrows():
+        assert close(row["mean"], float(summary.loc[row["run"], row["metric"]])), (row["run"], row["metric"])
+    for _, row in result.tests.iterrows():
+        want = summary.loc[row["run"], row["metric"]] - summary.loc[row["baseline"], row["metric"]]
+        assert close(row["mean_diff"], float(want))
+
+
+@pytest.mark.parametrize("name", GLOBAL)
+def test_global_randomization_p_within_monte_carlo_error_of_every_swap(name):
+    """Seven users: the exact p over all 2^7 swaps of users' lists between the runs (between 0.015 and
+    0.05 here), and recsql's with 4000 random swaps."""
+    n, k = 7, 2
+    given = {"A": [[0, 1], [1, 0], [0, 2], [0, 1], [1, 2], [0, 1], [2, 0]],  # few items, often the same
+             "B": [[0, 3], [4, 5], [1, 5], [2, 4], [3, 0], [5, 1], [4, 0]]}  # spread over the catalog
+    rows = [(m, u, i, float(2 - r)) for m, by_user in given.items() for u, top in enumerate(by_user)
+            for r, i in enumerate(top)]
+    recs = pd.DataFrame(rows, columns=["model", "user_id", "item_id", "score"])
+    lists = {run: top_lists(recs, run, k) for run in ("A", "B")}
+    items = list(range(6))
+    observed = (global_value(name, [(1, l) for l in lists["B"].values()], items, k)
+                - global_value(name, [(1, l) for l in lists["A"].values()], items, k))
+    scale = sum(abs(global_value(name, [(1, l) for l in lists[r].values()], items, k)) for r in ("A", "B"))
+    hits = 0
+    for swap in itertools.product((False, True), repeat=n):
+        one = [(1, lists["A" if swap[u] else "B"][u]) for u in range(n)]
+        two = [(1, lists["B" if swap[u] else "A"][u]) for u in range(n)]
+        hits += abs(global_value(name, one, items, k) - global_value(name, two, items, k)) >= abs(observed) - 1e-9 * scale
+    exact = hits / 2**n
+    resamples = 4000
+    result = recsql.compare(recs, None, [f"{name}@{k}"], run_cols="model", baseline="A", resamples=resamples,
+                            catalog=pd.DataFrame({"item_id": items}), tests=("randomization",))
+    got = result.tests.iloc[0]["p_randomization"]
+    assert 0 < exact < 1
+    assert abs(got - exact) <= 4 * math.sqrt(exact * (1 - exact) / resamples) + 2 / resamples, (got, exact)
+
+
+def test_global_metrics_within_segments_are_the_segments_lists():
+    recs, truth = recs_truth(runs=("A", "B"), users=18, seed=8)
+    segments = cohorts(18)
+    result = recsql.compare(recs, truth, ["coverage@2", "personalization@2"], run_cols="model", baseline="A",
+                            segments=segments, resamples=20)
+    for cohort, users in segments.groupby("cohort")["user_id"]:
+        part = recs[recs["user_id"].isin(users)]
+        alone = recsql.compare(part, truth[truth["user_id"].isin(users)], ["coverage@2", "personalization@2"],
+                               run_cols="model", baseline="A", resamples=20,
+                               catalog=pd.DataFrame({"item_id": sorted(set(recs["item_id"]) | set(truth["item_id"]))}))
+        mine = result.runs[result.runs["cohort"] == cohort].reset_index(drop=True)
+        for column in ("run", "metric", "mean", "n_users"):
+            assert mine[column].tolist() == alone.runs[column].tolist() if column in ("run", "metric", "n_users") \
+                else all(close(a, b) for a, b in zip(mine[column], alone.runs[column])), (cohort, column)
+
+
+def test_every_engine_gives_the_same_numbers_for_global_metrics(engine):
+    recs, truth = recs_truth(text=True, users=14, seed=12)
+    metrics = ["coverage@3", "gini@3", "personalization@3", "ndcg@3"]
+    options = dict(run_cols="model", resamples=40, seed=6, tests=ALL)
+    want = recsql.compare(recs, truth, metrics, **options)
+    got = recsql.compare(engine.load(recs), engine.load(truth), metrics, con=engine.con, **options)
+    assert_same_tables(got, want, engine.name)
+
+
+def assert_same_tables(got, want, where: str) -> None:
+    """Two comparisons' runs and tests: the same rows, columns and labels, numbers equal to 1e-9."""
+    for mine, theirs in ((got.runs, want.runs), (got.tests, want.tests)):
+        assert list(mine.columns) == list(theirs.columns) and len(mine) == len(theirs) > 0
+        for column in mine.columns:
+            for a, b in zip(mine[column], theirs[column]):
+                assert a == b if isinstance(b, str) else close(a, b), (where, column, a, b)
+
+
+# ---------------------------------------------------------------- run keys in bytewise order
+
+
+def test_every_engine_orders_text_run_keys_bytewise(engine):
+    """Runs 'a', 'B', 'b' and '_': two runs that differ in case stay two, and with baseline=None
+    every run is compared with each run before it in bytewise order ('B' < '_' < 'a' < 'b', as
+    Python's sorted), whatever the engine's collation."""
+    recs, truth = recs_truth(runs=("a", "B", "b", "_"), text=True, users=10, seed=3)
+    got = recsql.compare(engine.load(recs), engine.load(truth), ["ndcg@3"], run_cols="model", resamples=20,
+                         con=engine.con, tests=("t",))
+    order = sorted(["a", "B", "b", "_"])
+    assert order == ["B", "_", "a", "b"]
+    assert got.runs["run"].tolist() == order and (got.runs["n_users"] == 10).all()
+    pairs = [(run, baseline) for i, run in enumerate(order) for baseline in order[:i]]
+    assert list(zip(got.tests["run"], got.tests["baseline"])) == pairs
+    per_user = recsql.evaluate(recs, truth, ["ndcg@3"], run_cols="model").per_user
+    for _, row in got.runs.iterrows():
+        assert close(row["mean"], float(per_user[per_user["model"] == row["run"]]["ndcg@3"].mean()))
+
+
+# ---------------------------------------------------------------- segments in every entry point
+
+
+def test_segments_in_evaluation_compare_and_to_sql_give_compare_numbers():
+    """Evaluation.compare(segments=) and to_sql(compare={'segments': ..., 'segment_cols': ...}) (run on
+    SQLite, finished by finish_rows) give recsql.compare(segments=)'s tables."""
+    import sqlite3
+    from recsql.comparison import finish_rows
+    recs, truth = recs_truth(users=24, seed=7, text=True)
+    segments = cohorts(24, text=True)
+    options = dict(baseline="A", resamples=50, seed=3)
+    want = recsql.compare(recs, truth, ["ndcg@5", "recall@5"], run_cols="model", segments=segments, **options)
+    assert set(want.tests["cohort"]) == {"new", "old"}
+    evaluation = recsql.evaluate(recs, truth, ["ndcg@5", "recall@5"], run_cols="model")
+    got = evaluation.compare(segments=segments, **options)
+    pd.testing.assert_frame_equal(got.tests, want.tests)
+    pd.testing.assert_frame_equal(got.runs, want.runs)
+    con = sqlite3.connect(":memory:")
+    for name, table in (("recs", recs), ("truth", truth), ("cohorts", segments)):
+        table.astype(object).to_sql(name, con, index=False)
+    sql = recsql.to_sql(["ndcg@5", "recall@5"], run_cols="model", dialect="sqlite", text_ids=["user_id", "model"],
+                        relevance_col=None, compare={**options, "segments": "cohorts", "segment_cols": "cohort"})
+    rows = pd.read_sql_query(sql, con)
+    again = finish_rows(rows, ["ndcg@5", "recall@5"], "model", segment_cols="cohort", **options)
+    assert_same_tables(again, want, "to_sql on SQLite")
+    with pytest.raises(recsql.RecsqlError, match="segment columns"):
+        recsql.to_sql(["ndcg@5"], run_cols="model", compare={"segments": "cohorts"})
+    with pytest.raises(recsql.RecsqlError, match="no row in segments"):
+        evaluation.compare(segments=segments.iloc[1:], resamples=10)
+
+
+def test_global_metrics_refused_by_evaluation_compare_with_the_way_to_compare_them():
+    recs, truth = recs_truth()
+    with pytest.raises(recsql.RecsqlError, match="personalization@5.*global.*recsql.compare"):
+        recsql.evaluate(recs, truth, ["ndcg@5", "personalization@5"], run_cols="model").compare()

@@ -108,7 +108,11 @@ def test_unknown_text_id_column_is_refused():
 def test_what_sqlglot_cannot_write_is_a_clear_error(monkeypatch):
     """Without recsql's override for window NULL placement, MySQL cannot express DuckDB's NULLS LAST
     in a window: that must surface as a RecsqlError naming the dialect, never as silent SQL."""
+    from collections import OrderedDict
+
     import recsql.dialects as dialects
+    import recsql.statements as statements
     monkeypatch.setattr(dialects, "_native_window_nulls", lambda tree, target: tree)
+    monkeypatch.setattr(statements, "_cache", OrderedDict())  # compose anew, not the memoised text
     with pytest.raises(recsql.RecsqlError, match="cannot be written in mysql: 'NULLS LAST'"):
         rendered("mysql", "core")

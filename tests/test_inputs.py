@@ -205,3 +205,40 @@ def test_installed_package_loads_every_template():
     assert (sql_dir() / "_ranked.sql").is_file()
     for name, spec in recsql.registry().items():
         assert metric_expression(recsql.Metric(name, None if not spec.needs_k else 3)) is not None
+
+
+# ---------------------------------------------------------------- one description of the inputs
+
+
+def test_entry_points_take_exactly_the_inputs_fields_with_its_defaults():
+    """evaluate, to_sql and compare build one recsql.Inputs from their keywords: each takes every field
+    of it, by the same name and (but for to_sql's table names) with the same default, and nothing else
+    beyond its own few options; a keyword added to one entry point and not to Inputs fails here."""
+    import dataclasses
+    import inspect
+    fields = {f.name: f.default for f in dataclasses.fields(recsql.Inputs)}
+    own = {"evaluate": {"metrics", "con", "progress"},
+           "to_sql": {"metrics", "dialect", "output", "truth_has_run_cols", "text_ids", "order_type", "compare", "pretty"}}
+    for name, extra in own.items():
+        parameters = inspect.signature(getattr(recsql, name)).parameters
+        assert set(parameters) - extra == set(fields), name
+        for field, default in fields.items():
+            if field not in ("recs", "truth"):  # evaluate: positional, required; to_sql: tables named recs, truth
+                assert parameters[field].default == default, (name, field)
+    assert inspect.signature(recsql.to_sql).parameters["recs"].default == "recs"
+    # compare takes evaluate's options by name (**options), and run_cols and baseline_recs as its own spellings
+    compare = inspect.signature(recsql.compare).parameters
+    assert {"run_cols", "baseline_recs", "segments"} <= set(compare) and "options" in compare
+    with pytest.raises(recsql.RecsqlError, match="unknown option 'user_column'.*did you mean 'user_col'"):
+        recsql.compare("recs.parquet", None, ["coverage@5"], run_cols="model", user_column="u")
+
+
+def test_inputs_checks_options_in_one_place():
+    assert recsql.Inputs(recs="r", run_cols="model").options()["run_cols"] == ("model",)
+    with pytest.raises(recsql.RecsqlError, match="duplicates='maybe' is not valid"):
+        recsql.Inputs(recs="r", duplicates="maybe").options()
+    with pytest.raises(recsql.RecsqlError, match="duplicates='maybe' is not valid"):
+        recsql.to_sql(["ndcg@10"], duplicates="maybe")
+    with pytest.raises(recsql.RecsqlError, match="duplicates='maybe' is not valid"):
+        recsql.evaluate(pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]}), None, ["coverage@5"],
+                        duplicates="maybe")

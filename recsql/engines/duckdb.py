@@ -7,9 +7,11 @@ import atexit
 import os
 import shutil
 import tempfile
+import threading
 import uuid
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
 import duckdb
 import pyarrow as pa
@@ -47,6 +49,62 @@ def _open(path: str | None) -> duckdb.DuckDBPyConnection:
         raise RecsqlError(f"con: cannot open {path!r} as a DuckDB database read-only: {err}") from None
 
 
+class _Shared:
+    """recsql's own in-memory database, opened once per process (opening one costs 20-40 ms): the
+    runner's when ``con`` is None, and where evaluate finishes its result frames. Each use works on
+    a cursor of its own (:meth:`cursor`), whose registrations and settings no other cursor sees;
+    nothing is ever created in the database itself.
+
+    A child forked while a DuckDB database is open hangs when it opens one (the parent's worker
+    threads do not survive the fork), so the database is closed before a fork when no cursor is in
+    use, and reopened on the next use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._database: duckdb.DuckDBPyConnection | None = None
+        self._users = 0
+        if hasattr(os, "register_at_fork"):  # POSIX
+            os.register_at_fork(before=self._close_if_idle, after_in_child=self._forget)
+
+    def acquire(self) -> duckdb.DuckDBPyConnection:
+        """A new cursor of the database (opened if needed); give it back with :meth:`release`."""
+        with self._lock:
+            if self._database is None:
+                self._database = _open(None)
+            cursor = self._database.cursor()
+            self._users += 1
+        return cursor
+
+    def release(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        cursor.close()
+        with self._lock:
+            self._users -= 1
+
+    @contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        cursor = self.acquire()
+        try:
+            yield cursor
+        finally:
+            self.release(cursor)
+
+    def _close_if_idle(self) -> None:
+        if self._lock.acquire(blocking=False):
+            try:
+                if self._users == 0 and self._database is not None:
+                    self._database.close()
+                    self._database = None
+            finally:
+                self._lock.release()
+
+    def _forget(self) -> None:  # the child's copy of the parent's database is unusable: open anew
+        self._lock = threading.Lock()
+        self._database, self._users = None, 0
+
+
+shared = _Shared()
+
+
 class DuckDBRunner(Runner):
     """Owns one cursor for one evaluation; use as a context manager."""
 
@@ -56,11 +114,11 @@ class DuckDBRunner(Runner):
 
     def __init__(self, con: Any = None, *, progress: bool = False) -> None:
         self._owned = None
+        self._shared_cursor = None
         # A database recsql opens spills to recsql's own temporary directory, never next to the
         # user's file or into the working directory.
         if con is None:
-            self._owned = _open(None)
-            base = self._owned
+            self._shared_cursor = base = shared.acquire()
         elif isinstance(con, (str, os.PathLike)):
             path = os.fspath(con)
             if not os.path.isfile(path):
@@ -84,6 +142,8 @@ class DuckDBRunner(Runner):
         self.cursor.close()
         if self._owned is not None:
             self._owned.close()
+        if self._shared_cursor is not None:
+            shared.release(self._shared_cursor)
 
     def bind_frame(self, role: str, frame: Any) -> Source:
         """Register a pandas/polars DataFrame, an Arrow table or dataset on the runner's cursor for this run."""

@@ -1,0 +1,71 @@
+"""The one description of what recsql evaluates on: :class:`Inputs`.
+
+The inputs (recommendations, truth and the optional tables), their column names and the options
+that define the metrics (threshold, population, ties, convention, duplicates) are one object,
+checked in one place (:meth:`Inputs.options`). :func:`recsql.evaluate`, :func:`recsql.to_sql` and
+:func:`recsql.compare` keep their keyword front doors, and each builds an :class:`Inputs` from its
+keywords; a test holds their keyword sets to this class's fields.
+
+>>> Inputs(recs="recs", truth="truth", run_cols="model").options()["run_cols"]
+('model',)
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+ROLES = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features")  # README, "Inputs"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The inputs, their columns and the definition options, as evaluate's keywords name them
+    (README, "Inputs"): ``recs`` (required), ``truth`` and the optional tables (a table name, a
+    file, a DataFrame: whatever the engine reads); the column options; ``threshold``,
+    ``population``, ``duplicates``, ``convention`` and ``ties``."""
+
+    recs: Any = None
+    truth: Any = None
+    items: Any = None
+    interactions: Any = None
+    catalog: Any = None
+    baseline: Any = None
+    item_features: Any = None
+    user_col: str = "user_id"
+    item_col: str = "item_id"
+    score_col: str | None = "score"
+    rank_col: str | None = None
+    relevance_col: str | None = "relevance"
+    price_col: str = "price"
+    run_cols: Iterable[str] | str | None = ()
+    threshold: float | None = None
+    population: str | None = None
+    duplicates: str = "error"
+    convention: str = "recsql"
+    ties: str | None = None
+    probability_col: str = "probability"
+    category_col: str = "category"
+    features_col: str = "features"
+    feature_col: str = "feature"
+    value_col: str = "value"
+
+    @classmethod
+    def of(cls, arguments: dict[str, Any]) -> "Inputs":
+        """The inputs among an entry point's arguments (every field by name; the others ignored)."""
+        return cls(**{name: arguments[name] for name in field_names() if name in arguments})
+
+    def given(self) -> dict[str, Any]:
+        """Each input role -> what was passed (None: not given)."""
+        return {role: getattr(self, role) for role in ROLES}
+
+    def options(self) -> dict[str, Any]:
+        """The column and definition options, checked (one error naming the option and the fix); the
+        convention fills in the tie rule and population not given."""
+        from .api import _COLUMN_OPTIONS, _options, _run_columns
+        return _options(run_cols=_run_columns(self.run_cols), **{name: getattr(self, name) for name in _COLUMN_OPTIONS})
+
+
+def field_names() -> list[str]:
+    """The names of :class:`Inputs`' fields, in order: the keywords every entry point shares."""
+    return [f.name for f in dataclasses.fields(Inputs)]

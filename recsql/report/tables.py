@@ -1,0 +1,226 @@
+"""The summary table of a report as HTML, Markdown and LaTeX, from one model of its cells.
+
+Each run's cell holds the mean and its bootstrap interval; against a baseline, the difference, its
+interval, the primary test's corrected p-value and a marker (▲ significantly higher, ▼ lower). As
+ranx does, every run has a letter, and a value carries in superscript the letters of the runs it is
+significantly better than (the primary test's corrected p-value below alpha = 1 − ci).
+"""
+from __future__ import annotations
+
+import html
+import math
+import string
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pandas as pd
+
+from .data import ReportData, alpha, primary_test
+
+UP, DOWN = "▲", "▼"
+
+
+@dataclass
+class Cell:
+    """One run's value of one metric, with what the comparison says about it."""
+
+    mean: float | None
+    low: float | None = None
+    high: float | None = None
+    diff: float | None = None  # against the baseline (one baseline only)
+    diff_low: float | None = None
+    diff_high: float | None = None
+    p: float | None = None
+    direction: int = 0  # +1 significantly higher than the baseline, −1 lower, 0 neither
+    beats: list[str] = field(default_factory=list)  # letters of the runs this one is significantly better than
+
+
+def letters(runs: list[str]) -> dict[str, str]:
+    """a, b, c, ... (then aa, ab, ...) for the runs in order."""
+    abc = string.ascii_lowercase
+    return {r: abc[i] if i < 26 else abc[i // 26 - 1] + abc[i % 26] for i, r in enumerate(runs)}
+
+
+def baseline_of(data: ReportData) -> str | None:
+    """The one run every test compares with, if there is one (None: every pair, or no tests)."""
+    if data.tests is None or not len(data.tests):
+        return None
+    found = set(data.tests["baseline"])
+    return found.pop() if len(found) == 1 and data.comparison.settings.baseline is not None else None
+
+
+def cells(data: ReportData) -> tuple[list[str], dict[tuple[str, str], Cell]]:
+    """The metric columns and each (run, column)'s cell: intervals from the comparison's runs where
+    the metric was compared, else the evaluation's summary value alone (a global metric)."""
+    columns = [m.column for m in data.asked]
+    found: dict[tuple[str, str], Cell] = {}
+    if data.summary is not None:
+        for _, row in data.summary.iterrows():
+            for c in columns:
+                if c in data.summary.columns:
+                    found[row["run"], c] = Cell(_number(row[c]))
+    if data.comparison is not None:
+        for _, row in data.comparison.runs.iterrows():
+            if row["metric"] in columns:
+                found[str(row["run"]), row["metric"]] = Cell(_number(row["mean"]), _number(row["ci_low"]),
+                                                             _number(row["ci_high"]))
+    tag = letters(data.runs_order)
+    base = baseline_of(data)
+    for _, row in (data.tests.iterrows() if data.tests is not None else iter(())):
+        cell_run, cell_base = found.get((row["run"], row["metric"])), found.get((row["baseline"], row["metric"]))
+        if row["significant"] and row["mean_diff"] > 0 and cell_run is not None:
+            cell_run.beats.append(tag[row["baseline"]])
+        if row["significant"] and row["mean_diff"] < 0 and cell_base is not None:
+            cell_base.beats.append(tag[row["run"]])
+        if base is not None and cell_run is not None:
+            cell_run.diff, cell_run.diff_low, cell_run.diff_high = (_number(row[c]) for c in ("mean_diff", "ci_low", "ci_high"))
+            cell_run.p, cell_run.direction = _number(row["p"]), int(row["direction"])
+    for cell in found.values():
+        cell.beats = sorted(set(cell.beats), key=lambda t: (len(t), t))
+    return columns, found
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def number(value: float | None, digits: int = 4) -> str:
+    """A value for a table: fixed digits, thousands separated for large sums; an em dash for none."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if abs(value) >= 1000:
+        return f"{value:,.1f}"
+    return f"{value:.{digits}f}"
+
+
+def p_value(p: float | None) -> str:
+    if p is None or math.isnan(p):
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def legend(data: ReportData) -> str:
+    """What the markers mean: the test, its correction and alpha."""
+    if data.comparison is None:
+        return "Means over users; no comparison (intervals and tests need two runs or more, compared)."
+    _, _, test = primary_test(data.comparison)
+    level = alpha(data.comparison)
+    settings = data.comparison.settings
+    base = baseline_of(data)
+    against = f"against the baseline {base}: Δ = run − baseline, {UP}/{DOWN} significantly higher/lower; " if base else ""
+    fallback = "; where it gives no p-value, the next test asked" if len(settings.tests) > 1 else ""
+    return (f"Mean over users [{settings.ci:.0%} percentile bootstrap interval, {settings.resamples} resamples, "
+            f"seed {settings.seed}]; {against}superscript letters: significantly better than the run with that "
+            f"letter ({test}{fallback}; p < {level:g} = 1 − ci).")
+
+
+def summary_html(data: ReportData) -> str:
+    """The summary table as HTML (rows: runs; columns: metrics)."""
+    columns, found = cells(data)
+    tag, base = letters(data.runs_order), baseline_of(data)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    rows = []
+    for run in data.runs_order:
+        badge = ' <span class="badge">baseline</span>' if run == base else ""
+        out = [f'<th scope="row"><span class="letter">{tag[run]}</span> {html.escape(run)}{badge}</th>']
+        for c in columns:
+            cell = found.get((run, c))
+            out.append(f"<td>{_cell_html(cell)}</td>" if cell else "<td>—</td>")
+        rows.append(f"<tr>{''.join(out)}</tr>")
+    return (f'<table class="summary"><thead><tr><th>run</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            f'<p class="legend">{html.escape(legend(data))}</p>')
+
+
+def _cell_html(cell: Cell) -> str:
+    sup = f"<sup>{''.join(cell.beats)}</sup>" if cell.beats else ""
+    parts = [f'<div class="v">{number(cell.mean)}{sup}</div>']
+    if cell.low is not None or cell.high is not None:
+        parts.append(f'<div class="ci">[{number(cell.low)}, {number(cell.high)}]</div>')
+    if cell.diff is not None:
+        mark = {1: UP, -1: DOWN}.get(cell.direction, "")
+        kind = {1: "up", -1: "down"}.get(cell.direction, "ns")
+        parts.append(f'<div class="d {kind}">Δ {_signed(cell.diff)} [{_signed(cell.diff_low)}, '
+                     f'{_signed(cell.diff_high)}] p {p_value(cell.p)} {mark}</div>')
+    return "".join(parts)
+
+
+def _signed(value: float | None) -> str:
+    return number(value) if value is None or value < 0 else f"+{number(value)}"
+
+
+def _text_rows(data: ReportData, sup: Any, escape: Any, intervals: bool) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the plain-text tables (Markdown, LaTeX), with ``sup`` writing superscripts."""
+    columns, found = cells(data)
+    tag, base = letters(data.runs_order), baseline_of(data)
+    rows = []
+    for run in data.runs_order:
+        name = f"{tag[run]} {escape(run)}{' (baseline)' if run == base else ''}"
+        row = [name]
+        for c in columns:
+            cell = found.get((run, c))
+            if cell is None:
+                row.append("—")
+                continue
+            text = number(cell.mean) + (sup("".join(cell.beats)) if cell.beats else "")
+            if intervals and cell.low is not None:
+                text += f" [{number(cell.low)}, {number(cell.high)}]"
+            row.append(text)
+        rows.append(row)
+    return ["run", *map(escape, columns)], rows
+
+
+def to_markdown(data: ReportData, intervals: bool = True) -> str:
+    """The summary table in Markdown (GitHub's), superscripts as ``<sup>``, with its legend."""
+    escape = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    header, rows = _text_rows(data, lambda s: f"<sup>{s}</sup>", escape, intervals)
+    lines = [_md_row(header), "|" + "|".join([":---", *["---:"] * (len(header) - 1)]) + "|", *map(_md_row, rows)]
+    return "\n".join(lines) + f"\n\n{legend(data)}\n"
+
+
+def _md_row(cells_: Iterable[str]) -> str:
+    return "| " + " | ".join(cells_) + " |"
+
+
+def latex_escape(text: Any) -> str:
+    """Text safe inside a LaTeX table cell.
+
+    >>> latex_escape("ndcg(gain=exponential)@10 & 50% of $_#")
+    'ndcg(gain=exponential)@10 \\\\& 50\\\\% of \\\\$\\\\_\\\\#'
+    """
+    table = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+             "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "Δ": r"$\Delta$", "−": "$-$",
+             UP: r"$\blacktriangle$", DOWN: r"$\blacktriangledown$"}
+    return "".join(table.get(ch, ch) for ch in str(text))
+
+
+def to_latex(data: ReportData, intervals: bool = True) -> str:
+    """The summary table as a LaTeX ``table`` (booktabs rules), superscripts as ``$^{a}$``, the legend
+    as its caption."""
+    header, rows = _text_rows(data, lambda s: f"$^{{{s}}}$", latex_escape, intervals)
+    body = [" & ".join(header) + r" \\", r"\midrule", *(" & ".join(r) + r" \\" for r in rows)]
+    caption = latex_escape(legend(data))
+    return "\n".join([r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}",
+                      r"\toprule", *body, r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}",
+                      r"\end{table}"]) + "\n"
+
+
+def frame_html(frame: pd.DataFrame, digits: int = 4, classes: str = "plain") -> str:
+    """Any result frame as a plain HTML table: numbers with fixed digits (p-values with three
+    significant ones), NaN and NULL as an em dash."""
+    def show(column: str, value: Any) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+            return "—"
+        if isinstance(value, bool):
+            return "yes" if value else ""
+        if isinstance(value, float):
+            return p_value(value) if column.startswith("p_") or column == "p" else number(value, digits)
+        return html.escape(f"{value:,}" if isinstance(value, int) else str(value))
+
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = "".join("<tr>" + "".join(f"<td>{show(str(c), _plain(v))}</td>" for c, v in row.items()) + "</tr>"
+                   for _, row in frame.iterrows())
+    return f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value

@@ -1,0 +1,314 @@
+"""The HTML report (`recsql report`, Evaluation.report, Comparison.report) and its tables.
+
+The page is opened in a real headless Chromium (tests/browser.py; a missing Chromium fails, never
+skips) with every host name unresolvable: it must make no request but itself, raise no script error
+and draw a non-blank page. Every plotted number is read back from the page's JSON block and compared
+with independent calls of recsql.evaluate and recsql.compare; the Markdown and LaTeX markers with
+the significance the test derives itself from compare's p-values.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import browser
+import recsql
+from recsql.cli import main
+from recsql.metrics import registry
+from recsql.report import build_report
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "fixtures" / "data"
+RECS, TRUTH = str(DATA / "recs.parquet"), str(DATA / "truth.parquet")
+METRICS = ["ndcg@10", "recall@20", "hit_rate@5", "coverage@10"]
+RESAMPLES = 200
+
+
+def cohorts() -> pd.DataFrame:
+    """Each user's cohort by its number of relevant items (light ≤ 3, medium 4–6, heavy ≥ 7), for
+    every user of truth or recs (a global metric's population is every user with recommendations)."""
+    truth = pd.read_parquet(TRUTH)
+    users = sorted(set(truth["user_id"]) | set(pd.read_parquet(RECS)["user_id"]))
+    counts = truth.assign(hit=truth["relevance"] >= 1).groupby("user_id")["hit"].sum().reindex(users, fill_value=0)
+    cohort = np.where(counts <= 3, "light", np.where(counts <= 6, "medium", "heavy"))
+    return pd.DataFrame({"user_id": counts.index, "cohort": cohort})
+
+
+def plotted(page: str) -> dict:
+    found = re.search(r'<script type="application/json" id="recsql-data">(.*?)</script>', page, re.S)
+    assert found, "the page carries no data block"
+    return json.loads(found.group(1).replace("<\\/", "</"))
+
+
+def non_blank(png: bytes) -> tuple[float, float]:
+    """(standard deviation of the grey levels, share of pixels not of the most common colour)."""
+    from PIL import Image
+    grey = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=float)
+    values, counts = np.unique(grey, return_counts=True)
+    return float(grey.std()), 1 - counts.max() / grey.size
+
+
+@pytest.fixture(scope="module")
+def segments_file(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("segments") / "users.parquet"
+    cohorts().to_parquet(path, index=False)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, segments_file):
+    """A report of the fixture data through the Python API: baseline popular, segments by cohort."""
+    built = build_report(RECS, TRUTH, METRICS, run_cols="model", baseline="popular", segments=segments_file,
+                         resamples=RESAMPLES, title="fixtures: popular vs personal")
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    built.write(str(path))
+    return built, path
+
+
+def test_the_page_loads_in_a_real_browser_without_network_or_errors(report):
+    _, path = report
+    page = browser.load(path.as_uri())
+    assert page.requests == [path.as_uri()], page.requests  # the page itself and nothing else
+    assert page.failed == [] and page.exceptions == [] and page.errors == []
+    spread, drawn = non_blank(page.png)
+    assert page.height > 2000 and spread > 20 and drawn > 0.05, (page.height, spread, drawn)
+
+
+def test_the_browser_check_sees_network_requests_and_script_errors(tmp_path):
+    """The detector itself: a page that loads an image from the network and throws is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html><body><p>x</p><img src="http://example.com/a.png">'
+                   '<script>console.error("boom"); throw new Error("bad")</script></body></html>')
+    page = browser.load(bad.as_uri())
+    assert "http://example.com/a.png" in page.requests
+    assert any("ERR_NAME_NOT_RESOLVED" in f for f in page.failed)
+    assert any("Error: bad" in e for e in page.exceptions)
+    assert any("boom" in e for e in page.errors)
+
+
+def test_every_plotted_number_is_evaluates_and_compares(report, segments_file):
+    built, path = report
+    data = plotted(path.read_text(encoding="utf-8"))
+    # the summary and the curves: every cutoff of each family, from one independent evaluate call
+    cutoffs = [f"ndcg@{k}" for k in range(1, 11)] + [f"recall@{k}" for k in range(1, 21)] + \
+              [f"hit_rate@{k}" for k in range(1, 6)] + [f"coverage@{k}" for k in range(1, 11)]
+    evaluation = recsql.evaluate(RECS, TRUTH, cutoffs, run_cols="model")
+    expected = evaluation.summary.set_index("model")
+    for row in data["summary"]:
+        for metric in METRICS:
+            assert row[metric] == pytest.approx(expected.loc[row["run"], metric], abs=1e-12)
+    assert {(r["family"], r["k"]) for r in data["curves"]} == {(c.split("@")[0], int(c.split("@")[1])) for c in cutoffs}
+    assert len(data["curves"]) == 2 * len(cutoffs)
+    for row in data["curves"]:
+        assert row["value"] == pytest.approx(expected.loc[row["run"], f"{row['family']}@{row['k']}"], abs=1e-12)
+    # per-user distributions: the histogram of evaluate's per-user values on the page's bin edges
+    per_user = evaluation.per_user
+    drawn = {(d["metric"], d["run"]) for d in data["distributions"]}
+    assert drawn == {(m, r) for m in ("ndcg@10", "recall@20", "hit_rate@5") for r in ("personal", "popular")}
+    for d in data["distributions"]:
+        values = per_user.loc[per_user["model"] == d["run"], d["metric"]].dropna().to_numpy(dtype=float)
+        assert d["edges"][0] == 0 and d["edges"][-1] == 1  # the metric's declared range
+        assert d["counts"] == np.histogram(values, bins=np.asarray(d["edges"]))[0].tolist()
+        assert d["n"] == len(values) and d["mean"] == pytest.approx(expected.loc[d["run"], d["metric"]], abs=1e-12)
+    # intervals and tests (forest plot, win/tie/loss, markers): an independent compare
+    compared = [r["metric"] for r in data["runs"]]
+    assert {"ndcg@10", "recall@20", "hit_rate@5"} <= set(compared)
+    comparison = recsql.compare(RECS, TRUTH, list(dict.fromkeys(compared)), run_cols="model", baseline="popular",
+                                resamples=RESAMPLES)
+    _same_rows(data["runs"], comparison.runs, ["run", "metric"], ["mean", "ci_low", "ci_high", "n_users"])
+    _same_rows(data["tests"], comparison.tests, ["run", "baseline", "metric"],
+               ["n", "mean_diff", "ci_low", "ci_high", "p_t_adj", "wins", "ties", "losses"])
+    for row in data["tests"]:
+        p = row["p_t_adj"] if row["p_t_adj"] is not None else row["p_randomization_adj"]
+        assert row["significant"] == (p < 0.05)
+    # within segments
+    segmented = recsql.compare(RECS, TRUTH, list(dict.fromkeys(r["metric"] for r in data["segment_runs"])),
+                               run_cols="model", baseline="popular", resamples=RESAMPLES, segments=segments_file)
+    _same_rows(data["segment_runs"], segmented.runs, ["cohort", "run", "metric"], ["mean", "ci_low", "ci_high"])
+    _same_rows(data["segment_tests"], segmented.tests, ["cohort", "run", "metric"], ["mean_diff", "ci_low", "ci_high"])
+    page = path.read_text(encoding="utf-8")
+    for figure in ("forest", "wins", "curves", "distributions", "segments"):
+        assert f'data-figure="{figure}"' in page
+
+
+def _same_rows(records: list[dict], frame: pd.DataFrame, keys: list[str], values: list[str]) -> None:
+    assert len(records) == len(frame)
+    expected = {tuple(str(r[k]) for k in keys): r for r in frame.to_dict("records")}
+    for row in records:
+        want = expected[tuple(str(row[k]) for k in keys)]
+        for column in values:
+            if pd.isna(want[column]):
+                assert row[column] is None, column
+            else:
+                assert row[column] == pytest.approx(float(want[column]), abs=1e-12), column
+
+
+def test_the_page_is_self_contained_and_says_what_produced_it(report):
+    built, path = report
+    page = path.read_text(encoding="utf-8")
+    # nothing to fetch: no network source, stylesheet link, import or url()
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.I)
+    assert "<link" not in page and "@import" not in page and not re.search(r"url\((?!#)", page)  # url(#id): in the page
+    assert "<script" not in page.replace('<script type="application/json" id="recsql-data">', "")
+    # every metric's definition and citation from its SQL header
+    for metric in ("ndcg", "recall", "hit_rate", "coverage"):
+        assert html.escape(registry()[metric].cite) in page and html.escape(registry()[metric].formula) in page
+    # the exact SQL that ran (collapsible), versions, date, and each input file's SHA-256
+    cutoffs = [f"{m.split('@')[0]}@{k}" for m in METRICS for k in range(1, int(m.split("@")[1]) + 1)]
+    ran = recsql.evaluate(RECS, TRUTH, METRICS + cutoffs, run_cols="model").sql  # every cutoff in one query
+    assert f"<pre><code>{html.escape(ran)}</code></pre>" in page
+    for sql in built.data.sql.values():  # and the comparisons'
+        assert f"<pre><code>{html.escape(sql)}</code></pre>" in page
+    import duckdb
+    import matplotlib
+    assert f"<td>duckdb</td><td>{duckdb.__version__}</td>" in page and matplotlib.__version__ in page
+    assert re.search(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", page)
+    for path_ in (RECS, TRUTH):
+        assert hashlib.sha256(Path(path_).read_bytes()).hexdigest() in page
+    assert "holm" in page and "p &lt; 0.05 = 1 − ci" in page
+
+
+def test_the_same_inputs_give_the_same_page_but_the_date():
+    """The page is a function of the frames: drawn twice, byte for byte the same. Built twice from the
+    inputs, only the date lines differ, and the data block by at most the last bit of a parallel sum."""
+    built = [build_report(RECS, TRUTH, ["ndcg@5", "mrr@5"], run_cols="model", baseline="popular", resamples=50)
+             for _ in range(2)]
+    assert built[0].html == built[0].html
+    pages = [b.html.splitlines() for b in built]
+    assert len(pages[0]) == len(pages[1])
+    different = [(a, b) for a, b in zip(*pages) if a != b]
+    assert all("Generated 2" in a and "Generated 2" in b or "recsql-data" in a for a, b in different), different[:1]
+    data = [plotted(b.html) for b in built]
+    for one, two in zip(data[0]["summary"] + data[0]["runs"], data[1]["summary"] + data[1]["runs"]):
+        assert one.keys() == two.keys()
+        for key in one:
+            assert one[key] == (pytest.approx(two[key], abs=1e-12) if isinstance(one[key], float) else two[key])
+
+
+def test_markdown_and_latex_tables_mark_significance_as_ranx_does():
+    comparison = recsql.compare(RECS, TRUTH, ["ndcg@10", "hit_rate@5"], run_cols="model", resamples=RESAMPLES)
+    tests = comparison.tests  # every pair: popular − personal
+    assert list(tests["run"]) == ["popular", "popular"] and list(tests["baseline"]) == ["personal", "personal"]
+    better = {row["metric"] for _, row in tests.iterrows() if row["p_t_adj"] < 0.05 and row["mean_diff"] > 0}
+    assert better == {"ndcg@10", "hit_rate@5"}  # the fixtures' popular run is far better
+    runs = comparison.runs.set_index(["run", "metric"])
+    markdown = comparison.to_markdown().splitlines()
+    assert markdown[0] == "| run | ndcg@10 | hit_rate@5 |" and markdown[1] == "|:---|---:|---:|"
+    personal, popular = markdown[2], markdown[3]
+    assert personal.startswith("| a personal |") and "<sup>" not in personal
+    for metric in ("ndcg@10", "hit_rate@5"):
+        mean, low, high = (runs.loc[("popular", metric), c] for c in ("mean", "ci_low", "ci_high"))
+        assert f"{mean:.4f}<sup>a</sup> [{low:.4f}, {high:.4f}]" in popular
+    assert "paired t-test, holm-corrected" in markdown[-1] and "0.05" in markdown[-1]
+    latex = comparison.to_latex(intervals=False)
+    assert r"\begin{tabular}{lrr}" in latex and r"\toprule" in latex and r"\bottomrule" in latex
+    assert r"run & ndcg@10 & hit\_rate@5 \\" in latex
+    assert f"b popular & {runs.loc[('popular', 'ndcg@10'), 'mean']:.4f}$^{{a}}$ & " in latex
+    assert "a personal & " in latex and "$^{" not in latex.split("a personal")[1].split(r"\\")[0]
+
+
+def test_repr_html_shows_tables_in_jupyter():
+    evaluation = recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_cols="model")
+    shown = evaluation._repr_html_()
+    assert shown.startswith("<table") and "<td>popular</td>" in shown
+    assert f"<td>{evaluation.summary['ndcg@10'].iloc[1]:.4f}</td>" in shown
+    comparison = evaluation.compare("personal", resamples=50)
+    shown = comparison._repr_html_()
+    assert shown.count("<table") == 2 and "▲" in shown and "<sup>a</sup>" in shown
+
+
+def test_evaluation_and_comparison_write_reports(tmp_path):
+    evaluation = recsql.evaluate(RECS, TRUTH, ["ndcg@5", "ndcg@10", "recall@10"], run_cols="model")
+    out = evaluation.report(str(tmp_path / "evaluation.html"), baseline="popular", resamples=50)
+    data = plotted(Path(out).read_text(encoding="utf-8"))
+    assert {(r["family"], r["k"]) for r in data["curves"]} == {("ndcg", 5), ("ndcg", 10), ("recall", 10)}
+    assert {(r["run"], r["baseline"]) for r in data["tests"]} == {("personal", "popular")}
+    comparison = evaluation.compare("popular", resamples=50)
+    out = comparison.report(str(tmp_path / "comparison.html"), evaluation=evaluation)
+    assert plotted(Path(out).read_text(encoding="utf-8"))["tests"] == data["tests"]
+    one = pd.read_parquet(RECS).query("model == 'popular'").drop(columns="model")
+    single = recsql.evaluate(one, TRUTH, ["ndcg@10"])
+    page = Path(single.report(str(tmp_path / "one.html"))).read_text(encoding="utf-8")
+    assert plotted(page)["summary"] == [{"run": "all", "ndcg@10": pytest.approx(single.summary["ndcg@10"].iloc[0])}]
+    assert "One run" in page and plotted(page)["tests"] == []
+
+
+def test_cli_report_with_segment_columns_of_truth(tmp_path, capsys):
+    truth = pd.read_parquet(TRUTH).merge(cohorts(), on="user_id")
+    truth_path, out = tmp_path / "truth.parquet", tmp_path / "report.html"
+    truth.to_parquet(truth_path, index=False)
+    assert main(["report", RECS, str(truth_path), "-m", "ndcg@10", "-m", "recall@20", "--run-col", "model",
+                 "--baseline", "popular", "--segment-col", "cohort", "--resamples", "50", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"recsql: report {out}" in err and "\r" not in err  # no progress bar: stderr is not a terminal
+    data = plotted(out.read_text(encoding="utf-8"))
+    segmented = recsql.compare(RECS, TRUTH, ["ndcg@10", "recall@20"], run_cols="model", baseline="popular",
+                               resamples=50, segments=cohorts())
+    _same_rows(data["segment_tests"], segmented.tests, ["cohort", "run", "metric"], ["mean_diff", "ci_low", "ci_high"])
+    assert sorted({r["cohort"] for r in data["segment_runs"]}) == ["heavy", "light", "medium"]
+    assert max(r["k"] for r in data["curves"]) == 20
+
+
+def test_cli_report_refuses_mistakes_with_one_line(tmp_path, capsys):
+    recs = tmp_path / "recs.html"  # an input the report would overwrite
+    shutil.copy(RECS, recs)
+    before = recs.read_bytes()
+    assert main(["report", str(recs), TRUTH, "-m", "ndcg@10", "--run-col", "model", "--out", str(recs)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("recsql: error: --out") and "never overwrites" in err[0]
+    assert recs.read_bytes() == before
+    assert main(["report", RECS, TRUTH, "-m", "ndcg@10", "--out", str(tmp_path / "report.txt")]) == 2
+    assert "an .html file" in capsys.readouterr().err
+    assert main(["report", RECS, TRUTH, "-m", "ndcg@10", "--run-col", "model", "--max-k", "0", "--out",
+                 str(tmp_path / "r.html")]) == 2
+    assert "max_k" in capsys.readouterr().err and not (tmp_path / "r.html").exists()
+
+
+def test_the_committed_screenshot_is_a_real_report():
+    """docs/report.png is made by docs/make_report_screenshot.py from the fixture data."""
+    png = (REPO / "docs" / "report.png").read_bytes()
+    from PIL import Image
+    image = Image.open(io.BytesIO(png))
+    spread, drawn = non_blank(png)
+    assert image.size[0] == 1280 and image.size[1] >= 1000 and spread > 20 and drawn > 0.05
+
+
+def test_cli_progress_bar_on_a_terminal_only(tmp_path):
+    """stderr a real terminal (a pty): the bar runs to the last step; --quiet: none."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    def stderr_of(*extra: str) -> str:
+        main_fd, child_fd = pty.openpty()
+        command = [sys.executable, "-m", "recsql", "report", RECS, TRUTH, "-m", "ndcg@5", "--run-col", "model",
+                   "--resamples", "20", "--out", str(tmp_path / "r.html"), *extra]
+        done = subprocess.run(command, cwd=REPO, stderr=child_fd, stdout=subprocess.DEVNULL, timeout=300)
+        os.close(child_fd)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(main_fd, 1 << 16)
+            except OSError:  # the terminal's other side is closed: all read
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(main_fd)
+        assert done.returncode == 0, out
+        return out.decode()
+
+    shown = stderr_of()
+    assert "\rrecsql report [#####---------------] 1/4 evaluating" in shown
+    assert "[####################] 4/4 written" in shown and "recsql: report" in shown
+    assert "recsql report [" not in stderr_of("--quiet")

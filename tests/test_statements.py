@@ -1,0 +1,104 @@
+"""The memoised statement text (recsql/statements.py) is byte for byte what composing and rendering
+from scratch gives: on every dialect, for every metric of the registry, both outputs, both layouts,
+on a cache hit with other relations than the first call's, for relations that cannot be pasted, and
+for the plans evaluate builds on DuckDB and SQLite. The reference is the uncached path itself:
+``render(compose(plan, metrics, output), dialect, pretty)`` with the call's own plan."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import recsql
+from recsql import api, statements
+from recsql.compose import compose
+from recsql.dialects import DIALECTS, render
+from recsql.metrics import registry
+
+DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+SIDE = dict(items="analytics.items", interactions="analytics.interactions", catalog="analytics.catalog",
+            baseline="analytics.baseline", item_features="analytics.features")
+
+
+def every_metric() -> list[str]:
+    """Every metric of the registry once, with a cutoff where it takes one."""
+    return [name if spec.k_rule == "none" else f"{name}@5" for name, spec in sorted(registry().items())]
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Each statement_sql call's arguments and result, as evaluate and to_sql make them."""
+    seen = []
+    original = statements.statement_sql
+
+    def recording(plan, metrics, output="summary", dialect_name="duckdb", pretty=True):
+        sql = original(plan, metrics, output, dialect_name, pretty)
+        seen.append((plan, list(metrics), output, dialect_name, pretty, sql))
+        return sql
+    monkeypatch.setattr(api, "statement_sql", recording)
+    return seen
+
+
+def assert_uncached_equal(seen) -> None:
+    assert seen, "no statement was rendered"
+    for plan, metrics, output, dialect, pretty, sql in seen:
+        assert sql == render(compose(plan, metrics, output=output), dialect, pretty=pretty), (dialect, output)
+        assert statements._TOKEN not in sql
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_every_metric_every_dialect(calls, dialect):
+    for output in ("summary", "per_user"):
+        for pretty in (True, False):
+            recsql.to_sql(every_metric(), recs="analytics.recs", truth="analytics.truth", dialect=dialect,
+                          output=output, pretty=pretty, run_cols=["model"], duplicates="best", **SIDE)
+    assert_uncached_equal(calls)
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres", "bigquery", "tsql", "spark"])
+def test_a_cache_hit_pastes_the_other_call_relations(calls, dialect):
+    metrics = ["ndcg@10", "map(denominator=relevant)@10", "novelty@10", "coverage@10"]
+    first = recsql.to_sql(metrics, recs="a.recs", truth="a.truth", items="a.items", interactions="a.seen",
+                          dialect=dialect, run_cols="model", text_ids="item_id")
+    second = recsql.to_sql(metrics, recs='"we""ird"."recs table"', truth="b.truth", items="b.items",
+                           interactions="b.seen", dialect=dialect, run_cols="model", text_ids="item_id")
+    assert first != second and "a.recs" not in second
+    assert_uncached_equal(calls)
+
+
+def test_relations_that_span_lines_are_composed_from_scratch(calls, tmp_path):
+    long = tmp_path / ("x" * 120) / "recs.parquet"
+    sql = recsql.to_sql(["ndcg@10"], recs=str(long), truth="truth.parquet")
+    assert str(long) in sql
+    assert_uncached_equal(calls)
+
+
+def test_options_change_the_statement(calls):
+    """A cache key misses nothing the statement depends on: each option gives its own text."""
+    texts = {recsql.to_sql(["ndcg@10"], recs="r", truth="t", **options) for options in (
+        {}, {"threshold": 2}, {"population": "judged"}, {"ties": "item_id_desc"}, {"convention": "trec"},
+        {"run_cols": "model"}, {"text_ids": "item_id"}, {"order_type": "BIGINT"}, {"duplicates": "best"},
+        {"user_col": "uid"}, {"relevance_col": None})}
+    assert len(texts) == 11
+    assert_uncached_equal(calls)
+
+
+def test_evaluate_duckdb_frames_files_and_sqlite(calls, tmp_path):
+    recs = pd.read_parquet(DATA / "recs.parquet")
+    truth = pd.read_parquet(DATA / "truth.parquet")
+    metrics = ["ndcg@10", "map@10", "recall@20", "mrr@10"]
+    recsql.evaluate(recs, truth, metrics, run_cols="model")
+    recsql.evaluate(str(DATA / "recs.parquet"), str(DATA / "truth.parquet"), metrics, run_cols="model")
+    path = tmp_path / "eval.sqlite"
+    with sqlite3.connect(path) as con:
+        recs.to_sql("recs", con, index=False)
+        truth.to_sql("truth", con, index=False)
+    con = sqlite3.connect(path)
+    try:
+        recsql.evaluate("recs", "truth", metrics, run_cols="model", con=con)
+    finally:
+        con.close()
+    assert {dialect for *_, dialect, _, _ in calls} == {"duckdb", "sqlite"}
+    assert_uncached_equal(calls)
