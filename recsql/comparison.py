@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable, Iterator, Sequence
 
-import duckdb
 import pandas as pd
 import sqlglot
 from sqlglot import exp
@@ -684,20 +683,16 @@ def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: S
                           f"the user column and one column per metric")
     kinds = ["number" if pd.api.types.is_numeric_dtype(per_user[c]) else "string" for c in run_cols]
     values = Values("cmp_per_user", run_cols, run_cols, user_col, list(metrics))
-    con = duckdb.connect()
-    try:
-        with runner_for(con) as runner:
-            runner.cursor.register("cmp_per_user", per_user)
-            rows = Source("recs", exp.to_table("cmp_per_user"))
-            rows.columns = runner.describe(rows)
-            with _segments(segments, runner, {"recs": rows}, user_col) as grouping:
-                if grouping is not None:
-                    values.segments, values.segment_user, values.segment_cols = grouping[0], grouping[1], list(grouping[2])
-                sql = render(statistics(values, settings, _baseline_keys(settings.baseline, run_cols, kinds)), "duckdb")
-                frame = runner.fetch(sql).to_pandas()
-                _refuse_segments(frame, values)
-    finally:
-        con.close()
+    with runner_for(None) as runner:  # recsql's own in-memory DuckDB, a cursor of its own
+        runner.cursor.register("cmp_per_user", per_user)
+        rows = Source("recs", exp.to_table("cmp_per_user"))
+        rows.columns = runner.describe(rows)
+        with _segments(segments, runner, {"recs": rows}, user_col) as grouping:
+            if grouping is not None:
+                values.segments, values.segment_user, values.segment_cols = grouping[0], grouping[1], list(grouping[2])
+            sql = render(statistics(values, settings, _baseline_keys(settings.baseline, run_cols, kinds)), "duckdb")
+            frame = runner.fetch(sql).to_pandas()
+            _refuse_segments(frame, values)
     _settled(frame, settings, values)
     runs, tests = finish(frame, list(metrics), values, settings)
     return runs, tests, sql
