@@ -91,15 +91,23 @@ print("engines.sh:", ", ".join(f"{p} {md.version(p)}" for p in
       ["psycopg", "psycopg-binary", "PyMySQL", "pyspark", "chdb", "datafusion"]))
 EOF
 
-# dbt and its adapters, for tests/test_dbt.py: in their own virtual environment (dbt-core pins its
-# own dependencies), at RECSQL_DBT_VENV (default ~/.cache/recsql-dbt). dbt-core 1.12 cannot be
-# installed offline (its parser downloads a wheel while building), hence < 1.12; dbt-sqlite before
-# 1.10 does not import with dbt-core 1.11.
+# dbt and its adapters, for tests/test_dbt.py: in their own virtual environment (dbt pins its own
+# dependencies), at RECSQL_DBT_VENV (default ~/.cache/recsql-dbt), from .ci/dbt-requirements.txt:
+# the exact set the tests pass with, installed with --no-deps (the adapters' declared pins conflict
+# with each other; that set runs). It holds dbt-core 1.11 (1.12 cannot be installed offline), the
+# executed adapters (duckdb, postgres, sqlite, spark in session mode with pyspark) and the
+# compile-only ones (snowflake, bigquery, redshift, trino, sqlserver), and what a dbt-duckdb Python
+# model needs to import recsql from the checkout. A stamp of the file's hash says it is current.
 dbt_venv="${RECSQL_DBT_VENV:-$HOME/.cache/recsql-dbt}"
-if "$dbt_venv/bin/python" -c "import dbt.adapters.duckdb, dbt.adapters.postgres, dbt.adapters.sqlite" >/dev/null 2>&1; then
+dbt_requirements="$(cd "$(dirname "$0")" && pwd)/dbt-requirements.txt"
+dbt_stamp="$(sha256sum "$dbt_requirements" | cut -d' ' -f1)"
+if [ "$(cat "$dbt_venv/.recsql-requirements" 2>/dev/null)" = "$dbt_stamp" ] &&
+    "$dbt_venv/bin/python" -c "import dbt.adapters.duckdb, dbt.adapters.postgres, dbt.adapters.sqlite, dbt.adapters.spark" >/dev/null 2>&1; then
     echo "engines.sh: dbt already installed in $dbt_venv"
 else
+    rm -rf "$dbt_venv"
     python3 -m venv "$dbt_venv"
-    "$dbt_venv/bin/pip" install -q "dbt-core<1.12" dbt-duckdb dbt-postgres "dbt-sqlite>=1.10"
+    "$dbt_venv/bin/pip" install -q --no-deps -r "$dbt_requirements"
+    echo "$dbt_stamp" > "$dbt_venv/.recsql-requirements"
 fi
 "$dbt_venv/bin/dbt" --version | sed 's/^/engines.sh: dbt: /'

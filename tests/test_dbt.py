@@ -30,6 +30,7 @@ PACKAGE = ROOT / "dbt"
 PROJECT = PACKAGE / "integration_tests"
 VENV = Path(os.environ.get("RECSQL_DBT_VENV", Path.home() / ".cache" / "recsql-dbt"))
 DIRTY = "dirty_recs_fail_the_build"
+PYTHON_MODEL = "evaluate_python_duckdb"  # a dbt-duckdb Python model calling recsql.evaluate(con=session)
 
 
 def dbt_command() -> Path:
@@ -75,7 +76,10 @@ def _expected(spec: ModelSpec) -> pd.DataFrame:
 
 
 def _dbt(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DBT_PROFILES_DIR": str(project.parent), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    # dbt's environment imports this checkout's recsql in Python models (its dependencies are
+    # installed there by .ci/engines.sh)
+    env = {**os.environ, "DBT_PROFILES_DIR": str(project.parent), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+           "PYTHONPATH": str(ROOT)}
     done = subprocess.run([str(dbt_command()), *args, "--log-path", str(project.parent / "logs")],
                           cwd=project, env=env, capture_output=True, text=True, timeout=1800)
     if check:
@@ -94,9 +98,9 @@ def _project(tmp: Path, profile: dict) -> Path:
     return project
 
 
-def _shown(project: Path, model: str) -> pd.DataFrame:
+def _shown(project: Path, model: str, variables: dict | None = None) -> pd.DataFrame:
     done = _dbt(project, "show", "--select", model, "--output", "json", "--limit", "100000", "--log-format", "json",
-                "--target-path", str(project.parent / "target"))
+                "--target-path", str(project.parent / "target"), *(["--vars", json.dumps(variables)] if variables else []))
     for line in done.stdout.splitlines():
         event = json.loads(line)
         if event["info"]["code"] == "Q041":
@@ -127,27 +131,41 @@ def _same(actual: pd.DataFrame, expected: pd.DataFrame, spec: ModelSpec) -> None
                 assert float(got) == pytest.approx(float(want), abs=1e-9, rel=0), (model, column, got, want)
 
 
-def _build_and_compare(tmp_path: Path, profile: dict) -> None:
+def _build_and_compare(tmp_path: Path, profile: dict, models: list[str] | None = None) -> Path:
+    """``dbt build`` of the integration project (``models``: only these and their seeds), every model's
+    numbers against recsql.evaluate, and the dirty input failing the build; the project."""
     project = _project(tmp_path, profile)
     target = ["--target-path", str(tmp_path / "target")]
-    _dbt(project, "build", "--exclude", DIRTY, "recs_dirty", *target)
-    specs = [s for s in read_specs(PACKAGE) if s.name != DIRTY]
+    python = [] if profile["type"] == "duckdb" else [PYTHON_MODEL]
+    if models is None:
+        _dbt(project, "build", "--exclude", DIRTY, "recs_dirty", *python, *target)
+    else:
+        _dbt(project, "build", "--select", *[f"+{m}" for m in models], *target)
+    specs = [s for s in read_specs(PACKAGE) if s.name != DIRTY and (models is None or s.name in models)]
     for spec in specs:
         _same(_shown(project, spec.name), _expected(spec), spec)
     failed = _dbt(project, "build", "--select", f"+{DIRTY}", *target, check=False)
     assert failed.returncode != 0
     assert "recs_duplicate_rows" in failed.stdout and "Failure in test" in failed.stdout, failed.stdout[-3000:]
+    return project
 
 
 def test_dbt_duckdb(tmp_path):
-    _build_and_compare(tmp_path, {"type": "duckdb", "path": str(tmp_path / "it.duckdb"), "threads": 1})
+    project = _build_and_compare(tmp_path, {"type": "duckdb", "path": str(tmp_path / "it.duckdb"), "threads": 1})
+    _evaluate_from_vars(project)
+    import duckdb  # the Python model's table (built by `dbt build` above) equals recsql.evaluate
+    with duckdb.connect(str(tmp_path / "it.duckdb"), read_only=True) as con:
+        built = con.sql(f"SELECT * FROM main.{PYTHON_MODEL}").df()
+    spec = ModelSpec(PYTHON_MODEL, ["ndcg@10", "map(denominator=relevant)@10"], options={"run_cols": ["model"]})
+    _same(built, _expected(spec).rename(columns={output_name(m): m for m in spec.metrics}), spec)
 
 
 def test_dbt_postgres(tmp_path):
     with postgres_server() as params:
-        _build_and_compare(tmp_path, {"type": "postgres", "host": params["host"], "port": params["port"],
+        project = _build_and_compare(tmp_path, {"type": "postgres", "host": params["host"], "port": params["port"],
                                       "user": params["user"], "password": params["password"],
                                       "dbname": params["dbname"], "schema": "recsql_it", "threads": 1})
+        _evaluate_from_vars(project)
 
 
 @pytest.mark.parametrize("name", [a for a, spec in __import__("recsql.dbt.adapters", fromlist=["x"]).ADAPTERS.items()
@@ -165,6 +183,133 @@ def test_compiled_only_adapters_parse(name):
 
 
 def test_dbt_sqlite(tmp_path):
-    _build_and_compare(tmp_path, {"type": "sqlite", "threads": 1, "database": "database", "schema": "main",
+    project = _build_and_compare(tmp_path, {"type": "sqlite", "threads": 1, "database": "database", "schema": "main",
                                   "schemas_and_paths": {"main": str(tmp_path / "main.db")},
                                   "schema_directory": str(tmp_path)})
+    _evaluate_from_vars(project)
+
+
+# ---------------------------------------------------------------- recsql.evaluate with metrics from var()
+
+VAR_MODEL = "evaluate_from_var"
+
+
+def _served_variants(with_k: int | None, exponent: bool = True) -> list[str]:
+    """Every metric variant recsql.evaluate computes (from the registry: every served metric and every
+    choice of its options), each with every option written out; numbers inside their interval."""
+    from recsql.dbt.evaluate import _cutoffs, _metric, _variants, raises_to_relevance, refused, served
+    from recsql.metrics import registry
+    out = []
+    for name, spec in registry().items():
+        for options in _variants(name):
+            if served(name, options):
+                continue
+            for has_k in _cutoffs(name):
+                if has_k != (with_k is not None) and not (with_k is None and has_k):
+                    continue
+                k = with_k if has_k else None
+                if k is None and has_k:
+                    k = 4
+                if spec.full_list and with_k is not None:
+                    continue
+                numbers = {p: next(v for v in (0.7, 2.5, 1.5) if spec.params[p].allows(v)) for p, v in options.items() if v == "#"}
+                if refused(_metric(name, k, options, 0.5)):
+                    continue
+                if not exponent and raises_to_relevance(str(_metric(name, k, options, 0.5))):
+                    continue
+                written = ",".join(f"{p}={numbers.get(p, v)}" for p, v in options.items())
+                out.append(f"{name}{f'({written})' if written else ''}{'' if k is None else f'@{k}'}")
+    return out
+
+
+def _var_cases() -> list[dict]:
+    """recsql.evaluate's switches each at every value: run keys 0/1/2, summary and per user, score and
+    rank, the three populations, whole list or cut, with and without exponential gains, safe and
+    as-asked column names, an empty population."""
+    return [
+        dict(recsql_metrics=_served_variants(None), recsql_run_cols=["model"]),
+        dict(recsql_metrics=_served_variants(3), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
+             recsql_output="per_user", recsql_population="intersection", recsql_threshold=2,
+             recsql_score_col=None, recsql_rank_col="score"),
+        dict(recsql_metrics=_served_variants(10), recsql_recs="recs_single", recsql_run_cols=[],
+             recsql_population="judged", recsql_column_names="as_asked"),
+        dict(recsql_metrics=_served_variants(5, exponent=False), recsql_run_cols=["model"], recsql_threshold=99),
+        dict(recsql_metrics=_served_variants(None), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
+             recsql_output="per_user", recsql_population="judged"),
+    ]
+
+
+def _expected_from_vars(case: dict) -> pd.DataFrame:
+    options = dict(run_cols=case.get("recsql_run_cols", ["model"]), score_col=case.get("recsql_score_col", "score"),
+                   rank_col=case.get("recsql_rank_col"), threshold=case.get("recsql_threshold"),
+                   population=case.get("recsql_population", "relevant"))
+    result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed("truth"), case["recsql_metrics"], **options)
+    frame = result.per_user if case.get("recsql_output") == "per_user" else result.summary
+    if case.get("recsql_column_names") == "as_asked":
+        return frame
+    return frame.rename(columns={m.column: output_name(m.column) for m in result.metrics})
+
+
+def _evaluate_from_vars(project: Path, cases: list[dict] | None = None) -> None:
+    """Every case's numbers equal recsql.evaluate's; bad metric strings fail `dbt compile` clearly."""
+    for case in _var_cases() if cases is None else cases:
+        spec = ModelSpec(VAR_MODEL, case["recsql_metrics"], output=case.get("recsql_output", "summary"),
+                         options={"run_cols": case.get("recsql_run_cols", ["model"])})
+        expected = _expected_from_vars(case)
+        if case.get("recsql_column_names") == "as_asked":
+            expected = expected.rename(columns=str.lower)
+        _same(_shown(project, VAR_MODEL, case), expected, spec)
+    for metrics, message in ((["ndgc@10"], "unknown metric 'ndgc'"),
+                             (["ndcg(gain=cubic)@10"], "option gain=cubic is not valid; choose one of linear, exponential, binary"),
+                             (["rbp(p=1.5)@10"], "option p=1.5 must lie in (0, 1)"),
+                             (["precision"], "metric 'precision' needs a cutoff"),
+                             (["err@5"], "is not computed by recsql.evaluate yet")):
+        failed = _dbt(project, "compile", "--select", VAR_MODEL, "--vars", json.dumps({"recsql_metrics": metrics}),
+                      "--target-path", str(project.parent / "target"), check=False)
+        assert failed.returncode != 0 and message in failed.stdout, (metrics, failed.stdout[-2000:])
+
+
+def test_dbt_spark_session(tmp_path):
+    """dbt-spark in session mode (pyspark in dbt's environment): a small fixture, as Spark seeds slowly.
+    The seeds have no empty cells (dbt-spark would store one as the string 'None')."""
+    models = ["summary_no_run_keys", "summary_one_run_key"]
+    project = _build_and_compare(tmp_path, {"type": "spark", "method": "session", "host": "NA", "schema": "recsql_it",
+                                            "threads": 1}, models)
+    cases = _var_cases()
+    _evaluate_from_vars(project, [cases[0], cases[2], cases[3]])
+
+
+# ---------------------------------------------------------------- dbt compile without a connection
+
+OFFLINE_PROFILES = {
+    "snowflake": {"type": "snowflake", "account": "offline", "user": "u", "password": "p", "database": "analytics",
+                  "schema": "it", "warehouse": "w", "role": "r"},
+    "bigquery": {"type": "bigquery", "method": "oauth-secrets", "token": "offline", "project": "offline",
+                 "dataset": "it"},
+    "redshift": {"type": "redshift", "host": "offline.invalid", "user": "u", "password": "p", "port": 5439,
+                 "dbname": "analytics", "schema": "it"},
+    "trino": {"type": "trino", "method": "none", "user": "u", "host": "offline.invalid", "port": 8080,
+              "database": "analytics", "schema": "it"},
+    "sqlserver": {"type": "sqlserver", "driver": "ODBC Driver 18 for SQL Server", "server": "offline.invalid",
+                  "port": 1433, "database": "analytics", "schema": "it", "user": "u", "password": "p"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(OFFLINE_PROFILES))
+def test_dbt_compile_offline(tmp_path, name):
+    """`dbt compile` with no warehouse (no relation cache, no introspection; credentials that reach
+    nothing) of recsql.evaluate with every served metric from var() and of every generated model:
+    the compiled SQL parses in the adapter's dialect and has no final ORDER BY."""
+    import sqlglot
+    from recsql.dbt.adapters import adapter
+    from recsql.dialects import dialect
+    project = _project(tmp_path, {**OFFLINE_PROFILES[name], "threads": 1})
+    models = [VAR_MODEL, *[s.name for s in read_specs(PACKAGE)]]
+    target = tmp_path / "target"
+    _dbt(project, "compile", "--no-populate-cache", "--no-introspect", "--indirect-selection", "empty",
+         "--select", *models, "--target-path", str(target),
+         "--vars", json.dumps({"recsql_metrics": _served_variants(None), "recsql_run_cols": ["model", "variant"]}))
+    for model in models:
+        (path,) = target.glob(f"compiled/*/models/**/{model}.sql")
+        tree = sqlglot.parse_one(path.read_text(), read=dialect(adapter(name).dialect).sqlglot)
+        assert tree.args.get("order") is None, (name, model)

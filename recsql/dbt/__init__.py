@@ -8,6 +8,10 @@ rewrites the dbt package in ``dbt/`` (its tests and helpers, and the integration
 from the same SQL templates and composer; ``tests/test_dbt.py`` fails when the committed package is
 out of date.
 
+The package also holds ``{{ recsql.evaluate(recs=ref('recs'), truth=ref('truth'), metrics=var('metrics')) }}``
+(:mod:`recsql.dbt.evaluate`, :mod:`recsql.dbt.jinja`): the metric list, cutoffs and options are read
+at Jinja time, and the SQL is generated per adapter from the composer's statements.
+
 Every statement is the composer's (:func:`recsql.compose.compose`) rendered by sqlglot for the
 adapter's dialect: no metric is written twice.
 """

@@ -15,6 +15,7 @@ import yaml
 
 from .. import __version__
 from ..compose import DIAGNOSTICS
+from .evaluate import evaluate_files
 from .model import GENERATED, ModelSpec, macro_file, model_file, schema_entry
 
 REQUIRE_DBT = [">=1.7.0", "<3.0.0"]
@@ -53,6 +54,7 @@ def read_specs(root: Path) -> list[ModelSpec]:
 def package_files(root: Path) -> dict[Path, str]:
     """Every generated file of the package rooted at ``root`` (the repository's ``dbt/``), by path."""
     files = {root / "dbt_project.yml": _project(), root / "macros" / "input_checks.sql": _input_checks()}
+    files.update(evaluate_files(root / "macros"))
     project = root / "integration_tests"
     for spec in read_specs(root):
         files[project / "macros" / "generated" / f"{spec.name}.sql"] = macro_file(spec, list(_adapters()))

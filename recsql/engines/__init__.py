@@ -26,11 +26,22 @@ ENGINES: dict[str, tuple[str, str]] = {
 }
 
 
+def _unwrapped(con: Any) -> Any:
+    """The DuckDB connection inside dbt-duckdb's cursor wrapper (the ``session`` of a dbt-duckdb Python
+    model: README, "dbt"), else ``con`` itself."""
+    if type(con).__module__.startswith("dbt.adapters.duckdb."):
+        inner = getattr(con, "_cursor", None)
+        if type(inner).__module__.split(".")[0].lstrip("_") == "duckdb":
+            return inner
+    return con
+
+
 def runner_for(con: Any, *, progress: bool = False) -> Runner:
     """The runner for ``con``: None or a ``.duckdb`` path -> DuckDB; else by the connection's type."""
     from .duckdb import DuckDBRunner
     if con is None or isinstance(con, (str, os.PathLike)):
         return DuckDBRunner(con, progress=progress)
+    con = _unwrapped(con)
     top = type(con).__module__.split(".")[0].lstrip("_")  # DuckDB's class lives in `_duckdb`
     if top not in ENGINES:
         known = "a DuckDB connection or .duckdb path, sqlite3, psycopg, PyMySQL/MariaDB, SparkSession, chdb session, DataFusion SessionContext"

@@ -1,0 +1,14 @@
+{# recsql.evaluate with everything from var(): tests/test_dbt.py builds it with several --vars and
+   compares every number with recsql.evaluate. #}
+{{ config(materialized='table') }}
+{{ recsql.evaluate(
+    recs=ref(var('recsql_recs', 'recs')),
+    truth=ref('truth'),
+    metrics=var('recsql_metrics', ['ndcg@10', 'map(denominator=relevant)@10']),
+    run_cols=var('recsql_run_cols', ['model']),
+    output=var('recsql_output', 'summary'),
+    score_col=var('recsql_score_col', 'score'),
+    rank_col=var('recsql_rank_col', none),
+    threshold=var('recsql_threshold', none),
+    population=var('recsql_population', 'relevant'),
+    column_names=var('recsql_column_names', 'safe')) }}

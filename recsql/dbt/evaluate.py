@@ -1,0 +1,411 @@
+"""The package macro ``{{ recsql.evaluate(recs=ref('recs'), truth=ref('truth'), metrics=var('metrics')) }}``.
+
+dbt expands Jinja without Python, so a metric list from ``var()`` is only known at Jinja time. This
+module writes, from the composer and the ``sql/`` templates (never by hand), per adapter:
+
+- ``<adapter>__recsql_evaluate_sql``: the composed statement, each CTE written once per variant of
+  the *switches* it depends on (number of run keys, score or rank, population, output, whole list or
+  cut, exponential gains), with every value substituted as a Jinja expression (column names, the
+  relevance threshold, the list's cutoff) and the metric projections as a loop over the parsed metrics;
+- ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
+  its cutoff and numeric options substituted as Jinja expressions.
+
+The statements are composed with sentinel values (:data:`SENTINELS`) which are then replaced by Jinja
+expressions; every statement is composed a second time with other sentinels and the two must agree
+once both are replaced, so a sentinel can never replace a number that happens to be equal to it.
+
+The metrics it serves (:func:`served`) are those whose SQL reads only recs and truth and needs no
+optional part of the ranked-rows stage; the others raise a compiler error naming ``recsql dbt model``.
+"""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+import re
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+
+from ..compose import metric_expression, uses_exponent
+from ..dialects import _native_window_nulls, dialect as get_dialect
+from ..errors import RecsqlError
+from ..metrics import Metric, registry
+from .adapters import ADAPTERS, DEFAULT, adapter
+from .model import GENERATED, ModelSpec, _comment, _jinja_relations, _statement, _unquote
+
+# Sentinels: (first, second) values composed; both must give the same Jinja text.
+SENTINELS = {"k": (7919, 7907), "max_k": (7877, 7883), "threshold": (0.6180339, 0.4142135)}
+NUMBER_SENTINELS = (0.3141592, 0.2718281)  # a numeric metric option
+COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col": "recsql_c_order",
+           "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance"}
+RUN_SENTINEL = "recsql_c_run{}"
+MAX_RUNS = 2
+MARK = {"raw": "recsql_metrics_raw", "flagged": "recsql_metrics_flagged", "final": "recsql_metrics_final",
+        "column": "recsql_metric_column"}
+POPULATIONS = ("relevant", "intersection", "judged")
+# The switches, in the order of a key: Jinja expressions over the namespace `rs` the macro fills in.
+SWITCHES = ("runs", "order", "population", "output", "whole", "exponent")
+
+
+def _variants(name: str) -> list[dict[str, str]]:
+    """Every combination of the choice options of a metric (enum and discount presets; a number
+    option defaulting to ``auto`` as ``auto`` or a number, marked ``#``)."""
+    params = registry()[name].params
+    axes = {p: (list(v.choices) if v.kind != "number" else (["auto", "#"] if v.default == "auto" else ["#"]))
+            for p, v in params.items()}
+    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+
+
+def _metric(name: str, k: int | None, options: dict[str, str], number: float) -> Metric:
+    return Metric(name, k, **{p: (repr(number) if v == "#" else v) for p, v in options.items()})
+
+
+def _cutoffs(name: str) -> list[bool]:
+    """Whether the metric is written with a cutoff: [True], [False] or both."""
+    rule = registry()[name].k_rule
+    return {"required": [True], "none": [False], "optional": [True, False]}[rule]
+
+
+def served(name: str, options: dict[str, str]) -> str:
+    """Why ``recsql.evaluate`` cannot compute this metric variant ('' when it can)."""
+    spec = registry()[name]
+    if spec.needs:
+        return f"it reads side inputs ({', '.join(spec.needs)})"
+    concrete = {p: ("1" if v == "#" else v) for p, v in options.items()}
+    features = spec.features(concrete)
+    if features:
+        return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
+    if spec.population != "truth":
+        return f"its population is {spec.population}"
+    return ""
+
+
+@lru_cache(maxsize=None)
+def _representatives(whole: bool, exponent: bool, k: int) -> list[str]:
+    """A metric list reading every column of the stage the served metrics read: the whole list
+    (``whole``) or cut at ``k``, with or without exponential gains."""
+    out = []
+    for name in registry():
+        spec = registry()[name]
+        for options in _variants(name):
+            if served(name, options) or (spec.full_list and not whole):
+                continue
+            for with_k in _cutoffs(name):
+                if not with_k and not whole:
+                    continue
+                metric = _metric(name, k if with_k else None, options, NUMBER_SENTINELS[0])
+                if refused(metric):
+                    continue
+                if exponent or not raises_to_relevance(str(metric)):
+                    out.append(metric)
+    if exponent and not any(raises_to_relevance(str(m)) for m in out):
+        raise RuntimeError("no served metric uses exponential gains")
+    return _cover(out)
+
+
+def refused(metric: Metric) -> str:
+    """The composer's refusal of a metric variant (a cutoff it needs with these options), or ''."""
+    try:
+        metric_expression(metric)
+    except RecsqlError as err:
+        return str(err)
+    return ""
+
+
+def _cover(metrics: list[Metric]) -> list[str]:
+    """Few metrics reading together every stage column ``metrics`` read (greedy set cover), one summed
+    and one averaged metric among them (the final select's two forms), an exponential one if any."""
+    read = {str(m): {c.name for c in metric_expression(m).find_all(exp.Column)} for m in metrics}
+    chosen = [next(str(m) for m in metrics if m.spec.summary == "sum"), next(str(m) for m in metrics if m.spec.summary == "mean")]
+    chosen += [str(m) for m in metrics if raises_to_relevance(str(m))][:1]
+    covered = set().union(*(read[m] for m in chosen))
+    every = set().union(*read.values())
+    while covered != every:
+        best = max(read, key=lambda m: len(read[m] - covered))
+        chosen.append(best)
+        covered |= read[best]
+    return list(dict.fromkeys(chosen))
+
+
+@lru_cache(maxsize=None)
+def raises_to_relevance(metric: str) -> bool:
+    """Whether the statement for this metric alone raises 2 to a relevance (its input checks then
+    refuse relevances above 1000: README, "Safety")."""
+    statement, _ = _statement(ModelSpec("probe", [metric], output="per_user"), "duckdb")
+    return uses_exponent(statement)
+
+
+def _spec(key: dict, sentinel: int) -> ModelSpec:
+    runs = [RUN_SENTINEL.format(i) for i in range(key["runs"])]
+    options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"],
+               "relevance_col": COLUMNS["relevance_col"], "run_cols": runs,
+               "threshold": SENTINELS["threshold"][sentinel], "population": key["population"]}
+    if key["order"] == "rank":
+        options.update(score_col=None, rank_col=COLUMNS["rank_col"])
+    else:
+        options.update(score_col=COLUMNS["score_col"])
+    metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel])
+    return ModelSpec("recsql_evaluate", metrics, output=key["output"], options=options)
+
+
+def _keys() -> list[dict]:
+    keys = []
+    for runs, order, population, output, whole, exponent in itertools.product(
+            range(MAX_RUNS + 1), ("score", "rank"), POPULATIONS, ("summary", "per_user"), (False, True), (False, True)):
+        if output == "per_user" and exponent:
+            continue  # the input checks (the only part exponential gains change) are in summaries only
+        keys.append(dict(runs=runs, order=order, population=population, output=output, whole=whole, exponent=exponent))
+    return keys
+
+
+def _marked(statement: exp.Select, parsed: list[Metric]) -> tuple[exp.Select, dict[str, str]]:
+    """The statement with the metric projections replaced by one marker column each (per_user_raw,
+    per_user, final select), and the projection each marker stands for (of the first metric, and for
+    the final select of the first summed metric too), as templates."""
+    statement = statement.copy()
+    statement.set("order", None)
+    names = {m.column for m in parsed}
+    pieces: dict[str, str] = {}
+
+    def mark(select: exp.Select, is_metric, marker: str) -> list[exp.Expression]:
+        found = [p for p in select.expressions if is_metric(p)]
+        kept, placed = [], False
+        for p in select.expressions:
+            if not is_metric(p):
+                kept.append(p)
+            elif not placed:
+                kept.append(exp.column(marker))
+                placed = True
+        select.set("expressions", kept)
+        return found
+
+    ctes = {c.alias: c.this for c in statement.args["with_"].expressions}
+    is_m = lambda p: re.fullmatch(r"_m\d+", p.alias_or_name) is not None  # noqa: E731
+    mark(ctes["per_user_raw"], is_m, MARK["raw"])
+    flagged = mark(ctes["per_user"] if "per_user" in ctes else ctes["per_user_all"], is_m, MARK["flagged"])
+    pieces["flagged"] = flagged[0]
+    final = mark(statement, lambda p: p.alias_or_name in names, MARK["final"])
+    by_name = {m.column: m for m in parsed}
+    for p in final:
+        kind = by_name[p.alias_or_name].spec.summary
+        template = p.copy()
+        template.set("alias", exp.to_identifier(MARK["column"]))
+        pieces.setdefault(f"final_{kind}", template)
+        pieces.setdefault("final", template)
+    return statement, pieces
+
+
+def _sql(node: exp.Expression, sqlglot_dialect: str, pretty: bool = True) -> str:
+    return node.sql(dialect=sqlglot_dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+
+
+def _projection(node: exp.Expression, sqlglot_dialect: str) -> str:
+    """One projection's SQL text, its metric index as ``{{ loop.index0 }}``."""
+    text = exp.select(node).sql(dialect=sqlglot_dialect, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    text = text[len("SELECT "):]
+    return re.sub(r"\b_m\d+\b", "_m{{ loop.index0 }}", text)
+
+
+_LOOP = ("{%- for m in rs.metrics %}{% if not loop.first %},\n    {% endif %}" "{body}" "{%- endfor %}")
+
+
+def _jinja_values(text: str, sentinel: int) -> str:
+    """Sentinel names and values as the Jinja expressions the macro fills in."""
+    for role, name in COLUMNS.items():
+        text = re.sub(r"[`\"\[]?\b" + name + r"\b[`\"\]]?", "{{ rs.order_col }}" if name == "recsql_c_order"
+                      else "{{ rs.%s }}" % role, text)
+    for i in range(MAX_RUNS):
+        text = re.sub(r"[`\"\[]?\b" + RUN_SENTINEL.format(i) + r"\b[`\"\]]?", "{{ rs.run_cols[%d] }}" % i, text)
+    text = re.sub(r"\b" + str(SENTINELS["max_k"][sentinel]) + r"\b", "{{ rs.max_k }}", text)
+    text = re.sub(r"(?<![\d.])" + re.escape(str(SENTINELS["threshold"][sentinel])) + r"(?![\d])", "{{ rs.threshold }}", text)
+    return text
+
+
+def _statement_parts(key: dict, dialect_name: str, sentinel: int) -> list[tuple[str, str]]:
+    """(CTE name or '' for the final select, Jinja text) of the statement for one switch key."""
+    spec = _spec(key, sentinel)
+    statement, parsed = _composed(spec, dialect_name)
+    statement, pieces = _marked(statement, parsed)
+    _unquote(statement)
+    target = get_dialect(dialect_name).sqlglot
+    tree = _native_window_nulls(statement, target)
+    for transform in get_dialect(dialect_name).transforms:
+        tree = transform(tree)
+    if key["output"] == "summary":
+        final_body = ("{% if m.summary == 'sum' %}" + _projection(pieces["final_sum"], target)
+                      + "{% else %}" + _projection(pieces["final_mean"], target) + "{% endif %}")
+    else:
+        final_body = _projection(pieces["final"], target)
+    loops = {
+        MARK["raw"]: _LOOP.replace("{body}", "{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */"),
+        MARK["flagged"]: _LOOP.replace("{body}", _projection(pieces["flagged"], target)),
+        MARK["final"]: _LOOP.replace("{body}", final_body),
+    }
+    parts = []
+    for cte in tree.args["with_"].expressions:
+        parts.append((cte.alias, _sql(cte, target)))
+    final = tree.copy()
+    final.set("with_", None)
+    parts.append(("", _sql(final, target)))
+    out = []
+    for name, text in parts:
+        text = _jinja_relations(text, spec)
+        for marker, loop in loops.items():
+            text = re.sub(r"\b" + marker + r"\b", lambda _m, loop=loop: loop, text)
+        text = text.replace(f'"{MARK["column"]}"', MARK["column"]).replace(MARK["column"], "{{ m.column_sql }}")
+        text = _jinja_values(text, sentinel)
+        left = [str(v) for v in (*SENTINELS["max_k"], *SENTINELS["threshold"], *COLUMNS.values()) if str(v) in text]
+        if left:
+            raise RuntimeError(f"sentinel {left[0]} left in the SQL of {name or 'the final select'} for {dialect_name}")
+        out.append((name, text))
+    return out
+
+
+_COMPOSED: dict = {}
+
+
+def _composed(spec: ModelSpec, dialect_name: str):
+    """The composer's statement (shared by dialects whose plan is the same)."""
+    d = get_dialect(dialect_name)
+    # The plan differs between dialects only in DuckDB's top-k and inlining, the binary collation of
+    # text ids and the type ids are cast to when a convention orders them as text: the macro uses
+    # neither of the last two, so one composition serves every dialect with the same first two.
+    cache_key = (repr(spec), d.topk, d.inline)
+    if cache_key not in _COMPOSED:
+        _COMPOSED[cache_key] = _statement(spec, dialect_name)
+    return _COMPOSED[cache_key]
+
+
+def _jinja_key(key: dict, dims: list[str]) -> str:
+    def value(name: str) -> str:
+        v = key[name]
+        return repr(v).lower() if isinstance(v, bool) else repr(v)
+    return " and ".join(f"rs.{d} == {value(d)}" for d in dims) or "true"
+
+
+def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict]) -> str:
+    """The Jinja for one CTE (or the final select): its text per variant of the switches it depends on."""
+    index = {tuple(k[o] for o in SWITCHES): i for i, k in enumerate(keys)}
+    dims = []
+    if len(set(texts.values())) > 1:
+        for n, d in enumerate(SWITCHES):
+            for combo, i in index.items():
+                if any(texts[i] != texts[j] for other, j in index.items()
+                       if other[:n] + other[n + 1:] == combo[:n] + combo[n + 1:] and other[n] != combo[n]):
+                    dims.append(d)
+                    break
+    by_text: dict[str | None, list[str]] = {}
+    seen: set[str] = set()
+    for i, key in enumerate(keys):
+        condition = _jinja_key(key, dims)
+        if condition not in seen:
+            seen.add(condition)
+            by_text.setdefault(texts[i], []).append(condition)
+    if len(by_text) == 1:
+        (text,) = by_text
+        return text or ""
+    out = []
+    for n, (text, conditions) in enumerate(by_text.items()):
+        test = " or ".join(f"({c})" for c in conditions)
+        out.append(("{%- if " if n == 0 else "{%- elif ") + test + " %}\n" + (text or ""))
+    return "".join(out) + "{%- endif %}\n"
+
+
+def statement_macro(adapter_name: str) -> str:
+    """``<adapter>__recsql_evaluate_sql(rs)``: the statement for every switch key, CTE by CTE."""
+    target = adapter(adapter_name).dialect
+    keys = _keys()
+    variants = []
+    for key in keys:
+        first = _statement_parts(key, target, 0)
+        # The second composition checks the sentinels (once per composition the dialects share, on the
+        # keys that vary what the numbers of the SQL are: the list's cut, run keys, output, checks).
+        checked = target in ("duckdb", "postgres") and key["population"] == "relevant" and key["order"] == "score"
+        if checked and first != _statement_parts(key, target, 1):
+            raise RuntimeError(f"a sentinel value of the recsql.evaluate macro appears in the SQL as another value ({key})")
+        variants.append(dict(first))
+    order: list[str] = []
+    for parts in variants:  # every variant's CTEs in its order (a CTE new to the list after its predecessor)
+        previous = None
+        for name in parts:
+            if name not in order:
+                order.insert(order.index(previous) + 1 if previous is not None else 0, name)
+            previous = name
+    for parts in variants:
+        positions = [order.index(n) for n in parts]
+        if positions != sorted(positions):
+            raise RuntimeError("the CTEs of the recsql.evaluate statement come in different orders")
+    order = [n for n in order if n] + [""]
+    body = []
+    for position, name in enumerate(order):
+        texts = {i: v.get(name) for i, v in enumerate(variants)}
+        if name:
+            texts = {i: (None if t is None else ("WITH " if position == 0 else ", ") + t + "\n") for i, t in texts.items()}
+        body.append(_cte_text(name, texts, keys))
+    return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth) -%}}\n" + "".join(body)
+            + "{%- endmacro %}\n")
+
+
+def _piece_text(metric_name: str, options: dict[str, str], with_k: bool, target: str, sentinel: int) -> str:
+    metric = _metric(metric_name, SENTINELS["k"][sentinel] if with_k else None, options, NUMBER_SENTINELS[sentinel])
+    node = exp.cast(metric_expression(metric), "DOUBLE")
+    text = _sql(exp.select(node), target, pretty=False)[len("SELECT "):]
+    text = re.sub(r"\b" + str(SENTINELS["k"][sentinel]) + r"\b", "{{ m.k }}", text)
+    for p, v in options.items():
+        if v == "#":
+            text = re.sub(r"(?<![\d.])" + re.escape(repr(NUMBER_SENTINELS[sentinel])) + r"(?![\d])",
+                          "{{ m.numbers.%s }}" % p, text)
+    return text
+
+
+def metric_macro(adapter_name: str) -> str:
+    """``<adapter>__recsql_metric_sql(m)``: a served metric's per-user expression, by name, options and cutoff."""
+    target = get_dialect(adapter(adapter_name).dialect).sqlglot
+    branches = []
+    for name in registry():
+        for options in _variants(name):
+            if served(name, options):
+                continue
+            for with_k in _cutoffs(name):
+                conditions = [f"m.name == {name!r}", f"m.has_k == {str(with_k).lower()}"]
+                conditions += [f"m.choices.{p} == {v!r}" for p, v in options.items()]
+                refusal = refused(_metric(name, 7 if with_k else None, options, NUMBER_SENTINELS[0]))
+                if refusal:
+                    message = refusal.replace("'", "").replace("\\", "")
+                    branches.append((" and ".join(conditions),
+                                     "{{ exceptions.raise_compiler_error('recsql.evaluate: %s') }}" % message))
+                    continue
+                first = _piece_text(name, options, with_k, target, 0)
+                second = _piece_text(name, options, with_k, target, 1)
+                if first != second:
+                    raise RuntimeError(f"a sentinel of metric {name} appears in its SQL as another value")
+                branches.append((" and ".join(conditions), first))
+    out = [f"{{% macro {adapter_name}__recsql_metric_sql(m) -%}}\n"]
+    for n, (condition, text) in enumerate(branches):
+        out.append(("{%- if " if n == 0 else "{%- elif ") + condition + " %}" + text + "\n")
+    out.append("{%- else %}{{ exceptions.raise_compiler_error('recsql.evaluate: no SQL for metric ' ~ m.canonical) }}\n"
+               "{%- endif %}\n{%- endmacro %}\n")
+    return "".join(out)
+
+
+def evaluate_files(macros: Path) -> dict[Path, str]:
+    """The package's ``recsql.evaluate``: the macro and parser, the registry, and per adapter whose SQL
+    differs from the one dbt's dispatch would fall back to, its statement and metric macros
+    (``default__``: the PostgreSQL rendering)."""
+    from .jinja import EVALUATE, PARSER, registry_macro
+    files = {macros / "evaluate.sql": EVALUATE, macros / "evaluate_parser.sql": PARSER,
+             macros / "evaluate_registry.sql": registry_macro()}
+    bodies = {name: statement_macro(name) + "\n" + metric_macro(name) for name in ADAPTERS}
+    default = bodies[DEFAULT]
+    files[macros / "evaluate_sql" / "default.sql"] = _header("default") + default.replace(f"{DEFAULT}__", "default__")
+    for name, body in bodies.items():
+        parent = ADAPTERS[name].falls_back_to or DEFAULT
+        inherited = bodies[parent].replace(f"{parent}__", f"{name}__")
+        if name != DEFAULT and body != inherited:
+            files[macros / "evaluate_sql" / f"{name}.sql"] = _header(name) + body
+    return files
+
+
+def _header(name: str) -> str:
+    return f"{{# {GENERATED} #}}\n{{# recsql.evaluate's SQL for dbt-{name} (recsql/dbt/evaluate.py) #}}\n"

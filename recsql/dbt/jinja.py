@@ -1,0 +1,223 @@
+"""The Jinja side of ``recsql.evaluate``: the metric registry as a Jinja value, the metric-string
+parser, and the macro users call (README, "dbt").
+
+The registry (:func:`registry_macro`) is generated from ``recsql/metrics.py``: names, aliases,
+cutoff rules, options with their choices, defaults and intervals, summaries and formulas. The
+parser checks a metric string ``name(opt=value,...)@k`` against it and raises a dbt compiler error
+naming the problem, as :func:`recsql.parse_metric` does in Python. The per-adapter SQL comes from
+:mod:`recsql.dbt.evaluate`.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from ..metrics import _INTERVAL_RE, registry
+from .evaluate import MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric
+from .model import GENERATED, _comment
+
+
+def _facts() -> dict:
+    metrics = {}
+    exponent, unserved = [], {}
+    for name, spec in registry().items():
+        params = {}
+        for p, v in spec.params.items():
+            low_side, low, high, high_side = _INTERVAL_RE.match(v.interval).groups() if v.kind == "number" else ("", "", "", "")
+            params[p] = {"kind": v.kind, "choices": list(v.choices), "default": v.default,
+                         "interval": v.interval if v.kind == "number" else "",
+                         "low": low, "low_open": low_side == "(", "high": high, "high_open": high_side == ")"}
+        metrics[name] = {"k_rule": spec.k_rule, "summary": spec.summary, "full_list": spec.full_list,
+                         "formula": _comment(spec.formula), "params": params}
+        for options in _variants(name):
+            key = "|".join([name, *options.values()])
+            why = served(name, options)
+            if why:
+                unserved[key] = why
+                continue
+            for k in (7, None) if spec.k_rule != "none" else (None,):
+                if spec.k_rule == "required" and k is None:
+                    continue
+                metric = _metric(name, k, options, 0.5)
+                if not refused(metric) and raises_to_relevance(str(metric)):
+                    exponent.append(key)
+    aliases = {a: s.name for s in registry().values() for a in s.aliases}
+    return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
+            "max_runs": MAX_RUNS, "populations": list(POPULATIONS)}
+
+
+def registry_macro() -> str:
+    """``recsql._registry()``: the metric registry as a Jinja value (JSON is a Jinja literal here)."""
+    text = json.dumps(_facts(), sort_keys=True, indent=1).replace("true", "True").replace("false", "False")
+    text = re.sub(r"\bTrue\b", "true", text)
+    text = re.sub(r"\bFalse\b", "false", text)
+    return (f"{{# {GENERATED} #}}\n{{# The metric registry of recsql (recsql/metrics.py), read by recsql._parse_metrics. #}}\n"
+            "{% macro _registry() -%}\n{{ return(" + text + ") }}\n{%- endmacro %}\n")
+
+
+PARSER = r"""{# GENERATED #}
+{# Metric strings name(opt=value,...)@k checked against recsql._registry(), as recsql.parse_metric does. #}
+{% macro _fail(message) -%}
+  {{ exceptions.raise_compiler_error("recsql.evaluate: " ~ message) }}
+{%- endmacro %}
+
+{% macro _parse_metric(text, registry, column_names) -%}
+  {%- set re = modules.re -%}
+  {%- if text is not string -%}{{ recsql._fail("a metric is a string like 'ndcg@10', got " ~ text) }}{%- endif -%}
+  {%- set found = re.match('^\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*(\\(([^()]*)\\))?\\s*(@\\s*([^\\s]*))?\\s*$', text) -%}
+  {%- if not found -%}{{ recsql._fail("cannot read metric '" ~ text ~ "': write it as 'name@k' or 'name(option=value)@k', e.g. 'ndcg@10'") }}{%- endif -%}
+  {%- set key = found.group(1) | lower -%}
+  {%- set name = registry.aliases.get(key, key) -%}
+  {%- if name not in registry.metrics -%}
+    {{ recsql._fail("unknown metric '" ~ found.group(1) ~ "' in '" ~ text ~ "'; valid metrics: " ~ (registry.metrics.keys() | list | sort | join(', ')) ~ " (aliases: " ~ (registry.aliases.keys() | list | sort | join(', ')) ~ ")") }}
+  {%- endif -%}
+  {%- set spec = registry.metrics[name] -%}
+  {%- set given = {} -%}
+  {%- if found.group(3) is not none and found.group(3).strip() -%}
+    {%- for part in found.group(3).split(',') -%}
+      {%- set pair = part.split('=') -%}
+      {%- set option = pair[0].strip() -%}
+      {%- if pair | length != 2 or not option -%}{{ recsql._fail("metric '" ~ text ~ "': options are written name=value, got '" ~ part.strip() ~ "'") }}{%- endif -%}
+      {%- if option not in spec.params -%}
+        {{ recsql._fail("metric '" ~ text ~ "': unknown option '" ~ option ~ "'; its options are: " ~ ((spec.params.keys() | list | join(', ')) or 'none')) }}
+      {%- endif -%}
+      {%- if option in given -%}{{ recsql._fail("metric '" ~ text ~ "': option '" ~ option ~ "' is given twice; write it once") }}{%- endif -%}
+      {%- do given.update({option: pair[1].strip()}) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- set choices = {} -%}{%- set numbers = {} -%}{%- set shown = [] -%}
+  {%- for option, param in spec.params.items() -%}
+    {%- set value = given.get(option, param.default) -%}
+    {%- if param.kind == 'number' and value != 'auto' -%}
+      {%- if not re.match('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$', value) -%}
+        {{ recsql._fail("metric '" ~ text ~ "': option " ~ option ~ "=" ~ value ~ " must be a finite number" ~ (" or 'auto'" if param.default == 'auto' else '')) }}
+      {%- endif -%}
+      {%- set number = value | float -%}
+      {%- if (param.low != '-inf' and (number < param.low | float or (param.low_open and number == param.low | float)))
+            or (param.high != 'inf' and (number > param.high | float or (param.high_open and number == param.high | float))) -%}
+        {{ recsql._fail("metric '" ~ text ~ "': option " ~ option ~ "=" ~ value ~ " must lie in " ~ param.interval) }}
+      {%- endif -%}
+      {%- do choices.update({option: '#'}) -%}{%- do numbers.update({option: number | string}) -%}
+    {%- elif param.kind == 'number' -%}
+      {%- do choices.update({option: 'auto'}) -%}
+    {%- elif value not in param.choices -%}
+      {{ recsql._fail("metric '" ~ text ~ "': option " ~ option ~ "=" ~ value ~ " is not valid; choose one of " ~ (param.choices | join(', '))
+                      ~ (" (a custom discount works in `recsql dbt model`)" if param.kind == 'discount' else '')) }}
+    {%- else -%}
+      {%- do choices.update({option: value}) -%}
+    {%- endif -%}
+    {%- if value != param.default -%}{%- do shown.append(option ~ '=' ~ (numbers[option] if option in numbers else value)) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- set k_text = found.group(5) -%}
+  {%- if found.group(4) is not none and spec.k_rule == 'none' -%}
+    {{ recsql._fail("metric '" ~ name ~ "' takes no cutoff; write it as '" ~ name ~ "', not with @k") }}
+  {%- endif -%}
+  {%- if found.group(4) is none and spec.k_rule == 'required' -%}
+    {{ recsql._fail("metric '" ~ name ~ "' needs a cutoff: write it as '" ~ name ~ "@10' (any k >= 1)") }}
+  {%- endif -%}
+  {%- if found.group(4) is not none and not re.match('^[+]?[0-9]+$', k_text) -%}
+    {{ recsql._fail("metric '" ~ text ~ "': cutoff k must be a whole number >= 1, got '" ~ k_text ~ "'") }}
+  {%- endif -%}
+  {%- set k = (k_text | int) if found.group(4) is not none else none -%}
+  {%- if k is not none and k < 1 -%}{{ recsql._fail("metric '" ~ name ~ "': cutoff k must be >= 1, got " ~ k) }}{%- endif -%}
+  {%- set variant = ([name] + (choices.values() | list)) | join('|') -%}
+  {%- if variant in registry.unserved -%}
+    {{ recsql._fail("metric '" ~ text ~ "' is not computed by recsql.evaluate yet: " ~ registry.unserved[variant] ~ "; write a model for it with `recsql dbt model`") }}
+  {%- endif -%}
+  {%- set canonical = name ~ (('(' ~ (shown | join(',')) ~ ')') if shown else '') ~ (('@' ~ k) if k is not none else '') -%}
+  {%- set column = text.strip() -%}
+  {%- if column_names == 'safe' -%}
+    {%- set safe = re.sub('_+', '_', re.sub('[^a-z0-9_]+', '_', column.lower().replace('@', '_at_'))).strip('_') -%}
+    {%- set column_sql = safe if (safe and not re.match('^[0-9]', safe)) else 'm_' ~ safe -%}
+  {%- else -%}
+    {%- set column_sql = adapter.quote(column) -%}
+  {%- endif -%}
+  {{ return({'name': name, 'k': k, 'has_k': k is not none, 'choices': choices, 'numbers': numbers,
+             'canonical': canonical, 'column': column, 'column_sql': column_sql, 'summary': spec.summary,
+             'comment': canonical ~ ': ' ~ spec.formula, 'whole': k is none or spec.full_list,
+             'exponent': variant in registry.exponent,
+             'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(','))}) }}
+{%- endmacro %}
+
+{% macro _parse_metrics(metrics, column_names='safe') -%}
+  {%- set registry = recsql._registry() -%}
+  {%- if metrics is string -%}{%- set metrics = [metrics] -%}{%- endif -%}
+  {%- if metrics is mapping or metrics is not iterable or metrics | length == 0 -%}
+    {{ recsql._fail("metrics must be a non-empty list of metric strings, e.g. ['ndcg@10', 'map@10'], got " ~ metrics) }}
+  {%- endif -%}
+  {%- set parsed = [] -%}{%- set keys = [] -%}{%- set columns = {} -%}
+  {%- for text in metrics -%}
+    {%- set m = recsql._parse_metric(text, registry, column_names) -%}
+    {%- if m.key not in keys -%}
+      {%- if m.column_sql in columns -%}
+        {{ recsql._fail("metrics '" ~ columns[m.column_sql] ~ "' and '" ~ m.column ~ "' get the same column name " ~ m.column_sql ~ "; ask for one, or pass column_names='as_asked'") }}
+      {%- endif -%}
+      {%- do columns.update({m.column_sql: m.column}) -%}
+      {%- do keys.append(m.key) -%}{%- do parsed.append(m) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(parsed) }}
+{%- endmacro %}
+""".replace("{# GENERATED #}", f"{{# {GENERATED} #}}")
+
+
+EVALUATE = r"""{# GENERATED #}
+{# recsql.evaluate: recsql's metrics over recs and truth relations, metrics from a list or var().
+   {{ recsql.evaluate(recs=ref('recs'), truth=ref('truth'), metrics=var('metrics'), run_cols=['model']) }}
+   The SQL is the composer's, per adapter (recsql/dbt/evaluate.py); README, "dbt". #}
+{% macro _ident(name) -%}
+  {%- if modules.re.match('^[a-z_][a-z0-9_]*$', name) -%}{{ name }}{%- else -%}{{ adapter.quote(name) }}{%- endif -%}
+{%- endmacro %}
+
+{% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
+                  score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population='relevant',
+                  duplicates='error', convention='recsql', ties='item_id', items=none, interactions=none, catalog=none,
+                  baseline=none, item_features=none, column_names='safe') -%}
+  {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
+  {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
+  {%- if population not in recsql._registry().populations -%}
+    {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
+  {%- endif -%}
+  {%- set later = [] -%}
+  {%- if duplicates != 'error' -%}{%- do later.append("duplicates='" ~ duplicates ~ "'") -%}{%- endif -%}
+  {%- if convention != 'recsql' -%}{%- do later.append("convention='" ~ convention ~ "'") -%}{%- endif -%}
+  {%- if ties != 'item_id' -%}{%- do later.append("ties='" ~ ties ~ "'") -%}{%- endif -%}
+  {%- if relevance_col is none -%}{%- do later.append("relevance_col=none") -%}{%- endif -%}
+  {%- for role, given in [('items', items), ('interactions', interactions), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
+    {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
+  {%- endfor -%}
+  {%- if later -%}
+    {{ recsql._fail((later | join(', ')) ~ " is not available in recsql.evaluate yet; write a model for it with `recsql dbt model`") }}
+  {%- endif -%}
+  {%- if run_cols is string -%}{%- set run_cols = [run_cols] -%}{%- endif -%}
+  {%- if run_cols | length > recsql._registry().max_runs -%}
+    {{ recsql._fail("at most " ~ recsql._registry().max_runs ~ " run columns; got " ~ (run_cols | join(', '))) }}
+  {%- endif -%}
+  {%- if (score_col is none) == (rank_col is none) and rank_col is not none -%}
+    {{ recsql._fail("pass score_col or rank_col, not both (score_col=none with rank_col)") }}
+  {%- endif -%}
+  {%- set threshold = 1 if threshold is none else threshold -%}
+  {%- if not modules.re.match('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$', threshold | string) -%}
+    {{ recsql._fail("threshold must be a number, got " ~ threshold) }}
+  {%- endif -%}
+  {%- set parsed = recsql._parse_metrics(metrics, column_names) -%}
+  {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
+  {%- for m in parsed -%}
+    {%- if m.whole -%}{%- do whole.append(m.name) -%}{%- else -%}{%- do ks.append(m.k) -%}{%- endif -%}
+    {%- if m.exponent -%}{%- do exponent.append(m.name) -%}{%- endif -%}
+    {%- do m.update({'sql': adapter.dispatch('recsql_metric_sql', 'recsql')(m) | trim}) -%}
+  {%- endfor -%}
+  {%- set rs = {
+      'metrics': parsed, 'runs': run_cols | length, 'order': 'rank' if rank_col is not none else 'score',
+      'population': population, 'output': output, 'whole': whole | length > 0, 'exponent': exponent | length > 0,
+      'max_k': (ks | max) if ks else none, 'threshold': (threshold | float) | string,
+      'user_col': recsql._ident(user_col), 'item_col': recsql._ident(item_col),
+      'relevance_col': recsql._ident(relevance_col),
+      'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
+      'run_cols': run_cols | map('string') | map('trim') | list} -%}
+  {%- set quoted = [] -%}
+  {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
+  {%- do rs.update({'run_cols': quoted}) -%}
+  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth)) }}
+{%- endmacro %}
+""".replace("{# GENERATED #}", f"{{# {GENERATED} #}}")
