@@ -13,6 +13,8 @@ from typing import Any, Iterable, Iterator, Sequence
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
@@ -30,7 +32,7 @@ from .inputs import ROLES as INPUT_ROLES
 from .inputs import Inputs
 from .metrics import Metric, parse_metrics
 from .sources import Source, bind
-from .statements import statement_sql
+from .statements import finalize_sql, statement_sql
 from .validate import duplicate_report, family, id_cast, order_type, require_number, require_one_type, require_same_ids, resolve_column
 
 DUPLICATE_POLICIES = ("error", "best", "max")
@@ -616,14 +618,31 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, p
     values), finished by the same SQL :func:`to_sql` appends, run on a cursor of recsql's own in-memory DuckDB."""
     columns = list(raw.column_names if hasattr(raw, "column_names") else raw.columns)
     diagnostics = [c for c in DIAGNOSTICS if c in columns]
+    names = [*diagnostics, RECS_ROWS] if RECS_ROWS in columns else diagnostics
     with shared.cursor() as con:
         con.register("per_user", raw)
-        per_user = con.execute(finalize(plan, metrics, "per_user").sql("duckdb")).df()
+        per_user = con.execute(finalize_sql(plan, metrics, "per_user")).df()
         # the checks are all 0 when evaluate returns (it raises otherwise): the summary leaves them out
-        summary = con.execute(finalize(plan, metrics, "summary").sql("duckdb")).df()
-        names = [*diagnostics, RECS_ROWS] if RECS_ROWS in columns else diagnostics
-        row = con.execute(f"SELECT {', '.join(f'MAX({n})' for n in names) or '0'} FROM per_user").fetchone()
-    return per_user, summary, {n: int(v or 0) for n, v in zip(names, row)} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
+        summary = con.execute(finalize_sql(plan, metrics, "summary")).df()
+        found = _column_maxima(raw, names)
+        if found is None:
+            row = con.execute(f"SELECT {', '.join(f'MAX({n})' for n in names) or '0'} FROM per_user").fetchone()
+            found = dict(zip(names, row))
+    return per_user, summary, {n: int(found[n] or 0) for n in names} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
+
+
+def _column_maxima(raw: Any, names: list[str]) -> dict[str, Any] | None:
+    """The largest value of each named integer column of an Arrow table (None for an empty column),
+    read without a query; None when ``raw`` is not an Arrow table of integer columns."""
+    if not isinstance(raw, pa.Table):
+        return None
+    found = {}
+    for name in names:
+        column = raw.column(name)
+        if not pa.types.is_integer(column.type):
+            return None
+        found[name] = pc.max(column).as_py()
+    return found
 
 
 def to_sql(

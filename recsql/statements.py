@@ -14,6 +14,17 @@ the statement. A relation that renders over several lines (or holds a query) is 
 statement is composed from scratch. ``tests/test_statements.py`` checks byte equality with the
 uncached path on every dialect.
 
+A cold process would still pay for parsing the templates and composing (a few hundred milliseconds)
+on its first call. So the split statement is also kept on disk, as a ``.pyc`` keeps compiled code:
+one JSON file per statement under ``$RECSQL_CACHE_DIR`` (default ``$XDG_CACHE_HOME/recsql`` or
+``~/.cache/recsql``; ``RECSQL_CACHE_DIR=off`` turns it off), in a folder named by a digest of
+everything the text can depend on: the content of every Python file of the recsql package and
+every SQL template, and sqlglot's version. Any change to either is another folder, so a stale
+statement cannot be read; the file also holds its full key, compared on reading. Writing is atomic
+(a temporary file renamed); a folder holds at most ``_MAX_FILES`` statements, and a new folder
+removes those of other sources beyond the three most recently written or not written for two weeks;
+a cache that cannot be read or written is simply not used.
+
 >>> import sqlglot
 >>> from recsql.compose import Plan
 >>> from recsql.metrics import parse_metrics
@@ -25,17 +36,25 @@ True
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import os
 import re
 import secrets
+import tempfile
 import threading
+import time
 from collections import OrderedDict
+from functools import lru_cache
+from pathlib import Path
 from typing import Sequence
 
 from sqlglot import exp
 
-from .compose import Plan, compose
+from .compose import Plan, compose, finalize
 from .dialects import dialect as get_dialect, render
 from .metrics import Metric
+from .templates import sql_dir
 
 # The plan's relations: each stands only in FROM clauses of the composed statement.
 RELATIONS = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features")
@@ -64,13 +83,160 @@ def _key(plan: Plan, metrics: Sequence[Metric], output: str, dialect_name: str, 
     return fields, asked, output, dialect_name, pretty
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def quoted_name(relation: exp.Expression) -> str | None:
+    """DuckDB's text of a table that is one quoted identifier of letters, digits and underscores (as
+    the names of the frames a runner registers): ``"name"``, what sqlglot writes for it, without
+    loading sqlglot's DuckDB dialect (tens of milliseconds on a cold call); None for anything else.
+
+    >>> quoted_name(exp.Table(this=exp.to_identifier("__recsql_recs_1", quoted=True)))
+    '"__recsql_recs_1"'
+    """
+    if type(relation) is not exp.Table or set(relation.args) - {"this"}:
+        return None
+    name = relation.args["this"]
+    if type(name) is not exp.Identifier or set(name.args) - {"this", "quoted"} or not name.args.get("quoted"):
+        return None
+    text = name.args["this"]
+    return f'"{text}"' if isinstance(text, str) and _PLAIN_NAME.fullmatch(text) else None
+
+
 def _relation_text(relation: exp.Expression, dialect_name: str, pretty: bool) -> str | None:
     """The relation's SQL as the statement renders it, or None when it cannot be pasted (it spans
     lines, or holds a query whose layout depends on its place)."""
     if relation.find(exp.Query) is not None:
         return None
+    quick = quoted_name(relation) if dialect_name == "duckdb" else None
+    if quick is not None:
+        return quick
     text = relation.sql(dialect=get_dialect(dialect_name).sqlglot, pretty=pretty)
     return None if "\n" in text else text
+
+
+# ---------------------------------------------------------------- the statements kept on disk
+
+_PACKAGE = Path(__file__).resolve().parent
+_STALE_DAYS = 14  # folders of other recsql sources or sqlglot versions not written this long are removed
+_KEEP_OTHERS = 3  # and beyond the three most recently written of them
+_MAX_FILES = 512  # statements kept per folder (a few MB); beyond that, new ones are composed each process
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # a repr that differs in every process: no use on disk
+
+
+@lru_cache(maxsize=1)
+def _source_digest() -> str:
+    """A digest of everything a statement's text depends on besides its key: the recsql package's
+    Python files, the SQL templates and sqlglot's version. Taken when this module is imported, right
+    after the composer's modules, so it describes the code this process runs; the templates are
+    hashed as :func:`read_template` returns them, which keeps that text for the process's lifetime, so
+    the process composes from exactly the templates hashed even if a file changes later."""
+    import sqlglot
+    from .templates import read_template
+    digest = hashlib.sha256(f"sqlglot {sqlglot.__version__}\0".encode())
+    for path in sorted(_PACKAGE.glob("**/*.py")):
+        if "__pycache__" not in path.parts:
+            digest.update(f"py:{path.relative_to(_PACKAGE).as_posix()}\0".encode() + path.read_bytes() + b"\0")
+    for path in sorted(sql_dir().glob("*.sql")):
+        header, body = read_template(path.stem)
+        digest.update(f"sql:{path.name}\0".encode() + json.dumps([sorted(header.items()), body]).encode() + b"\0")
+    return digest.hexdigest()[:24]
+
+
+def cache_dir() -> Path | None:
+    """The folder of this recsql's statements on disk, or None when the cache is off (or the sources
+    cannot be read)."""
+    setting = os.environ.get("RECSQL_CACHE_DIR")
+    if setting is not None and setting.strip().lower() in ("", "0", "off", "no", "false", "none"):
+        return None
+    if setting:
+        root = Path(setting).expanduser()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = Path(base) / "recsql"
+    try:
+        return root / f"statements-{_source_digest()}"
+    except OSError:
+        return None
+
+
+def _disk_file(key: tuple) -> tuple[Path, str] | None:
+    folder = cache_dir()
+    if folder is None:
+        return None
+    text = repr(key)
+    if _ADDRESS.search(text) or _TOKEN in text:
+        return None
+    return folder / f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.json", text
+
+
+def _disk_read(key: tuple) -> tuple[list[str], list[str]] | None:
+    found = _disk_file(key)
+    if found is None:
+        return None
+    path, text = found
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if record.get("key") != text:
+            return None
+        between, order = record["between"], record["order"]
+        if (isinstance(between, list) and isinstance(order, list) and len(between) == len(order) + 1
+                and all(isinstance(t, str) for t in between + order)):
+            return between, order
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None
+
+
+def _disk_write(key: tuple, between: list[str], order: list[str]) -> None:
+    found = _disk_file(key)
+    if found is None:
+        return
+    path, text = found
+    try:
+        fresh = not path.parent.is_dir()
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the user's own: no one else writes SQL into it
+        if not fresh and sum(1 for _ in os.scandir(path.parent)) >= _MAX_FILES:
+            return
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump({"key": text, "between": between, "order": order}, out)
+            os.replace(temporary, path)
+        except BaseException:
+            try:
+                os.remove(temporary)
+            except OSError:
+                pass
+            raise
+        if fresh:
+            _prune(path.parent)
+    except OSError:
+        pass
+
+
+def _prune(keep: Path) -> None:
+    """Remove the statement folders of other sources (a new recsql or sqlglot, or an edited checkout,
+    leaves its predecessor's behind): all but the _KEEP_OTHERS most recently written, and any not
+    written for _STALE_DAYS. Another installation still in use simply writes its statements again."""
+    limit = time.time() - _STALE_DAYS * 86400
+    others = []
+    for folder in keep.parent.glob("statements-*"):
+        try:
+            if folder != keep and folder.is_dir():
+                others.append((folder.stat().st_mtime, folder))
+        except OSError:
+            pass
+    others.sort(reverse=True)
+    for rank, (written, folder) in enumerate(others):
+        if rank < _KEEP_OTHERS and written >= limit:
+            continue
+        try:
+            for item in folder.iterdir():
+                item.unlink()
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def _template(plan: Plan, metrics: list[Metric], output: str, dialect_name: str, pretty: bool,
@@ -111,7 +277,10 @@ def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary"
         if found is not None:
             _cache.move_to_end(key)
     if found is None:
-        found = _template(plan, metrics, output, dialect_name, pretty, roles)
+        found = _disk_read(key)
+        if found is None:
+            found = _template(plan, metrics, output, dialect_name, pretty, roles)
+            _disk_write(key, *found)
         with _lock:
             _cache[key] = found
             while len(_cache) > _SIZE:
@@ -121,3 +290,33 @@ def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary"
     for role, text in zip(order, between[1:]):
         pieces += [texts[role], text]
     return "".join(pieces)
+
+
+def finalize_sql(plan: Plan, metrics: Sequence[Metric], output: str) -> str:
+    """``finalize(plan, metrics, output).sql("duckdb")``, memoised like the statements: the SQL that
+    turns the raw per-user rows (the relation ``per_user``) into the summary or per-user frame. It
+    reads no input relation, only whether each is given."""
+    metrics = list(metrics)
+    given = tuple(sorted(role for role in RELATIONS if getattr(plan, role) is not None))
+    key = ("finalize", _key(dataclasses.replace(plan, **{role: None for role in RELATIONS}), metrics, output, "duckdb",
+                            False), given)
+    with _lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+    if found is None:
+        found = _disk_read(key)
+        if found is None:
+            found = ([finalize(plan, metrics, output).sql("duckdb")], [])
+            _disk_write(key, *found)
+        with _lock:
+            _cache[key] = found
+            while len(_cache) > _SIZE:
+                _cache.popitem(last=False)
+    return found[0][0]
+
+
+try:  # the digest of the code just imported (_source_digest)
+    _source_digest()
+except OSError:
+    pass

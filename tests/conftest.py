@@ -2,10 +2,17 @@
 
 CI does not shrink failing examples: shrinking an engine-backed example can take minutes per test,
 and a red build must report within CI's time limit. The first failing example is printed with its
-reproduction blob; run the test locally (without CI set) to get the shrunk example."""
+reproduction blob; run the test locally (without CI set) to get the shrunk example.
+
+recsql's on-disk statement cache (recsql/statements.py) goes to a fresh directory per test session,
+inherited by the processes the tests start: the tests neither read statements an earlier session
+left in the user's cache nor fill it."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -14,3 +21,7 @@ settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+if "RECSQL_CACHE_DIR" not in os.environ:
+    os.environ["RECSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="recsql-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["RECSQL_CACHE_DIR"], ignore_errors=True)

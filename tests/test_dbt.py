@@ -225,7 +225,8 @@ def _served_variants(with_k: int | None, exponent: bool = True) -> list[str]:
 def _var_cases() -> list[dict]:
     """recsql.evaluate's switches each at every value: run keys 0/1/2, summary and per user, score and
     rank, the three populations, whole list or cut, with and without exponential gains, safe and
-    as-asked column names, an empty population."""
+    as-asked column names, an empty population, duplicated keys kept once (best, max), no relevance
+    column."""
     return [
         dict(recsql_metrics=_served_variants(None), recsql_run_cols=["model"]),
         dict(recsql_metrics=_served_variants(3), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
@@ -236,13 +237,23 @@ def _var_cases() -> list[dict]:
         dict(recsql_metrics=_served_variants(5, exponent=False), recsql_run_cols=["model"], recsql_threshold=99),
         dict(recsql_metrics=_served_variants(None), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
              recsql_output="per_user", recsql_population="judged"),
+        # duplicates= and relevance_col=none (factorised switches of recsql/dbt/evaluate.py)
+        dict(recsql_metrics=_served_variants(None), recsql_recs="recs_duplicates", recsql_run_cols=["model"],
+             recsql_duplicates="best"),
+        dict(recsql_metrics=_served_variants(3), recsql_recs="recs_duplicates", recsql_run_cols=["model"],
+             recsql_duplicates="max", recsql_relevance_col=None, recsql_output="per_user", recsql_rank_col="score",
+             recsql_score_col=None),
+        dict(recsql_metrics=_served_variants(None), recsql_run_cols=["model"], recsql_relevance_col=None,
+             recsql_population="intersection"),
     ]
 
 
 def _expected_from_vars(case: dict) -> pd.DataFrame:
     options = dict(run_cols=case.get("recsql_run_cols", ["model"]), score_col=case.get("recsql_score_col", "score"),
                    rank_col=case.get("recsql_rank_col"), threshold=case.get("recsql_threshold"),
-                   population=case.get("recsql_population", "relevant"))
+                   population=case.get("recsql_population", "relevant"),
+                   duplicates=case.get("recsql_duplicates", "error"),
+                   relevance_col=case.get("recsql_relevance_col", "relevance"))
     result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed("truth"), case["recsql_metrics"], **options)
     frame = result.per_user if case.get("recsql_output") == "per_user" else result.summary
     if case.get("recsql_column_names") == "as_asked":
@@ -284,6 +295,8 @@ def test_dbt_spark_session(tmp_path):
 OFFLINE_PROFILES = {
     "snowflake": {"type": "snowflake", "account": "offline", "user": "u", "password": "p", "database": "analytics",
                   "schema": "it", "warehouse": "w", "role": "r"},
+    "databricks": {"type": "databricks", "host": "offline.invalid", "http_path": "/sql/1.0/warehouses/offline",
+                   "token": "offline", "catalog": "analytics", "schema": "it"},
     "bigquery": {"type": "bigquery", "method": "oauth-secrets", "token": "offline", "project": "offline",
                  "dataset": "it"},
     "redshift": {"type": "redshift", "host": "offline.invalid", "user": "u", "password": "p", "port": 5439,

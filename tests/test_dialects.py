@@ -114,5 +114,6 @@ def test_what_sqlglot_cannot_write_is_a_clear_error(monkeypatch):
     import recsql.statements as statements
     monkeypatch.setattr(dialects, "_native_window_nulls", lambda tree, target: tree)
     monkeypatch.setattr(statements, "_cache", OrderedDict())  # compose anew, not the memoised text
+    monkeypatch.setenv("RECSQL_CACHE_DIR", "off")  # nor the text kept on disk
     with pytest.raises(recsql.RecsqlError, match="cannot be written in mysql: 'NULLS LAST'"):
         rendered("mysql", "core")

@@ -16,10 +16,11 @@
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
   {%- set later = [] -%}
-  {%- if duplicates != 'error' -%}{%- do later.append("duplicates='" ~ duplicates ~ "'") -%}{%- endif -%}
+  {%- if duplicates not in ['error', 'best', 'max'] -%}
+    {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
+  {%- endif -%}
   {%- if convention != 'recsql' -%}{%- do later.append("convention='" ~ convention ~ "'") -%}{%- endif -%}
   {%- if ties != 'item_id' -%}{%- do later.append("ties='" ~ ties ~ "'") -%}{%- endif -%}
-  {%- if relevance_col is none -%}{%- do later.append("relevance_col=none") -%}{%- endif -%}
   {%- for role, given in [('items', items), ('interactions', interactions), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
@@ -49,7 +50,9 @@
       'population': population, 'output': output, 'whole': whole | length > 0, 'exponent': exponent | length > 0,
       'max_k': (ks | max) if ks else none, 'threshold': (threshold | float) | string,
       'user_col': recsql._ident(user_col), 'item_col': recsql._ident(item_col),
-      'relevance_col': recsql._ident(relevance_col),
+      'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
+      'relevance': 'column' if relevance_col is not none else 'none',
+      'duplicates': 'error' if duplicates == 'error' else 'best',
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
   {%- set quoted = [] -%}

@@ -63,7 +63,7 @@
   {%- endif -%}
   {%- set k = (k_text | int) if found.group(4) is not none else none -%}
   {%- if k is not none and k < 1 -%}{{ recsql._fail("metric '" ~ name ~ "': cutoff k must be >= 1, got " ~ k) }}{%- endif -%}
-  {%- set variant = ([name] + (choices.values() | list)) | join('|') -%}
+  {%- set variant = ([name] + (choices | dictsort | map(attribute=1) | list)) | join('|') -%}
   {%- if variant in registry.unserved -%}
     {{ recsql._fail("metric '" ~ text ~ "' is not computed by recsql.evaluate yet: " ~ registry.unserved[variant] ~ "; write a model for it with `recsql dbt model`") }}
   {%- endif -%}

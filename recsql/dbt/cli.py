@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from .adapters import ADAPTERS
-from .model import ROLES, ModelSpec, write_model
+from .model import _OPTIONS, ROLES, ModelSpec, write_model
 from .package import regenerate
 
 
@@ -48,10 +48,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action != "model" or not args.name or not args.metrics:
         raise RecsqlError("write `recsql dbt model NAME -m METRIC ...` or `recsql dbt --regenerate`")
-    options = {name: getattr(args, name) for name in (
-        "user_col", "item_col", "score_col", "rank_col", "relevance_col", "price_col", "run_cols", "threshold",
-        "population", "duplicates", "convention", "ties", "probability_col", "category_col", "features_col",
-        "feature_col", "value_col") if hasattr(args, name)}
+    options = {name: getattr(args, name) for name in _OPTIONS if hasattr(args, name)}
     inputs = {role: getattr(args, f"input_{role}") for role in ROLES if getattr(args, f"input_{role}")}
     spec = ModelSpec(args.name, list(args.metrics), inputs=inputs, output=args.output,
                      column_names=args.column_names, options=options, text_ids=tuple(args.text_ids))

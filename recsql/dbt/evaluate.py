@@ -5,14 +5,25 @@ module writes, from the composer and the ``sql/`` templates (never by hand), per
 
 - ``<adapter>__recsql_evaluate_sql``: the composed statement, each CTE written once per variant of
   the *switches* it depends on (number of run keys, score or rank, population, output, whole list or
-  cut, exponential gains), with every value substituted as a Jinja expression (column names, the
-  relevance threshold, the list's cutoff) and the metric projections as a loop over the parsed metrics;
+  cut, exponential gains; and, factorised, the duplicates policy and a missing relevance column),
+  with every value substituted as a Jinja expression (column names, the relevance threshold, the
+  list's cutoff) and the metric projections as a loop over the parsed metrics;
 - ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
   its cutoff and numeric options substituted as Jinja expressions.
 
 The statements are composed with sentinel values (:data:`SENTINELS`) which are then replaced by Jinja
 expressions; every statement is composed a second time with other sentinels and the two must agree
 once both are replaced, so a sentinel can never replace a number that happens to be equal to it.
+
+The base switches (:data:`BASE_SWITCHES`) are composed for every combination of their values. The
+extra switches (:data:`EXTRA_SWITCHES`) are factorised (:func:`_factorised`): each assignment of them
+is composed at a few base keys (:data:`PROBES`) to find the CTEs it changes, and only those CTEs are
+composed again, at every value of the base switches they depend on; the macro picks them by
+``rs.<switch>`` before the base text. tests/test_dbt_macro.py renders the package with jinja2 for
+random calls and compares the numbers with recsql.evaluate's: that is what makes factorising safe.
+
+The statements go through :func:`recsql.dbt.model.without_empty`: an input not given leaves no
+always-empty CTE and no join of one.
 
 The metrics it serves (:func:`served`) are those whose SQL reads only recs and truth and needs no
 optional part of the ranked-rows stage; the others raise a compiler error naming ``recsql dbt model``.
@@ -45,7 +56,12 @@ MARK = {"raw": "recsql_metrics_raw", "flagged": "recsql_metrics_flagged", "final
         "column": "recsql_metric_column"}
 POPULATIONS = ("relevant", "intersection", "judged")
 # The switches, in the order of a key: Jinja expressions over the namespace `rs` the macro fills in.
-SWITCHES = ("runs", "order", "population", "output", "whole", "exponent")
+BASE_SWITCHES = ("runs", "order", "population", "output", "whole", "exponent")
+# Switches composed by factorising (:func:`_factorised`): each value but the first (the default) is
+# composed only for the CTEs it changes, at the values of the base switches those CTEs depend on.
+EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none")}
+SWITCHES = (*BASE_SWITCHES, *EXTRA_SWITCHES)
+DEFAULTS = {name: values[0] for name, values in EXTRA_SWITCHES.items()}
 
 
 def _variants(name: str) -> list[dict[str, str]]:
@@ -139,8 +155,9 @@ def raises_to_relevance(metric: str) -> bool:
 def _spec(key: dict, sentinel: int) -> ModelSpec:
     runs = [RUN_SENTINEL.format(i) for i in range(key["runs"])]
     options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"],
-               "relevance_col": COLUMNS["relevance_col"], "run_cols": runs,
-               "threshold": SENTINELS["threshold"][sentinel], "population": key["population"]}
+               "relevance_col": COLUMNS["relevance_col"] if key["relevance"] == "column" else None, "run_cols": runs,
+               "threshold": SENTINELS["threshold"][sentinel], "population": key["population"],
+               "duplicates": key["duplicates"]}
     if key["order"] == "rank":
         options.update(score_col=None, rank_col=COLUMNS["rank_col"])
     else:
@@ -155,8 +172,16 @@ def _keys() -> list[dict]:
             range(MAX_RUNS + 1), ("score", "rank"), POPULATIONS, ("summary", "per_user"), (False, True), (False, True)):
         if output == "per_user" and exponent:
             continue  # the input checks (the only part exponential gains change) are in summaries only
-        keys.append(dict(runs=runs, order=order, population=population, output=output, whole=whole, exponent=exponent))
+        keys.append(dict(runs=runs, order=order, population=population, output=output, whole=whole, exponent=exponent,
+                         **DEFAULTS))
     return keys
+
+
+# Base keys the extra switches are first tried at (to find the CTEs each changes): between them every
+# base switch takes two values, summary and per-user outputs included.
+PROBES = (dict(runs=1, order="score", population="relevant", output="summary", whole=False, exponent=True),
+          dict(runs=0, order="rank", population="judged", output="per_user", whole=True, exponent=False),
+          dict(runs=2, order="score", population="intersection", output="summary", whole=True, exponent=False))
 
 
 def _marked(statement: exp.Select, parsed: list[Metric]) -> tuple[exp.Select, dict[str, str]]:
@@ -284,17 +309,23 @@ def _jinja_key(key: dict, dims: list[str]) -> str:
     return " and ".join(f"rs.{d} == {value(d)}" for d in dims) or "true"
 
 
-def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict]) -> str:
-    """The Jinja for one CTE (or the final select): its text per variant of the switches it depends on."""
-    index = {tuple(k[o] for o in SWITCHES): i for i, k in enumerate(keys)}
+def _dims(texts: dict[int, str | None], keys: list[dict], switches: tuple[str, ...] = BASE_SWITCHES) -> list[str]:
+    """The switches a CTE's text depends on: those whose value alone changes it between two keys."""
+    index = {tuple(k[o] for o in switches): i for i, k in enumerate(keys)}
     dims = []
     if len(set(texts.values())) > 1:
-        for n, d in enumerate(SWITCHES):
+        for n, d in enumerate(switches):
             for combo, i in index.items():
                 if any(texts[i] != texts[j] for other, j in index.items()
                        if other[:n] + other[n + 1:] == combo[:n] + combo[n + 1:] and other[n] != combo[n]):
                     dims.append(d)
                     break
+    return dims
+
+
+def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict], dims: list[str] | None = None) -> str:
+    """The Jinja for one CTE (or the final select): its text per variant of the switches it depends on."""
+    dims = _dims(texts, keys) if dims is None else dims
     by_text: dict[str | None, list[str]] = {}
     seen: set[str] = set()
     for i, key in enumerate(keys):
@@ -312,19 +343,50 @@ def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict]) -> str:
     return "".join(out) + "{%- endif %}\n"
 
 
+def _parts(key: dict, target: str) -> dict[str, str]:
+    first = _statement_parts(key, target, 0)
+    # The second composition checks the sentinels (once per composition the dialects share, on the
+    # keys that vary what the numbers of the SQL are: the list's cut, run keys, output, checks).
+    checked = target in ("duckdb", "postgres") and key["population"] == "relevant" and key["order"] == "score"
+    if checked and first != _statement_parts(key, target, 1):
+        raise RuntimeError(f"a sentinel value of the recsql.evaluate macro appears in the SQL as another value ({key})")
+    return dict(first)
+
+
+def _factorised(target: str, keys: list[dict], variants: list[dict[str, str]], dims: dict[str, list[str]]
+                ) -> dict[str, list[tuple[dict, list[dict], dict[int, str | None]]]]:
+    """The extra switches (:data:`EXTRA_SWITCHES`) without composing every key for each of their values:
+    for each assignment of them but the defaults, the CTEs it changes at the :data:`PROBES` base keys,
+    and each such CTE composed at every value of the base switches it depends on (``dims``). A CTE
+    the assignment adds, or removes at one probe only, is refused: it would need its own dimensions.
+    Returns CTE name -> [(assignment, base keys, texts at those keys)]. tests/test_dbt_macro.py renders
+    the result for random calls and compares with recsql.evaluate: what makes factorising safe."""
+    base = {tuple(k[o] for o in BASE_SWITCHES): v for k, v in zip(keys, variants)}
+    out: dict[str, list] = {}
+    assignments = [dict(zip(EXTRA_SWITCHES, combo)) for combo in itertools.product(*EXTRA_SWITCHES.values())]
+    for assignment in assignments[1:]:
+        changed: set[str] = set()
+        for probe in PROBES:
+            at = base[tuple(probe[o] for o in BASE_SWITCHES)]
+            varied = _parts({**probe, **assignment}, target)
+            if set(varied) != set(at):
+                raise RuntimeError(f"{assignment} changes which CTEs the statement has ({sorted(set(varied) ^ set(at))})")
+            changed |= {n for n in at if varied[n] != at[n]}
+        for name in changed:
+            chosen: dict[tuple, int] = {}
+            for i, key in enumerate(keys):
+                chosen.setdefault(tuple(key[d] for d in dims[name]), i)
+            sub_keys = [keys[i] for i in chosen.values()]
+            texts = {j: _parts({**key, **assignment}, target).get(name) for j, key in enumerate(sub_keys)}
+            out.setdefault(name, []).append((assignment, sub_keys, texts))
+    return out
+
+
 def statement_macro(adapter_name: str) -> str:
     """``<adapter>__recsql_evaluate_sql(rs)``: the statement for every switch key, CTE by CTE."""
     target = adapter(adapter_name).dialect
     keys = _keys()
-    variants = []
-    for key in keys:
-        first = _statement_parts(key, target, 0)
-        # The second composition checks the sentinels (once per composition the dialects share, on the
-        # keys that vary what the numbers of the SQL are: the list's cut, run keys, output, checks).
-        checked = target in ("duckdb", "postgres") and key["population"] == "relevant" and key["order"] == "score"
-        if checked and first != _statement_parts(key, target, 1):
-            raise RuntimeError(f"a sentinel value of the recsql.evaluate macro appears in the SQL as another value ({key})")
-        variants.append(dict(first))
+    variants = [_parts(key, target) for key in keys]
     order: list[str] = []
     for parts in variants:  # every variant's CTEs in its order (a CTE new to the list after its predecessor)
         previous = None
@@ -337,12 +399,25 @@ def statement_macro(adapter_name: str) -> str:
         if positions != sorted(positions):
             raise RuntimeError("the CTEs of the recsql.evaluate statement come in different orders")
     order = [n for n in order if n] + [""]
+    dims = {name: _dims({i: v.get(name) for i, v in enumerate(variants)}, keys) for name in order}
+    extra = _factorised(target, keys, variants, dims)
+
+    def framed(position: int, name: str, texts: dict[int, str | None]) -> dict[int, str | None]:
+        if not name:
+            return texts
+        return {i: (None if t is None else ("WITH " if position == 0 else ", ") + t + "\n") for i, t in texts.items()}
+
     body = []
     for position, name in enumerate(order):
-        texts = {i: v.get(name) for i, v in enumerate(variants)}
-        if name:
-            texts = {i: (None if t is None else ("WITH " if position == 0 else ", ") + t + "\n") for i, t in texts.items()}
-        body.append(_cte_text(name, texts, keys))
+        text = _cte_text(name, framed(position, name, {i: v.get(name) for i, v in enumerate(variants)}), keys, dims[name])
+        if name in extra:
+            branches = []
+            for assignment, sub_keys, texts in extra[name]:
+                test = " and ".join(f"rs.{s} == {v!r}" for s, v in assignment.items())
+                branches.append(("{%- if " if not branches else "{%- elif ") + test + " %}\n"
+                                + _cte_text(name, framed(position, name, texts), sub_keys, dims[name]))
+            text = "".join(branches) + "{%- else %}\n" + text + "{%- endif %}\n"
+        body.append(text)
     return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth) -%}}\n" + "".join(body)
             + "{%- endmacro %}\n")
 

@@ -17,6 +17,13 @@ from .evaluate import MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, ref
 from .model import GENERATED, _comment
 
 
+def variant_key(name: str, options: dict[str, str]) -> str:
+    """A metric variant's key in the registry's ``exponent`` and ``unserved``: its name and its option
+    choices in the order of the options' names (the parser's ``dictsort``: the registry's JSON sorts
+    the options by name, so their order there is not the metric's)."""
+    return "|".join([name, *(options[p] for p in sorted(options))])
+
+
 def _facts() -> dict:
     metrics = {}
     exponent, unserved = [], {}
@@ -30,7 +37,7 @@ def _facts() -> dict:
         metrics[name] = {"k_rule": spec.k_rule, "summary": spec.summary, "full_list": spec.full_list,
                          "formula": _comment(spec.formula), "params": params}
         for options in _variants(name):
-            key = "|".join([name, *options.values()])
+            key = variant_key(name, options)
             why = served(name, options)
             if why:
                 unserved[key] = why
@@ -120,7 +127,7 @@ PARSER = r"""{# GENERATED #}
   {%- endif -%}
   {%- set k = (k_text | int) if found.group(4) is not none else none -%}
   {%- if k is not none and k < 1 -%}{{ recsql._fail("metric '" ~ name ~ "': cutoff k must be >= 1, got " ~ k) }}{%- endif -%}
-  {%- set variant = ([name] + (choices.values() | list)) | join('|') -%}
+  {%- set variant = ([name] + (choices | dictsort | map(attribute=1) | list)) | join('|') -%}
   {%- if variant in registry.unserved -%}
     {{ recsql._fail("metric '" ~ text ~ "' is not computed by recsql.evaluate yet: " ~ registry.unserved[variant] ~ "; write a model for it with `recsql dbt model`") }}
   {%- endif -%}
@@ -179,10 +186,11 @@ EVALUATE = r"""{# GENERATED #}
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
   {%- set later = [] -%}
-  {%- if duplicates != 'error' -%}{%- do later.append("duplicates='" ~ duplicates ~ "'") -%}{%- endif -%}
+  {%- if duplicates not in ['error', 'best', 'max'] -%}
+    {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
+  {%- endif -%}
   {%- if convention != 'recsql' -%}{%- do later.append("convention='" ~ convention ~ "'") -%}{%- endif -%}
   {%- if ties != 'item_id' -%}{%- do later.append("ties='" ~ ties ~ "'") -%}{%- endif -%}
-  {%- if relevance_col is none -%}{%- do later.append("relevance_col=none") -%}{%- endif -%}
   {%- for role, given in [('items', items), ('interactions', interactions), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
@@ -212,7 +220,9 @@ EVALUATE = r"""{# GENERATED #}
       'population': population, 'output': output, 'whole': whole | length > 0, 'exponent': exponent | length > 0,
       'max_k': (ks | max) if ks else none, 'threshold': (threshold | float) | string,
       'user_col': recsql._ident(user_col), 'item_col': recsql._ident(item_col),
-      'relevance_col': recsql._ident(relevance_col),
+      'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
+      'relevance': 'column' if relevance_col is not none else 'none',
+      'duplicates': 'error' if duplicates == 'error' else 'best',
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
   {%- set quoted = [] -%}

@@ -172,7 +172,8 @@ class DuckDBRunner(Runner):
             return False
 
     def describe(self, source: Source) -> dict[str, str]:
-        sql = f"DESCRIBE SELECT * FROM {source.relation.sql('duckdb')}"
+        from ..statements import quoted_name
+        sql = f"DESCRIBE SELECT * FROM {quoted_name(source.relation) or source.relation.sql('duckdb')}"
         try:
             rows = self.cursor.execute(sql).fetchall()
         except duckdb.CatalogException:

@@ -19,15 +19,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE PRECISION) AS price,
-    CAST(NULL AS DOUBLE PRECISION) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -145,8 +136,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -341,15 +330,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -467,8 +447,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -663,15 +641,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS REAL) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS REAL) AS price,
-    CAST(NULL AS REAL) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -789,8 +758,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -985,15 +952,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -1111,8 +1069,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1307,15 +1263,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -1433,8 +1380,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1629,15 +1574,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT64) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT64) AS price,
-    CAST(NULL AS FLOAT64) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -1755,8 +1691,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1951,15 +1885,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -2077,8 +2002,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -2273,15 +2196,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT) AS price,
-    CAST(NULL AS FLOAT) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    (1 = 0)
 ), runs AS (
   SELECT DISTINCT
     _run0 AS _run0
@@ -2399,8 +2313,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,

@@ -18,15 +18,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE PRECISION) AS price,
-    CAST(NULL AS DOUBLE PRECISION) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), truth_runs AS (
   SELECT
     t.user_id AS user_id,
@@ -130,8 +121,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     user_id,
@@ -302,15 +291,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), truth_runs AS (
   SELECT
     t.user_id AS user_id,
@@ -420,8 +400,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     user_id,
@@ -587,15 +565,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS REAL) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS REAL) AS price,
-    CAST(NULL AS REAL) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), truth_runs AS (
   SELECT
     t.user_id AS user_id,
@@ -695,8 +664,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     user_id,
@@ -867,15 +834,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), truth_runs AS (
   SELECT
     t.user_id AS user_id,
@@ -979,8 +937,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     user_id,
@@ -1146,15 +1102,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), truth_runs AS (
   SELECT
     t.user_id AS user_id,
@@ -1258,8 +1205,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     user_id,
@@ -1425,15 +1370,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT64) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT64) AS price,
-    CAST(NULL AS FLOAT64) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), truth_runs AS (
   SELECT
     t.user_id AS user_id,
@@ -1537,8 +1473,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     user_id,
@@ -1704,15 +1638,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), truth_runs AS (
   SELECT
     t.user_id AS user_id,
@@ -1816,8 +1741,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     user_id,
@@ -1988,15 +1911,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT) AS price,
-    CAST(NULL AS FLOAT) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    (1 = 0)
 ), truth_runs AS (
   SELECT
     t.user_id AS user_id,
@@ -2096,8 +2010,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     user_id,

@@ -19,15 +19,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE PRECISION) AS price,
-    CAST(NULL AS DOUBLE PRECISION) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -149,8 +140,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -336,15 +325,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -474,8 +454,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -656,15 +634,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS REAL) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS REAL) AS price,
-    CAST(NULL AS REAL) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -782,8 +751,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -969,15 +936,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -1099,8 +1057,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1281,15 +1237,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -1411,8 +1358,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1593,15 +1538,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT64) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT64) AS price,
-    CAST(NULL AS FLOAT64) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -1723,8 +1659,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1905,15 +1839,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0
@@ -2035,8 +1960,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -2222,15 +2145,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT) AS price,
-    CAST(NULL AS FLOAT) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    (1 = 0)
 ), runs AS (
   SELECT DISTINCT
     _run0 AS _run0
@@ -2348,8 +2262,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,

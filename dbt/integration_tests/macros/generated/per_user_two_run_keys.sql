@@ -20,15 +20,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE PRECISION) AS price,
-    CAST(NULL AS DOUBLE PRECISION) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -167,8 +158,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -267,15 +256,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -424,8 +404,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -519,15 +497,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS REAL) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS REAL) AS price,
-    CAST(NULL AS REAL) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -662,8 +631,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -762,15 +729,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -909,8 +867,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1004,15 +960,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -1151,8 +1098,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1246,15 +1191,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT64) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT64) AS price,
-    CAST(NULL AS FLOAT64) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -1393,8 +1329,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1488,15 +1422,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -1635,8 +1560,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1735,15 +1658,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT) AS price,
-    CAST(NULL AS FLOAT) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    (1 = 0)
 ), runs AS (
   SELECT DISTINCT
     _run0 AS _run0,
@@ -1878,8 +1792,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,

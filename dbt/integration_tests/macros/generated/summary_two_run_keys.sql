@@ -20,15 +20,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE PRECISION) AS price,
-    CAST(NULL AS DOUBLE PRECISION) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -169,8 +160,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -416,15 +405,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -565,8 +545,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -807,15 +785,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS REAL) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS REAL) AS price,
-    CAST(NULL AS REAL) AS probability,
-    CAST(NULL AS TEXT) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -952,8 +921,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1199,15 +1166,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -1348,8 +1306,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1590,15 +1546,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -1739,8 +1686,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -1981,15 +1926,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT64) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT64) AS price,
-    CAST(NULL AS FLOAT64) AS probability,
-    CAST(NULL AS STRING) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -2130,8 +2066,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -2372,15 +2306,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS DOUBLE) AS price,
-    CAST(NULL AS DOUBLE) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    FALSE
 ), runs AS (
   SELECT DISTINCT
     _run0,
@@ -2521,8 +2446,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,
@@ -2768,15 +2691,6 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT) AS relevance
   FROM {{ truth }}
-), items_in AS (
-  SELECT
-    item_id AS item_id,
-    CAST(NULL AS FLOAT) AS price,
-    CAST(NULL AS FLOAT) AS probability,
-    CAST(NULL AS VARCHAR) AS category
-  FROM recs_in
-  WHERE
-    (1 = 0)
 ), runs AS (
   SELECT DISTINCT
     _run0 AS _run0,
@@ -2913,8 +2827,6 @@ WITH recs_in AS (
   FROM stacked AS s
   LEFT JOIN truth_users AS u
     ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 ), per_user_raw AS (
   SELECT
     _run0,

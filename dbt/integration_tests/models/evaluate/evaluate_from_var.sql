@@ -11,4 +11,6 @@
     rank_col=var('recsql_rank_col', none),
     threshold=var('recsql_threshold', none),
     population=var('recsql_population', 'relevant'),
+    duplicates=var('recsql_duplicates', 'error'),
+    relevance_col=var('recsql_relevance_col', 'relevance'),
     column_names=var('recsql_column_names', 'safe')) }}

@@ -1,0 +1,80 @@
+"""The ranked-rows stage keeps only what the asked metrics read (sql/_ranked.sql): MAP's hits_cum
+from the hit rows alone (src 10), and the truth's ideal order cut at the largest k of an ideal DCG
+(src 2: every position when a metric reads the whole truth or an uncut ideal, one per truth user
+when none reads them). These tests put metrics that read different depths in ONE query, under
+each tie rule, with negative judgments unjudged or not, and compare every user's value with the
+plain-Python reference (tests/reference.py), which ranks whole lists and never cuts."""
+from __future__ import annotations
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import recsql
+from reference import reference
+from strategies import check, frame, metrics, python_options, recs_rows, truth_rows
+
+# the metrics that read the stage's cut parts, and neighbours that read none of them
+READERS = ["map", "ndcg", "idcg", "money_recall", "mrr", "dcg", "recall"]
+PRICES = {item: float(item * 7 % 11) for item in range(1, 9)}
+
+
+def _evaluate(recs, truth, asked, **options):
+    items = pd.DataFrame({"item_id": list(PRICES), "price": list(PRICES.values())})
+    return recsql.evaluate(frame(recs, ["user_id", "item_id", "score"]),
+                           frame(truth, ["user_id", "item_id", "relevance"]), asked, items=items, **options)
+
+
+@st.composite
+def deep_metrics(draw) -> recsql.Metric:
+    """A reader metric with random options, its cutoff 1..12 (lists hold up to 8 items) or none."""
+    metric = draw(metrics(READERS))
+    if metric.k is not None and draw(st.booleans()):
+        metric = recsql.Metric(metric.name, draw(st.integers(8, 12)), **dict(metric.options))
+    return metric
+
+
+@settings(max_examples=60, deadline=None)
+@given(recs=recs_rows(), truth=truth_rows(), asked=st.lists(deep_metrics(), min_size=1, max_size=5, unique_by=str),
+       ties=st.sampled_from(["item_id", "item_id_desc", "average"]), threshold=st.sampled_from([1, 2]))
+def test_metrics_reading_the_cut_stage_match_reference(recs, truth, asked, ties, threshold):
+    if ties == "average":  # only the metrics with an exact expected value (map, mrr and ideal=list have none)
+        asked = [m for m in asked if m.spec.supports_ties("average", m.all_options())] or [recsql.Metric("ndcg", 3)]
+    result = _evaluate(recs, truth, asked, ties=ties, threshold=threshold)
+    for metric in asked:
+        check(result, metric, reference(recs, truth, metric.name, metric.k, python_options(metric), items=PRICES,
+                                        ties=ties, threshold=threshold))
+
+
+@settings(max_examples=30, deadline=None)
+@given(recs=recs_rows(), truth=truth_rows(), k=st.integers(1, 10),
+       other=st.sampled_from(["mrr@1", "recall@2", "money_recall@1", "ndcg@1", "idcg(ideal=binary)@2", "map@1"]))
+def test_ideal_dcg_is_cut_at_its_own_k_beside_shallower_metrics(recs, truth, k, other):
+    """ndcg@k beside a metric that reads less (or all) of the truth: each keeps its own value."""
+    asked = [recsql.Metric("ndcg", k), recsql.Metric("ndcg", None, gain="exponential"), recsql.parse_metric(other)]
+    result = _evaluate(recs, truth, asked)
+    for metric in asked:
+        check(result, metric, reference(recs, truth, metric.name, metric.k, python_options(metric), items=PRICES))
+
+
+@settings(max_examples=30, deadline=None)
+@given(recs=recs_rows(), truth=truth_rows(), k=st.integers(1, 10),
+       denominator=st.sampled_from(["min", "relevant", "hits", "k"]))
+def test_map_under_trec_reads_negative_judgments_as_unjudged(recs, truth, k, denominator):
+    """trec's convention: ties by item id descending, negative relevance unjudged, ideal from truth."""
+    asked = [recsql.Metric("map", k, denominator=denominator), recsql.Metric("ndcg", k)]
+    result = _evaluate(recs, truth, asked, convention="trec", population="relevant")
+    for metric in asked:
+        check(result, metric, reference(recs, truth, metric.name, metric.k, python_options(metric), items=PRICES,
+                                        ties="item_id_desc", negative_unjudged=True, id_order="text"))
+
+
+def test_users_without_recommendations_stay_when_no_metric_reads_truth_rows():
+    """mrr alone keeps one truth row per user (the ideal order is read by nobody): a truth user
+    without recommendations is still counted, with 0, as the reference says."""
+    recs = [{"user_id": 1, "item_id": 1, "score": 0.5}]
+    truth = [{"user_id": 1, "item_id": 1, "relevance": 1.0}, {"user_id": 2, "item_id": 3, "relevance": 2.0},
+             {"user_id": 2, "item_id": 4, "relevance": 1.0}]
+    result = _evaluate(recs, truth, [recsql.Metric("mrr", 5)])
+    assert dict(zip(result.per_user["user_id"], result.per_user["mrr@5"])) == {1: 1.0, 2: 0.0}
+    assert result.summary["users_without_recs"].iloc[0] == 1

@@ -1,0 +1,244 @@
+"""The statements recsql keeps on disk (recsql/statements.py): a cold process reads the text a fresh
+compose gives, byte for byte; a change of any template or Python source is another folder (a stale
+statement cannot be read); a damaged or foreign file is ignored; ``RECSQL_CACHE_DIR=off`` writes
+nothing; and evaluate's frames are the same whether the statement came from disk or was composed."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+import sqlglot
+from sqlglot import exp
+
+import recsql
+from recsql import api, statements
+from recsql.compose import compose
+from recsql.dialects import render
+
+REPO = Path(__file__).resolve().parent.parent
+METRICS = ["ndcg@10", "map@10", "mrr@10", "recall@10", "precision@10", "hit_rate@10"]
+
+
+def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+    recs = pd.DataFrame({"model": ["a"] * 6 + ["b"] * 6, "user_id": [1, 1, 1, 2, 2, 2] * 2,
+                         "item_id": [10, 11, 12, 10, 13, 14, 12, 11, 10, 14, 13, 15],
+                         "score": [0.9, 0.8, 0.7, 0.9, 0.5, 0.5, 0.3, 0.2, 0.1, 0.6, 0.6, 0.1]})
+    truth = pd.DataFrame({"user_id": [1, 2, 2, 3], "item_id": [11, 13, 15, 10]})
+    return recs, truth
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A fresh cache folder for this test, and an empty in-process cache."""
+    monkeypatch.setenv("RECSQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(statements, "_cache", type(statements._cache)())
+    return tmp_path / "cache"
+
+
+def files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("statements-*/*.json"))
+
+
+def test_a_statement_is_written_once_and_read_back_as_composed(cache):
+    sql = recsql.to_sql(METRICS, recs="db.recs", truth="db.truth", run_cols="model")
+    written = files(cache)
+    assert len(written) == 1 and written[0].parent == statements.cache_dir()
+    # another process (nothing in memory) reads it from disk: the same text
+    code = ("import recsql, sys; sys.stdout.write(recsql.to_sql(%r, recs='db.recs', truth='db.truth', run_cols='model'))"
+            % (METRICS,))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert other == sql
+    assert files(cache) == written
+    # and it is what composing from scratch gives, for other relations too
+    statements._cache.clear()
+    again = recsql.to_sql(METRICS, recs="other.recs_b", truth="x.truth", run_cols="model")
+    plan_sql = recsql.to_sql(METRICS, recs="other.recs_b", truth="x.truth", run_cols="model", pretty=False)
+    assert '"other"."recs_b"' in again and '"x"."truth"' in again and statements._TOKEN not in again
+    assert plan_sql != again  # the layout is part of the key
+
+
+def test_disk_text_equals_uncached_compose(cache, monkeypatch):
+    seen = []
+    original = statements.statement_sql
+
+    def recording(plan, metrics, output="summary", dialect_name="duckdb", pretty=True):
+        text = original(plan, metrics, output, dialect_name, pretty)
+        seen.append((plan, list(metrics), output, dialect_name, pretty, text))
+        return text
+    monkeypatch.setattr(api, "statement_sql", recording)
+    recs, truth = frames()
+    api.evaluate(recs, truth, METRICS, run_cols=["model"])
+    statements._cache.clear()  # the second call reads the disk
+    api.evaluate(recs, truth, METRICS, run_cols=["model"])
+    assert len(seen) == 2 and seen[0][-1].count("__recsql_recs_") == seen[1][-1].count("__recsql_recs_") > 0
+    for plan, metrics, output, dialect, pretty, text in seen:
+        assert text == render(compose(plan, metrics, output=output), dialect, pretty=pretty)
+
+
+def test_frames_are_the_same_from_disk_and_composed(cache, monkeypatch):
+    recs, truth = frames()
+    monkeypatch.setenv("RECSQL_CACHE_DIR", "off")
+    composed = api.evaluate(recs, truth, METRICS, run_cols=["model"])
+    assert statements.cache_dir() is None and not cache.exists()
+    monkeypatch.setenv("RECSQL_CACHE_DIR", str(cache))
+    statements._cache.clear()
+    api.evaluate(recs, truth, METRICS, run_cols=["model"])  # writes
+    statements._cache.clear()
+    from_disk = api.evaluate(recs, truth, METRICS, run_cols=["model"])  # reads
+    assert files(cache)
+    for a, b in ((composed.summary, from_disk.summary), (composed.per_user, from_disk.per_user)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert composed.rows_in == from_disk.rows_in == len(recs)
+    assert composed.summary["n_users"].tolist() == [3, 3]
+
+
+def test_a_changed_template_is_another_folder(cache, tmp_path, monkeypatch):
+    from recsql import templates
+    before = statements.cache_dir()
+    copy = tmp_path / "sql"
+    shutil.copytree(templates.sql_dir(), copy)
+    original = (copy / "ndcg.sql").read_text()
+
+    def digest_with(text: str) -> str:
+        (copy / "ndcg.sql").write_text(text)
+        templates.read_template.cache_clear()
+        statements._source_digest.cache_clear()
+        return statements._source_digest()
+    monkeypatch.setattr(templates, "sql_dir", lambda: copy)
+    try:
+        assert digest_with(original + "\n-- changed\n") != before.name.removeprefix("statements-")
+        assert digest_with(original) == before.name.removeprefix("statements-")  # the content, not the time
+        # once hashed, the process keeps composing from the text it hashed, whatever the file becomes
+        kept = templates.read_template("ndcg")
+        (copy / "ndcg.sql").write_text(original.replace("ndcg", "something_else"))
+        assert templates.read_template("ndcg") == kept
+    finally:
+        monkeypatch.undo()
+        templates.read_template.cache_clear()
+        statements._source_digest.cache_clear()
+    assert statements._source_digest() == before.name.removeprefix("statements-")
+
+
+def test_the_digest_covers_the_python_sources_and_sqlglot(monkeypatch, tmp_path):
+    before = statements._source_digest()
+    package = tmp_path / "recsql"
+    shutil.copytree(statements._PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(statements, "_PACKAGE", package)
+    statements._source_digest.cache_clear()
+    try:
+        assert statements._source_digest() == before
+        (package / "compose.py").write_text((package / "compose.py").read_text() + "\n# changed\n")
+        statements._source_digest.cache_clear()
+        changed = statements._source_digest()
+        assert changed != before
+        monkeypatch.setattr(sqlglot, "__version__", sqlglot.__version__ + ".other")
+        statements._source_digest.cache_clear()
+        assert statements._source_digest() not in (before, changed)
+    finally:
+        statements._source_digest.cache_clear()
+
+
+def test_a_damaged_or_foreign_file_is_ignored(cache):
+    sql = recsql.to_sql(["mrr@10"], recs="r", truth="t")
+    [path] = files(cache)
+    record = json.loads(path.read_text())
+    for damaged in ("{not json", json.dumps({**record, "key": record["key"] + " "}),
+                    json.dumps({**record, "between": ["SELECT 1"]}), json.dumps([1, 2])):
+        path.write_text(damaged)
+        statements._cache.clear()
+        assert recsql.to_sql(["mrr@10"], recs="r", truth="t") == sql
+    # the file is what a cold call reads: with this key, its text is used (so the tests above read the disk)
+    path.write_text(json.dumps({**record, "between": ["SELECT 42 FROM ", ""], "order": ["recs"]}))
+    statements._cache.clear()
+    assert recsql.to_sql(["mrr@10"], recs="r", truth="t") == 'SELECT 42 FROM "r"'
+    path.unlink()
+    statements._cache.clear()
+    assert recsql.to_sql(["mrr@10"], recs="r", truth="t") == sql
+
+
+def test_an_unwritable_cache_is_not_used(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("RECSQL_CACHE_DIR", str(blocker))
+    monkeypatch.setattr(statements, "_cache", type(statements._cache)())
+    recs, truth = frames()
+    result = api.evaluate(recs, truth, ["ndcg@10"], run_cols=["model"])
+    assert result.summary["ndcg@10"].notna().all() and blocker.read_text() == "not a folder"
+
+
+def test_finalize_sql_is_finalize():
+    recs, truth = frames()
+    from recsql.compose import finalize
+    seen = []
+    original = api._split
+
+    def recording(plan, metrics, raw):
+        seen.append((plan, metrics))
+        return original(plan, metrics, raw)
+    api._split, saved = recording, api._split
+    try:
+        api.evaluate(recs, truth, METRICS, run_cols=["model"])
+    finally:
+        api._split = saved
+    plan, metrics = seen[0]
+    for output in ("summary", "per_user"):
+        assert statements.finalize_sql(plan, metrics, output) == finalize(plan, metrics, output).sql("duckdb")
+
+
+def test_column_maxima_match_sql():
+    import duckdb
+    table = pa.table({"a": pa.array([0, 3, None, 2], pa.int64()), "b": pa.array([None] * 4, pa.int64()),
+                      "c": pa.array([1, 1, 1, 1], pa.int32())})
+    found = api._column_maxima(table, ["a", "b", "c"])
+    con = duckdb.connect()
+    con.register("t", table)
+    assert found == dict(zip("abc", con.execute("SELECT MAX(a), MAX(b), MAX(c) FROM t").fetchone()))
+    assert api._column_maxima(table.slice(0, 0), ["a"]) == {"a": None}
+    assert api._column_maxima(pa.table({"x": [1.5]}), ["x"]) is None
+    assert api._column_maxima(pd.DataFrame({"a": [1]}), ["a"]) is None
+
+
+@pytest.mark.parametrize("name", ["__recsql_recs_0123456789ab", "t", "A_1"])
+def test_quoted_name_is_sqlglot_text(name):
+    table = exp.Table(this=exp.to_identifier(name, quoted=True))
+    assert statements.quoted_name(table) == table.sql("duckdb") == table.sql("duckdb", pretty=True)
+
+
+@pytest.mark.parametrize("table", [exp.to_table('"a"."b"'), exp.to_table("plain"), exp.to_table('"we""ird"'),
+                                   exp.to_table('"t"').as_("x"), exp.Table(this=exp.to_identifier("t-1", quoted=True))])
+def test_quoted_name_leaves_other_tables_to_sqlglot(table):
+    assert statements.quoted_name(table) is None
+
+
+def test_a_full_folder_takes_no_more(cache, monkeypatch):
+    monkeypatch.setattr(statements, "_MAX_FILES", 2)
+    texts = [recsql.to_sql([f"map@{k}"], recs="r", truth="t") for k in (1, 2, 3, 4)]
+    assert len(files(cache)) == 2
+    monkeypatch.setenv("RECSQL_CACHE_DIR", "off")
+    statements._cache.clear()
+    assert texts == [recsql.to_sql([f"map@{k}"], recs="r", truth="t") for k in (1, 2, 3, 4)]
+    assert len(set(texts)) == 4
+
+
+def test_a_new_folder_prunes_old_ones(cache):
+    cache.mkdir(parents=True)
+    old = []
+    for i in range(5):
+        folder = cache / f"statements-old{i}"
+        folder.mkdir()
+        (folder / "x.json").write_text("{}")
+        os.utime(folder, (1_000_000 + i * 1000, 1_000_000 + i * 1000) if i == 0 else None)
+        old.append(folder)
+    recsql.to_sql(["ndcg@10"], recs="r", truth="t")
+    left = sorted(p.name for p in cache.glob("statements-*"))
+    assert statements.cache_dir().name in left
+    assert not old[0].exists()  # written long ago
+    assert len(left) == 1 + statements._KEEP_OTHERS
