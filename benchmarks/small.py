@@ -1,7 +1,7 @@
 """Small data: recsql against RecTools on a MovieLens-100K-shaped evaluation, warm and cold.
 
     python benchmarks/small.py                       # 15 interleaved warm repeats, 5 cold processes per tool
-    python benchmarks/small.py --repeat 31 --cold 9 --rectools-python /work/bench-venvs/rectools/bin/python
+    python benchmarks/small.py --repeat 31 --cold 9 --rectools-python benchmarks/data/rectools-venv/bin/python
 
 Data (``benchmarks/data/small/``, made once with a fixed seed, git-ignored): the shape of MovieLens 100K
 (943 users, 1,682 items, 100,000 ratings 1..5, every user with at least 20, item popularity long-tailed),
@@ -201,10 +201,18 @@ def _tool(name: str, recs, truth):
     return RectoolsTool(recs, truth, calc_only=name == "rectools (calc only)")
 
 
+def _relative(path: Path) -> str:
+    """A path as recorded in the results: relative to the repository (no machine's layout)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(__file__).resolve().parent.parent))
+    except ValueError:
+        return Path(path).name
+
+
 def _versions(tool: str) -> dict:
     from importlib.metadata import PackageNotFoundError, version
     names = ["pandas", "numpy", "pyarrow"] + (["duckdb", "sqlglot"] if tool == "recsql" else ["rectools"])
-    found = {"python": platform.python_version(), "executable": sys.executable}
+    found = {"python": platform.python_version()}
     for n in names:
         try:
             found[n] = version(n)
@@ -367,7 +375,7 @@ def main() -> int:
         "versions": versions,
         "data": {"recs_rows": len(recs), "truth_rows": len(truth), "users": int(recs["user_id"].nunique()),
                  "items": 1682, "models": sorted(recs["model"].unique().tolist()), "seed": SEED,
-                 "recs_path": str(recs_path), "truth_path": str(truth_path)},
+                 "recs_path": _relative(recs_path), "truth_path": _relative(truth_path)},
         "metrics": TIMED, "repeat": args.repeat, "cold_processes": args.cold,
         "warm_seconds": warm,
         "warm": {tool: {"best": min(t), "median": statistics.median(t)} for tool, t in warm.items()},
@@ -402,7 +410,7 @@ def markdown(r: dict) -> str:
         f"- **recsql**: Python {v['recsql']['python']}, duckdb {v['recsql']['duckdb']}, sqlglot {v['recsql']['sqlglot']}, "
         f"pandas {v['recsql']['pandas']}, numpy {v['recsql']['numpy']}, pyarrow {v['recsql']['pyarrow']}",
         f"- **RecTools**: rectools {v['rectools']['rectools']}, Python {v['rectools']['python']}, pandas "
-        f"{v['rectools']['pandas']}, numpy {v['rectools']['numpy']} ({v['rectools']['executable']})",
+        f"{v['rectools']['pandas']}, numpy {v['rectools']['numpy']} (its own environment)",
         f"- **Data**: {r['data']['recs_rows']:,} recommendation rows ({len(r['data']['models'])} models × "
         f"{r['data']['users']} users × top 25), {r['data']['truth_rows']:,} truth rows, {r['data']['items']} items, "
         f"seed {r['data']['seed']}",

@@ -260,6 +260,24 @@ def _template(plan: Plan, metrics: list[Metric], output: str, dialect_name: str,
     return texts, order
 
 
+def _memoised(key: tuple, build) -> tuple[list[str], list[str]]:
+    """The split text for ``key``: from memory, else from disk, else ``build()`` (then kept in both)."""
+    with _lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found
+    found = _disk_read(key)
+    if found is None:
+        found = build()
+        _disk_write(key, *found)
+    with _lock:
+        _cache[key] = found
+        while len(_cache) > _SIZE:
+            _cache.popitem(last=False)
+    return found
+
+
 def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary", dialect_name: str = "duckdb",
                   pretty: bool = True) -> str:
     """``render(compose(plan, metrics, output), dialect_name, pretty=pretty)``, the same text, from a
@@ -272,20 +290,7 @@ def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary"
     roles = sorted(relations)
     key = _key(dataclasses.replace(plan, **{role: None for role in roles}), metrics, output, dialect_name, pretty)
     key = (key, tuple(roles))
-    with _lock:
-        found = _cache.get(key)
-        if found is not None:
-            _cache.move_to_end(key)
-    if found is None:
-        found = _disk_read(key)
-        if found is None:
-            found = _template(plan, metrics, output, dialect_name, pretty, roles)
-            _disk_write(key, *found)
-        with _lock:
-            _cache[key] = found
-            while len(_cache) > _SIZE:
-                _cache.popitem(last=False)
-    between, order = found
+    between, order = _memoised(key, lambda: _template(plan, metrics, output, dialect_name, pretty, roles))
     pieces = [between[0]]
     for role, text in zip(order, between[1:]):
         pieces += [texts[role], text]
@@ -300,19 +305,7 @@ def finalize_sql(plan: Plan, metrics: Sequence[Metric], output: str) -> str:
     given = tuple(sorted(role for role in RELATIONS if getattr(plan, role) is not None))
     key = ("finalize", _key(dataclasses.replace(plan, **{role: None for role in RELATIONS}), metrics, output, "duckdb",
                             False), given)
-    with _lock:
-        found = _cache.get(key)
-        if found is not None:
-            _cache.move_to_end(key)
-    if found is None:
-        found = _disk_read(key)
-        if found is None:
-            found = ([finalize(plan, metrics, output).sql("duckdb")], [])
-            _disk_write(key, *found)
-        with _lock:
-            _cache[key] = found
-            while len(_cache) > _SIZE:
-                _cache.popitem(last=False)
+    found = _memoised(key, lambda: ([finalize(plan, metrics, output).sql("duckdb")], []))
     return found[0][0]
 
 

@@ -8,7 +8,6 @@ which ``.ci/engines.sh`` creates): dbt-core pins its own dependencies. A missing
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ import yaml
 
 import recsql
 from recsql.compose import DIAGNOSTICS
+from frames import assert_same_values
 from recsql.dbt.package import read_specs, stale
 from recsql.dbt.model import ModelSpec, render_model
 from recsql.dbt.names import output_name
@@ -120,15 +120,7 @@ def _same(actual: pd.DataFrame, expected: pd.DataFrame, spec: ModelSpec) -> None
     actual = actual[list(expected.columns)]
     if keys:
         actual, expected = (f.sort_values(keys).reset_index(drop=True) for f in (actual, expected))
-    assert len(actual) == len(expected), model
-    for column in expected.columns:
-        for got, want in zip(actual[column], expected[column]):
-            if want is None or (isinstance(want, float) and math.isnan(want)):
-                assert got is None or (isinstance(got, float) and math.isnan(got)), (model, column, got)
-            elif isinstance(want, str):
-                assert str(got) == want, (model, column, got, want)
-            else:
-                assert float(got) == pytest.approx(float(want), abs=1e-9, rel=0), (model, column, got, want)
+    assert_same_values(actual, expected, model)
 
 
 def _build_and_compare(tmp_path: Path, profile: dict, models: list[str] | None = None) -> Path:

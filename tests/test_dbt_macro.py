@@ -9,7 +9,6 @@ generated SQL's.
 """
 from __future__ import annotations
 
-import math
 import random
 import sqlite3
 from pathlib import Path
@@ -28,6 +27,7 @@ from recsql.dbt.names import output_name
 from recsql.dbt.package import read_specs
 from recsql.metrics import registry
 from dbt_jinja import CompilerError, Package
+from frames import assert_same_values
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "dbt" / "integration_tests" / "seeds"
@@ -71,15 +71,7 @@ def _same(actual: pd.DataFrame, expected: pd.DataFrame, keys: list[str], where: 
     if keys:
         actual, expected = (f.astype({k: str for k in keys}).sort_values(keys).reset_index(drop=True)
                             for f in (actual, expected))
-    assert len(actual) == len(expected), where
-    for column in expected.columns:
-        for got, want in zip(actual[column], expected[column]):
-            if want is None or (isinstance(want, float) and math.isnan(want)):
-                assert got is None or (isinstance(got, float) and math.isnan(got)), (where, column, got)
-            elif isinstance(want, str):
-                assert str(got) == want, (where, column, got, want)
-            else:
-                assert float(got) == pytest.approx(float(want), abs=1e-9, rel=0), (where, column, got, want)
+    assert_same_values(actual, expected, where)
 
 
 def _expected(recs: str, metrics: list[str], output: str, column_names: str = "safe", **options) -> pd.DataFrame:
