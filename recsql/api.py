@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
-from .compose import (DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, TIES, Plan, check_inputs, fit_to_inputs, finalize, internal_runs, not_finite,
+from .compose import (DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, TIES, Plan, check_inputs, fit_to_inputs, internal_runs, not_finite,
                       population_counts, quoted_column, recs_in, truth_in, baseline_in, whole_id)
 from .conventions import convention as get_convention
 from .conventions import measure_rules
