@@ -18,7 +18,7 @@ from typing import Sequence
 import sqlglot
 from sqlglot import exp
 
-from .compose import _union_all  # UNION ALL of the selects, in order
+from .compose import union_all
 from .errors import RecsqlError
 from .metrics import Metric
 from .resampling import bigint
@@ -50,7 +50,7 @@ def list_ctes(kinds: dict[int, tuple[int, int]], n_metrics: int, runs: list[str]
     stage's list rows: run columns ``runs``, user_id, item_id, rank); ``cmp_global_metrics(metric,
     kind, k, n_catalog)``. ``catalog``: the statement has ``catalog_items`` / ``catalog_size``;
     ``segmented``: metric ids are segment·M + metric (``cmp_segments``)."""
-    ks = _union_all([exp.select(exp.alias_(bigint(i), "metric"), exp.alias_(bigint(kind), "kind"),
+    ks = union_all([exp.select(exp.alias_(bigint(i), "metric"), exp.alias_(bigint(kind), "kind"),
                             exp.alias_(bigint(k), "k")) for i, (kind, k) in kinds.items()])
     keys = [f"_k{i}" for i in range(len(runs))]
     on = exp.and_(*[exp.column(r, "l").eq(exp.column(k, "p")) for r, k in zip(runs, keys)],
@@ -107,5 +107,5 @@ def union_ctes(with_global: bool) -> list[exp.CTE]:
         units.append(exp.select(*unit, "n", "mean", exp.alias_(_null("DOUBLE"), "sum_v"),
                                 *[exp.alias_(_null("BIGINT"), c) for c in ("wins", "ties", "losses")], "extreme")
                      .from_("cmp_global_observed"))
-    return [exp.CTE(this=_union_all(bootstrap), alias=exp.to_identifier("cmp_bootstrap")),
-            exp.CTE(this=_union_all(units), alias=exp.to_identifier("cmp_units_observed"))]
+    return [exp.CTE(this=union_all(bootstrap), alias=exp.to_identifier("cmp_bootstrap")),
+            exp.CTE(this=union_all(units), alias=exp.to_identifier("cmp_units_observed"))]

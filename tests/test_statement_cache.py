@@ -135,7 +135,7 @@ def test_the_digest_covers_the_python_sources_and_sqlglot(monkeypatch, tmp_path)
     statements._source_digest.cache_clear()
     try:
         assert statements._source_digest() == before
-        (package / "compose.py").write_text((package / "compose.py").read_text() + "\n# changed\n")
+        (package / "compose" / "stage.py").write_text((package / "compose" / "stage.py").read_text() + "\n# changed\n")
         statements._source_digest.cache_clear()
         changed = statements._source_digest()
         assert changed != before

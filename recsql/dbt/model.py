@@ -195,7 +195,7 @@ def without_empty(statement: exp.Select) -> exp.Select:
     dropped (its columns are NULL), a UNION branch reading one is dropped, and a CTE reading one
     through FROM or an inner join is empty in turn. Refuses (RuntimeError) a statement where an
     always-empty CTE is still read another way."""
-    from ..compose import _prune
+    from ..compose import prune
     with_ = statement.args["with_"]
     while True:
         ctes = {c.alias: c.this for c in with_.expressions}
@@ -211,7 +211,7 @@ def without_empty(statement: exp.Select) -> exp.Select:
                 changed |= _drop_empty(cte.this, empty, ctes)
         statement.set("with_", None)  # the final select alone
         changed |= _drop_empty(statement, empty, ctes)
-        _prune(with_, statement)
+        prune(with_, statement)
         statement.set("with_", with_)
         left = {c.alias for c in with_.expressions} & empty
         if left and not changed:

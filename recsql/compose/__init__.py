@@ -1,0 +1,31 @@
+"""Compose any set of metrics into ONE query: one scan of each input, one join, one GROUP BY.
+
+The shared stage ``sql/_ranked.sql`` produces ranked, judged rows; each metric template
+contributes one aggregate expression; this package substitutes parameters as typed literals,
+expands the stage's macros (run keys, GAIN(), DISCOUNT(), calls to other metrics), prunes stage
+features nobody asked for, folds constant CASE branches, and assembles the statement.
+
+One module per job, in the order a statement is built:
+
+- :mod:`.plan` — the :class:`Plan` (bound relations, column names, options) and shared constants;
+- :mod:`.inputs` — the input relations with internal column names and ids that compare by value;
+- :mod:`.needs` — metrics fitted to the inputs given, their populations and ranking views;
+- :mod:`.checks` — the input checks as one diagnostics row inside the query;
+- :mod:`.rewrite` — tree rewrites: literals, constant folding, run keys, pruning, UNION ALL;
+- :mod:`.expressions` — each metric's template expanded into one aggregate expression;
+- :mod:`.stage` — the ranked-rows stage fitted to the metrics asked;
+- :mod:`.statement` — the final statement (:func:`compose`) and its finishing select (:func:`finalize`).
+"""
+
+from .checks import DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, not_finite, uses_exponent
+from .expressions import metric_expression
+from .inputs import baseline_in, recs_in, truth_in, whole_id
+from .needs import check_inputs, fit_to_inputs, metric_population
+from .plan import OUTPUTS, POPULATIONS, RUN_KEYS, TIES, Plan, internal_runs, quoted_column
+from .rewrite import prune, union_all
+from .statement import compose, finalize, population_counts
+
+__all__ = ["DIAGNOSTICS", "ITEM_VALUE_INVALID", "MAX_EXPONENT", "OUTPUTS", "POPULATIONS", "RECS_ROWS", "RUN_KEYS",
+           "TIES", "Plan", "baseline_in", "check_inputs", "compose", "finalize", "fit_to_inputs", "internal_runs",
+           "metric_expression", "metric_population", "not_finite", "population_counts", "prune", "quoted_column",
+           "recs_in", "truth_in", "union_all", "uses_exponent", "whole_id"]

@@ -1,0 +1,151 @@
+"""The input checks inside the query: one row of diagnostics counting invalid and duplicate rows
+(:data:`DIAGNOSTICS`), read by every path (evaluate, the CLI, rendered SQL, dbt).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .plan import internal_runs, Plan
+from .rewrite import union_all
+
+
+# The summary's diagnostic columns (README, "Safety"), in order: each is there when its input is
+# given and read by the query. *_invalid_rows: rows of the whole input with a NULL key, order or
+# relevance, or a NaN/±inf order or relevance; *_duplicate_rows: extra copies of a key (a key held
+# by n rows counts n - 1) among the rows the metrics read (recs: the ranked rows kept, positions <=
+# the largest k, or the whole list), always 0 under a de-duplicating policy (the query keeps one row
+# per key). One value per input, over every run, copied onto every summary row.
+DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows",
+               "baseline_invalid_rows", "baseline_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
+               "item_features_duplicate_rows")
+
+
+RECS_ROWS = "_recs_rows"  # the recommendation rows read (raw rows only: Evaluation.rows_in)
+
+
+_MAX_DOUBLE = "1.7976931348623157E308"
+
+
+MAX_EXPONENT = 1000  # largest relevance 2^rel is taken of: a sum of up to 2^23 terms 2^1000 stays finite
+
+
+def not_finite(column: exp.Expression) -> exp.Expression:
+    """NaN or ±infinity, on every engine: NaN compares greater than everything in DuckDB,
+    PostgreSQL and Spark and unequal to itself elsewhere (IEEE)."""
+    value = exp.cast(column, "DOUBLE")
+    return exp.or_(exp.GT(this=value, expression=exp.Literal.number(_MAX_DOUBLE)),
+                   exp.LT(this=value.copy(), expression=exp.Neg(this=exp.Literal.number(_MAX_DOUBLE))),
+                   exp.NEQ(this=value.copy(), expression=value.copy()))
+
+
+def _rows_where(condition: exp.Expression) -> exp.Expression:
+    """How many rows meet ``condition`` (0 for no rows: SUM of none is NULL), as BIGINT."""
+    count = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
+                                  default=exp.Literal.number(0)))
+    return exp.cast(exp.Coalesce(this=count, expressions=[exp.Literal.number(0)]), "BIGINT")
+
+
+def _invalid(table: str, columns: list[str], numbers: list[str], name: str, total: str | None = None,
+             also: exp.Expression | None = None) -> exp.Select:
+    """One row: ``name`` = the rows of the input CTE ``table`` (internal names; one scan of each input)
+    with a NULL in ``columns`` or a non-finite value in ``numbers`` (a NULL is counted by IS NULL,
+    whatever the engine's NULL ordering) or meeting ``also``, and the row count."""
+    bad = exp.or_(*[exp.Is(this=exp.column(c), expression=exp.null()) for c in columns],
+                  *[not_finite(exp.column(c)) for c in numbers], *([also] if also is not None else []))
+    select = exp.select(exp.alias_(_rows_where(bad), name)).from_(table)
+    return select.select(exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), total)) if total else select
+
+
+def _extra_copies(table: str, keys: list[str], name: str, max_rank: int | None = None) -> exp.Select:
+    """One row: ``name`` = Σ (n - 1) over the keys of ``table`` held by n rows (its rows ranked <=
+    ``max_rank`` when given)."""
+    groups = exp.select(exp.alias_(exp.Count(this=exp.Star()), "n")).from_(table)
+    if max_rank is not None:
+        groups = groups.where(exp.column("rank") <= exp.Literal.number(max_rank))
+    groups = groups.group_by(*keys)
+    return exp.select(exp.alias_(_rows_where_sum(exp.column("n") - 1), name)).from_(groups.subquery("g"))
+
+
+def _rows_where_sum(value: exp.Expression) -> exp.Expression:
+    return exp.cast(exp.Coalesce(this=exp.Sum(this=value), expressions=[exp.Literal.number(0)]), "BIGINT")
+
+
+def _price_invalid(value: exp.Expression) -> exp.Expression:
+    """A price that is NaN, infinite or negative (a NULL price is no price: the item weighs 0, as an
+    item missing from items)."""
+    return exp.or_(not_finite(value.copy()), exp.LT(this=value.copy(), expression=exp.Literal.number(0)))
+
+
+def _probability_invalid(value: exp.Expression) -> exp.Expression:
+    """A probability that is NaN, infinite or outside [0, 1] (NULL or 0: the item adds 0 novelty)."""
+    return exp.or_(not_finite(value.copy()), exp.LT(this=value.copy(), expression=exp.Literal.number(0)),
+                   exp.GT(this=value.copy(), expression=exp.Literal.number(1)))
+
+
+# items' attribute columns that a metric reads (its header's needs) and what makes one invalid
+ITEM_VALUE_INVALID = {"price": _price_invalid, "probability": _probability_invalid}
+
+
+def uses_exponent(tree: exp.Expression) -> bool:
+    """Whether a query raises 2 to a relevance (gain=exponential, ERR and pFound's grades)."""
+    return any(isinstance(p.this, exp.Literal) and p.this.name == "2" and not isinstance(p.expression, exp.Literal)
+               for p in tree.find_all(exp.Pow))
+
+
+def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, int | None],
+            exponent: bool = False) -> tuple[exp.Select, list[str]]:
+    """The ``checks`` CTE (one row, the diagnostic columns of the inputs given and read, and
+    ``_recs_rows``) and the diagnostic names it holds. ``cuts``: the ranked list CTEs (list_ranked,
+    second_ranked: before the join to truth, which a duplicated truth row would multiply) -> the
+    largest position the metrics read from it (None: the whole list). ``exponent``: the metrics
+    raise 2 to a relevance, so a relevance above MAX_EXPONENT is invalid (2^1024 overflows a DOUBLE)."""
+    runs = internal_runs(plan)
+    dedup = plan.duplicates == "best"
+    parts: list[exp.Select] = []  # one-row subqueries
+    zeros: list[str] = []  # duplicate counts of a de-duplicating policy: the query kept one row per key
+    names: list[str] = []
+
+    def duplicates(name: str, table: str, keys: list[str]) -> None:
+        names.append(name)
+        if dedup:
+            zeros.append(name)
+        else:
+            parts.append(_extra_copies(table, keys, name))
+
+    # over the input CTEs (a de-duplicating policy's one row per key: the rows the metrics read)
+    parts.append(_invalid("recs_in", [*runs, "user_id", "item_id", "ord"], ["ord"], "recs_invalid_rows", RECS_ROWS))
+    names.append("recs_invalid_rows")
+    if dedup:
+        duplicates("recs_duplicate_rows", "", [])
+    else:  # the ranked rows kept, of the main list and of a second view's list: the larger count
+        names.append("recs_duplicate_rows")
+        per_list = union_all([_extra_copies(t, [*runs, "user_id", "item_id"], "d", cut) for t, cut in cuts.items()
+                               if t in read])
+        parts.append(exp.select(exp.alias_(exp.cast(exp.Max(this=exp.column("d")), "BIGINT"), "recs_duplicate_rows"))
+                     .from_(per_list.subquery("l")))
+    if plan.truth is not None and "truth_in" in read:
+        too_large = exp.GT(this=exp.column("relevance"), expression=exp.Literal.number(MAX_EXPONENT)) if exponent else None
+        parts.append(_invalid("truth_in", [*(runs if plan.truth_has_runs else []), "user_id", "item_id", "relevance"],
+                              ["relevance"], "truth_invalid_rows", also=too_large))
+        names.append("truth_invalid_rows")
+        duplicates("truth_duplicate_rows", "truth_in", [*(runs if plan.truth_has_runs else []), "user_id", "item_id"])
+    if plan.baseline is not None and "baseline_in" in read:
+        parts.append(_invalid("baseline_in", ["user_id", "item_id", "ord"], ["ord"], "baseline_invalid_rows"))
+        names.append("baseline_invalid_rows")
+        duplicates("baseline_duplicate_rows", "baseline_in", ["user_id", "item_id"])
+    if plan.items is not None and "items_in" in read:
+        parts.append(_invalid("items_in", ["item_id"], [], "items_invalid_rows",
+                              also=exp.or_(*[ITEM_VALUE_INVALID[n](exp.column(n)) for n in ITEM_VALUE_INVALID
+                                             if n in needed] or [exp.false()])))
+        names.append("items_invalid_rows")
+        duplicates("items_duplicate_rows", "items_in", ["item_id"])
+    if plan.item_features is not None and "features" in needed and "features_in" in read:
+        duplicates("item_features_duplicate_rows", "features_in", ["item_id", "feature"])
+    aliases = {n: f"c{i}" for i, part in enumerate(parts) for n in [e.alias for e in part.expressions]}
+    select = exp.select(*[exp.alias_(exp.column(n, table=aliases[n]) if n in aliases
+                                     else exp.cast(exp.Literal.number(0), "BIGINT"), n) for n in [*names, RECS_ROWS]])
+    select = select.from_(parts[0].subquery("c0"))
+    for i, part in enumerate(parts[1:], 1):
+        select = select.join(part.subquery(f"c{i}"), join_type="cross")
+    return select, names

@@ -1,0 +1,151 @@
+"""The input relations as the stage reads them: recs, truth and the optional side inputs, with
+the user's columns renamed to internal ones and ids cast so that they compare by value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import sqlglot
+from sqlglot import exp
+
+from ..errors import RecsqlError
+from .plan import internal_runs, Plan, quoted_column
+
+
+def _keyed_input(relation: exp.Expression, keys: list[exp.Expression], value: exp.Expression,
+                 name: str, best: type[exp.AggFunc] | None) -> exp.Select:
+    """``SELECT keys, value AS name FROM relation``; with ``best`` (MIN/MAX), one row per key."""
+    if best is None:
+        return exp.select(*keys, exp.alias_(value, name)).from_(relation.copy())
+    select = exp.select(*keys, exp.alias_(best(this=value), name)).from_(relation.copy())
+    return select.group_by(*[exp.column(k.alias) for k in keys])
+
+
+# Id columns of a type that would compare other than by value, read as the type that does (keyed by
+# (input, internal id) in Plan.id_casts): enumerations (DuckDB ENUM from a pandas Categorical,
+# ClickHouse Enum, Arrow dictionaries) as their text, not their category codes; floats as BIGINT,
+# exactly, or NULL (an invalid row) when not a whole number within ±2^53: a DOUBLE join would match
+# 2^53 to 2^53 + 1.
+MAX_WHOLE = 9_007_199_254_740_992  # 2^53
+
+
+def whole_id(column: exp.Expression) -> exp.Expression:
+    """A float id as BIGINT when it is a whole number within ±2^53, else NULL."""
+    whole = exp.and_(exp.EQ(this=column.copy(), expression=exp.Floor(this=column.copy())),
+                     exp.LTE(this=exp.Abs(this=column.copy()), expression=exp.Literal.number(MAX_WHOLE)))
+    return exp.Case(ifs=[exp.If(this=whole, true=exp.cast(column.copy(), "BIGINT"))])
+
+
+_ID_CASTS = {"text": lambda column: exp.cast(column, "VARCHAR"), "whole": whole_id}
+
+
+def _id(plan: Plan, column: str, internal: str, role: str) -> exp.Expression:
+    """An id column of input ``role``, read by value (``_ID_CASTS``), with the dialect's binary
+    collation when it holds text."""
+    value = quoted_column(column)
+    cast = plan.id_casts.get((role, internal))
+    if cast:
+        value = _ID_CASTS[cast](value)
+    if internal in plan.text_ids and plan.id_collation:
+        collation = sqlglot.parse_one(plan.id_collation, into=exp.Column) if plan.id_collation.startswith('"') \
+            else exp.var(plan.id_collation)
+        return exp.alias_(exp.Collate(this=value, expression=collation), internal)
+    return exp.alias_(value, internal)
+
+
+def _keys(plan: Plan, with_runs: bool, role: str) -> list[exp.Expression]:
+    # run keys as ids: a text run key takes the binary collation too (runs 'B' and 'b' stay two, ordered bytewise)
+    keys = [_id(plan, c, r, role) for c, r in zip(plan.run_cols, internal_runs(plan))] if with_runs else []
+    return keys + [_id(plan, plan.user_col, "user_id", role), _id(plan, plan.item_col, "item_id", role)]
+
+
+def recs_in(plan: Plan, role: str = "recs") -> exp.Select:
+    """Recommendations with internal names; ``ord`` is smaller-is-better (-score, or the rank)."""
+    order = exp.cast(quoted_column(plan.rank_col or plan.score_col), exp.DataType.build(plan.ord_type, dialect="duckdb"))
+    ord_expr = order if plan.rank_col else exp.Neg(this=order)
+    return _keyed_input(plan.recs, _keys(plan, True, role), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
+
+
+def _empty(*columns: tuple[str, str]) -> exp.Select:
+    """No rows, with the named columns: an input that was not given (typed from recs_in's ids)."""
+    return exp.select(*[exp.alias_(exp.column(src) if src in ("user_id", "item_id") else exp.cast(exp.null(), src), name)
+                        for name, src in columns]).from_("recs_in").where(exp.false())
+
+
+def truth_in(plan: Plan) -> exp.Select:
+    """Truth with internal names; relevance 1 for every row when there is no relevance column."""
+    if plan.truth is None:
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("relevance", "DOUBLE"))
+    rel = exp.cast(quoted_column(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
+    # every row, negative relevances included: the stage drops those where they mean "unjudged"
+    # (truth_runs; a second view of the list may read them as judged: second_truth)
+    return _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs, "truth"), rel, "relevance",
+                        exp.Max if plan.duplicates == "best" else None)
+
+
+ITEM_COLUMNS = ("price", "probability", "category")  # items_in's attribute columns, read when a metric needs them
+
+
+def items_in(plan: Plan, needed: set[str]) -> exp.Select:
+    if plan.items is None:
+        return _empty(("item_id", "item_id"), ("price", "DOUBLE"), ("probability", "DOUBLE"), ("category", "VARCHAR"))
+    column = {"price": plan.price_col, "probability": plan.probability_col, "category": plan.category_col}
+    values = {name: quoted_column(column[name]) if name in needed else exp.null() for name in ITEM_COLUMNS}
+    typed = {n: exp.cast(values[n], "DOUBLE") if n != "category" else values[n] for n in ITEM_COLUMNS}
+    if plan.duplicates != "best":
+        return exp.select(_id(plan, plan.item_col, "item_id", "items"),
+                          *[exp.alias_(typed[n], n) for n in ITEM_COLUMNS]).from_(plan.items.copy())
+    # a de-duplicating policy keeps one row per item: the largest of each attribute
+    return exp.select(_id(plan, plan.item_col, "item_id", "items"),
+                      *[exp.alias_(exp.Max(this=typed[n]) if isinstance(values[n], exp.Column) else typed[n], n)
+                        for n in ITEM_COLUMNS]).from_(plan.items.copy()).group_by(exp.column("item_id"))
+
+
+def interactions_in(plan: Plan) -> exp.Select:
+    if plan.interactions is None:
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"))
+    return exp.select(_id(plan, plan.user_col, "user_id", "interactions"),
+                      _id(plan, plan.item_col, "item_id", "interactions")).from_(plan.interactions.copy())
+
+
+def catalog_in(plan: Plan) -> exp.Expression:
+    """The catalog input, else the items input, else every item of truth and recommendations."""
+    source = plan.catalog if plan.catalog is not None else plan.items
+    if source is None:
+        return exp.union(exp.select("item_id").from_("truth_in"), exp.select("item_id").from_("recs_in"), distinct=False)
+    role = "catalog" if plan.catalog is not None else "items"
+    return exp.select(_id(plan, plan.item_col, "item_id", role)).from_(source.copy())
+
+
+def baseline_in(plan: Plan) -> exp.Select:
+    if plan.baseline is None:
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("ord", "DOUBLE"))
+    return recs_in(dataclasses.replace(plan, recs=plan.baseline, run_cols=(), ord_type=plan.baseline_ord_type),
+                   "baseline")
+
+
+def features_in(plan: Plan, needed: set[str]) -> exp.Select:
+    """Feature vectors as (item_id, feature, value) rows: the item_features input, or an items array
+    column expanded (DuckDB: feature = the position in the array)."""
+    if "features" not in needed:
+        return _empty(("item_id", "item_id"), ("feature", "VARCHAR"), ("value", "DOUBLE"))
+    if plan.item_features is not None:
+        value = exp.cast(quoted_column(plan.value_col), "DOUBLE")
+        rows = exp.select(_id(plan, plan.item_col, "item_id", "item_features"),
+                          exp.alias_(exp.cast(quoted_column(plan.feature_col), "VARCHAR"), "feature"),
+                          exp.alias_(exp.Max(this=value) if plan.duplicates == "best" else value, "value"))
+        rows = rows.from_(plan.item_features.copy())
+        # a de-duplicating policy keeps one value per (item, feature): the largest
+        return rows.group_by(exp.column("item_id"), exp.column("feature")) if plan.duplicates == "best" else rows
+    if plan.dialect != "duckdb":
+        raise RecsqlError(f"feature vectors as an array column ({plan.features_col!r}) are read on DuckDB; on "
+                          f"{plan.dialect}, pass item_features= with rows ({plan.item_col}, {plan.feature_col}, "
+                          f"{plan.value_col})")
+    vector = quoted_column(plan.features_col)
+    return exp.select(
+        _id(plan, plan.item_col, "item_id", "items"),
+        exp.alias_(exp.cast(exp.Explode(this=exp.Anonymous(this="RANGE", expressions=[
+            exp.Anonymous(this="LEN", expressions=[vector.copy()])])), "VARCHAR"), "feature"),
+        exp.alias_(exp.cast(exp.Explode(this=vector.copy()), "DOUBLE"), "value"),
+    ).from_(plan.items.copy())

@@ -1,0 +1,144 @@
+"""What the metrics need against what was given: metric variants fitted to the inputs, clear
+errors naming the missing input, and each metric's population and ranking view.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from ..conventions import measure_rule
+from ..errors import RecsqlError
+from ..metrics import Metric, registry
+from .plan import MAIN_LIST_FEATURES, METRIC_POPULATION_SQL, Plan, POPULATION_SQL, SECOND_SRC, TIES, View
+
+
+# What each need of a metric header (`needs:`) requires: one of these inputs, and the fix when none is given.
+_REQUIREMENTS: dict[str, tuple[set[str], str]] = {
+    "price": ({"items"}, "needs item prices: pass items= with columns {item} and {price}"),
+    "probability": ({"items"}, "needs item probabilities: pass items= with columns {item} and {probability}"),
+    "category": ({"items"}, "needs item categories: pass items= with columns {item} and {category}"),
+    "features": ({"items", "item_features"}, "needs item feature vectors: pass items= with an array column {features}, "
+                                             "or item_features= with rows ({item}, {feature}, {value})"),
+    "interactions": ({"interactions"}, "needs training interactions: pass interactions= with columns {user} and {item}"),
+    "baseline": ({"baseline"}, "needs a baseline: pass baseline= (another recommender's lists, columns like recs)"),
+    "interactions_or_baseline": ({"interactions", "baseline"}, "needs baseline= (another recommender's lists) or "
+                                 "interactions= (its k most popular items are then the baseline)"),
+}
+
+
+def fit_to_inputs(metric: Metric, given: set[str]) -> Metric:
+    """``metric`` with an enum option the user did not write moved to the first choice whose inputs
+    are given, when its default's are not: novelty's ``p`` is ``interactions`` by default, and the
+    items' given probability (``p=items``) when only ``items`` is given. Unchanged otherwise (and
+    :func:`check_inputs` then names what is missing)."""
+    def met(options: dict[str, str]) -> bool:
+        return all(_REQUIREMENTS[need][0] & given for need in metric.spec.requires(options))
+
+    options = metric.all_options()
+    if met(options):
+        return metric
+    for name, param in metric.spec.params.items():
+        if param.kind != "enum" or name in metric.explicit:
+            continue
+        for choice in param.choices:
+            if met({**options, name: choice}):
+                fitted = Metric(metric.name, metric.k, **{**dict(metric.options), name: choice})
+                fitted.explicit, fitted.asked = metric.explicit, metric.asked
+                return fitted
+    return metric
+
+
+def check_inputs(metrics: list[Metric], given: set[str], columns: dict[str, str]) -> set[str]:
+    """Refuse a metric whose inputs were not ``given`` (roles: truth, items, interactions, ...), naming
+    the input and its columns (``columns``: user, item, price, ... -> the column names); returns the
+    needs of the metrics asked."""
+    names = {k: repr(v) for k, v in columns.items()}
+    needed: set[str] = set()
+    for m in metrics:
+        if m.spec.needs_truth and "truth" not in given:
+            raise RecsqlError(f"metric {str(m)!r} needs truth (relevance judgments): pass truth=; only "
+                              f"{', '.join(sorted(n for n, s in registry().items() if not s.needs_truth))} work without it")
+        for need in m.spec.requires(m.all_options()):
+            inputs, fix = _REQUIREMENTS[need]
+            if not inputs & given:
+                raise RecsqlError(f"metric {str(m)!r} {fix.format(**names)}{_alternatives(m, given, names)}")
+            needed.add(need)
+    return needed
+
+
+def _alternatives(metric: Metric, given: set[str], names: dict[str, str]) -> str:
+    """The other choices of the options the user did not write that need other inputs, each with
+    what it needs (``; or write p=items, which needs item probabilities: ...``)."""
+    options = metric.all_options()
+    mine = metric.spec.requires(options)
+    out = []
+    for name, param in metric.spec.params.items():
+        if param.kind != "enum" or name in metric.explicit:
+            continue
+        for choice in param.choices:
+            other = metric.spec.requires({**options, name: choice})
+            missing = sorted(n for n in other if not _REQUIREMENTS[n][0] & given)
+            if choice != options[name] and other != mine and missing:
+                out.append(f"; or write {name}={choice}, which {_REQUIREMENTS[missing[0]][1].format(**names)}")
+    return "".join(out)
+
+
+def plan_inputs(plan: Plan) -> tuple[set[str], dict[str, str]]:
+    """The roles a plan was given and its column names, for :func:`check_inputs`."""
+    given = {role for role in ("truth", "items", "interactions", "catalog", "baseline", "item_features")
+             if getattr(plan, role) is not None}
+    return given, dict(item=plan.item_col, user=plan.user_col, price=plan.price_col, probability=plan.probability_col,
+                       category=plan.category_col, features=plan.features_col, feature=plan.feature_col,
+                       value=plan.value_col)
+
+
+def metric_population(plan: Plan, metric: Metric) -> str:
+    """Whom ``metric`` averages over: ``lists`` or ``global`` by its kind; a truth metric's population is
+    its measure rule's (a convention's per-measure exception) or else the plan's."""
+    if metric.spec.population != "truth":
+        return metric.spec.population
+    rule = measure_rule(plan.rules, metric)
+    return rule.population if rule is not None and rule.population else plan.population
+
+
+def population_condition(plan: Plan, metric: Metric) -> exp.Expression:
+    population = metric_population(plan, metric)
+    return sqlglot.parse_one(POPULATION_SQL.get(population) or METRIC_POPULATION_SQL[population])
+
+
+def metric_view(plan: Plan, metric: Metric) -> View:
+    """How ``metric``'s list is ranked and judged: (tie rule, negative relevance unjudged)."""
+    rule = measure_rule(plan.rules, metric)
+    ties = rule.ties if rule is not None and rule.ties else plan.ties
+    negative = plan.negative_unjudged if rule is None or rule.negative_unjudged is None else rule.negative_unjudged
+    return ties, negative
+
+
+def second_view(plan: Plan, metrics: list[Metric]) -> tuple[View | None, list[Metric]]:
+    """The one view other than the plan's that some metrics need (a convention whose tool computes
+    them in another way: ir_measures' RR@k and Judged@k), and those metrics. They read the list
+    under it from src 9 of the stage, ranked a second time: the price of a second window (or
+    top-k) over the recommendations, paid only when such a metric is asked."""
+    main = (plan.ties, plan.negative_unjudged)
+    others = [(m, metric_view(plan, m)) for m in metrics if metric_view(plan, m) != main]
+    views = list(dict.fromkeys(view for _, view in others))
+    if not views:
+        return None, []
+    if len(views) > 1:
+        raise RecsqlError(f"convention {plan.convention!r} ranks {', '.join(str(m) for m, _ in others)} in more than "
+                          "one other way; ask for them in separate evaluations")
+    for m, (ties, _) in others:
+        if ties not in TIES or ties == "average" or m.spec.features(m.all_options()) & MAIN_LIST_FEATURES:
+            raise RecsqlError(f"metric {str(m)!r} is ranked under its own tie rule ({ties}) by convention "
+                              f"{plan.convention!r} and cannot be computed with these options")
+    return views[0], [m for m, _ in others]
+
+
+def on_second_list(tree: exp.Expression) -> exp.Expression:
+    """A metric expression reading the list under the second view: ``src = 1`` -> ``src = 9``."""
+    for eq in list(tree.find_all(exp.EQ)):
+        if (isinstance(eq.this, exp.Column) and eq.this.name == "src" and isinstance(eq.expression, exp.Literal)
+                and eq.expression.this == "1"):
+            eq.set("expression", exp.Literal.number(SECOND_SRC))
+    return tree

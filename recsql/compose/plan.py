@@ -1,0 +1,108 @@
+"""What the composer is given: the :class:`Plan` (bound relations, column names, options) and the
+constants every part of it shares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from ..conventions import MeasureRule
+
+
+RUN_KEYS = "run_keys"
+
+
+POPULATIONS = ("relevant", "intersection", "judged")
+
+
+TIES = ("item_id", "item_id_desc", "average")
+
+
+# Which users each population averages over, from a user's flags (relevant truth items, truth rows, recs).
+POPULATION_SQL = {
+    "relevant": "_n_rel > 0",
+    "intersection": "_n_rel > 0 AND _has_recs = 1",
+    "judged": "_n_truth > 0",
+}
+
+
+# Whose values each metric's population holds (header `population:`, recsql/metrics.py).
+METRIC_POPULATION_SQL = {"lists": "_has_recs = 1", "global": "_is_global = 1"}
+
+
+# Stage features read from the main list's rows (src 1) by other CTEs: a metric ranked under a
+# second tie rule (src 9) cannot use them.
+MAIN_LIST_FEATURES = {"list_ideal", "pairs", "corr", "cascade", "exposure", "tie_bounds"}
+
+
+SECOND_SRC = 9  # sql/_ranked.sql: the list under a second tie rule
+
+
+OUTPUTS = ("per_user", "summary", "raw", "checks")
+
+
+MAX_SLOTS = 10_000  # positions sql/_ranked.sql's slot_positions generates (four digit tables)
+
+
+TOPK_MAX_K = 100_000  # above this a per-user heap is no faster than sorting (DuckDB's MIN_BY takes n < 1e6)
+
+
+@dataclass
+class Plan:
+    """Everything the composer needs besides the metrics: bound relations and column names."""
+
+    recs: exp.Expression
+    truth: exp.Expression
+    items: exp.Expression | None = None
+    user_col: str = "user_id"
+    item_col: str = "item_id"
+    score_col: str | None = "score"
+    rank_col: str | None = None
+    relevance_col: str | None = "relevance"
+    price_col: str = "price"
+    run_cols: tuple[str, ...] = ()
+    truth_has_runs: bool = False
+    threshold: float = 1.0
+    population: str = "relevant"
+    duplicates: str = "error"
+    text_ids: frozenset = frozenset()  # internal id columns ("user_id", "item_id") holding strings
+    topk: str | None = None  # engine whose top-k override (sql/_topk.<engine>.sql) replaces ROW_NUMBER
+    inline: tuple[str, ...] = ()  # CTEs to write AS NOT MATERIALIZED (recsql/dialects.py)
+    id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
+    ties: str = "item_id"  # tie rule: item_id (ascending), item_id_desc, or average (expected value)
+    id_order: str = "native"  # "text": tied ids compare as text, bytewise (trec_eval's strcmp), whatever their type
+    id_text: str = "VARCHAR"  # the type ids are cast to for that (a bytewise-comparing one: recsql/dialects.py)
+    rules: dict[str, MeasureRule] = field(default_factory=dict)  # per-measure rules of the convention in force
+    negative_unjudged: bool = False  # truth rows with relevance < 0 mean "unjudged" (trec_eval): dropped
+    gain_rule: str = "all"  # "relevant": items below the threshold give no gain (ranx)
+    convention: str = "recsql"  # fills in the metric options the user did not write (recsql/conventions.py)
+    dialect: str = "duckdb"
+    ord_type: str = "DOUBLE"  # the type recs are ranked in (validate.order_type: exact for wide integers/decimals)
+    baseline_ord_type: str = "DOUBLE"
+    id_casts: dict[tuple[str, str], str] = field(default_factory=dict)  # (input, internal id) -> _ID_CASTS key
+    item_needs: frozenset = frozenset()  # the items' value columns the metrics read (explaining a failed check)
+    # Inputs of the beyond-accuracy metrics (README, "Beyond accuracy and user models"), each optional.
+    interactions: exp.Expression | None = None  # (user, item) seen in training
+    catalog: exp.Expression | None = None  # items; default: the items input, else truth ∪ recs items
+    baseline: exp.Expression | None = None  # another recommender's lists, ordered like recs
+    item_features: exp.Expression | None = None  # (item, feature, value) rows
+    probability_col: str = "probability"
+    category_col: str = "category"
+    features_col: str = "features"  # an items column holding a feature vector (array; DuckDB)
+    feature_col: str = "feature"
+    value_col: str = "value"
+
+
+def quoted_column(name: str, table: str | None = None) -> exp.Column:
+    """A user-named column as a quoted identifier."""
+    return exp.column(exp.to_identifier(name, quoted=True), table=table)
+
+
+def internal_runs(plan: Plan) -> list[str]:
+    """Internal names of the run key columns: _run0, _run1, ..."""
+    return [f"_run{i}" for i in range(len(plan.run_cols))]
+
+
+View = tuple  # (tie rule, negative_unjudged): how a list is ranked and judged for a metric

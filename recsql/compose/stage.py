@@ -1,0 +1,191 @@
+"""The ranked-rows stage (``sql/_ranked.sql``) fitted to the metrics asked: features nobody needs
+pruned, the tie rule and the top-k cut applied, run keys expanded.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+
+from ..errors import RecsqlError
+from ..metrics import Metric
+from ..templates import read_template
+from .plan import internal_runs, MAX_SLOTS, Plan, TOPK_MAX_K, View
+from .rewrite import alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column, pad_union, substitute, union_all, union_branches
+
+
+def _cutoffs_select(ks: list[int]) -> exp.Expression:
+    return union_all([exp.select(exp.alias_(exp.Literal.number(k), "k")) for k in ks])
+
+
+def _cascades_select(keys: list[tuple[str, str]]) -> exp.Expression:
+    """(kind, grade) rows for the cascade metrics asked: grade NULL = the largest relevance in truth."""
+    return union_all([exp.select(exp.alias_(exp.Literal.string(kind), "kind"),
+                                  exp.alias_(exp.cast(exp.null() if grade == "auto" else exp.Literal.number(grade),
+                                                      "DOUBLE"), "grade"))
+                       for kind, grade in keys])
+
+
+@lru_cache(maxsize=1)
+def _parsed_stage() -> exp.Select:
+    return sqlglot.parse_one(read_template("_ranked")[1], read="duckdb")
+
+
+# Optional parts of the stage, each kept only when an asked metric's header names its feature.
+# UNION ALL branches of `stacked`, by the CTE they read:
+_BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
+             "corr": "corr_rows", "cascade": "cascade_rows"}
+
+
+# Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
+_JOINS = {"popularity": ("ranked", {"pop"}), "baseline": ("ranked", {"b"}), "interaction_users": ("ranked", {"iu"}),
+          "catalog": ("ranked", {"cs"}), "categories": ("pair_rows", {"ca", "cb"}),
+          "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
+
+
+# Columns (CTE, column, type) replaced by a typed NULL when the feature is off (None: the order's type).
+_COLUMNS = {"tie_bounds": (("list_judged", "ord", None), ("list_rows", "tie_first", "BIGINT"),
+                           ("list_rows", "tie_last", "BIGINT"))}
+
+
+# Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
+_CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr"}
+
+
+def _feature_key(feature: str, metric: Metric) -> object:
+    """What a feature is built for: the metric's cutoff, or for cascades (metric, max_grade)."""
+    if feature == "cascade":
+        return metric.name, metric.all_options().get("max_grade", "auto")
+    return metric.k or 0
+
+
+def _tie_key(plan: Plan) -> exp.Expression:
+    """What tied items are ordered by: the item id, or under a convention whose tool compares ids as
+    text (``id_order="text"``: trec_eval's strcmp, Python's str order) its text compared bytewise,
+    whatever the column type: a cast to the dialect's bytewise text type, with its binary collation
+    where the default is not bytewise. A text id needs no cast: recs_in gave it that collation."""
+    item = exp.column("item_id")
+    if plan.id_order != "text" or "item_id" in plan.text_ids:
+        return item
+    text = exp.cast(item, exp.DataType.build(plan.id_text))
+    if plan.id_collation and plan.id_text.upper().startswith("VARCHAR"):
+        collation = sqlglot.parse_one(plan.id_collation, into=exp.Column) if plan.id_collation.startswith('"') \
+            else exp.var(plan.id_collation)
+        return exp.Collate(this=text, expression=collation)
+    return text
+
+
+def _order_ties(node: exp.Expression, ties: str, key: exp.Expression) -> None:
+    """Tied items (``ORDER BY ord ASC, item_id ASC``) ordered by ``key``, descending for item_id_desc."""
+    for ordered in list(node.find_all(exp.Ordered)):
+        if isinstance(ordered.this, exp.Column) and ordered.this.name == "item_id":
+            ordered.set("this", key.copy())
+            ordered.set("desc", ties == "item_id_desc")
+
+
+def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: dict) -> None:
+    """Set the ranking of a list CTE (list_ranked, second_ranked) for a tie rule: DuckDB's top-k
+    override (sql/_topk.duckdb.sql) where it applies (ascending ties, a cutoff), else ROW_NUMBER with
+    the tie key."""
+    key = _tie_key(plan)
+    if (ties == "item_id" and plan.topk and max_k is not None and max_k <= TOPK_MAX_K
+            and "tie_bounds" not in features):
+        name = f"_topk.{plan.topk}"
+        override = substitute(sqlglot.parse_one(read_template(name)[1], read="duckdb"), {"max_k": max_k},
+                               f"sql/{name}.sql")
+        for tup in override.find_all(exp.Tuple):
+            for col in list(tup.find_all(exp.Column)):
+                if col.name == "item_id":
+                    col.replace(key.copy())
+        cte.set("this", override)
+    else:
+        _order_ties(cte.this, ties, key)
+
+
+def largest_cutoff(metrics: list[Metric]) -> int | None:
+    """The cutoff a list is cut at for these metrics (None: the whole list)."""
+    if any(m.k is None or m.spec.full_list for m in metrics):
+        return None
+    return max((m.k for m in metrics), default=1)
+
+
+def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
+           second_metrics: list[Metric] = ()) -> exp.Select:
+    """The ranked-rows stage for ``metrics`` (all asked) of which ``second_metrics`` read the list
+    under the ``second`` view (src 9), the others under the plan's."""
+    stage = _parsed_stage().copy()
+    features: dict[str, set] = {}
+    for m in metrics:
+        if m.k is None and m.spec.features(m.all_options()) & {"list_ideal", "slots"}:
+            raise RecsqlError(f"metric {str(m)!r} needs a cutoff with these options (its ideal order is cut at k): "
+                              f"write it as '{m}@10'")
+        for feat in m.spec.features(m.all_options()):
+            features.setdefault(feat, set()).add(_feature_key(feat, m))
+    if max(features.get("slots", {0})) > MAX_SLOTS:
+        raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
+                          f"got k = {max(features['slots'])}")
+    second_ids = {id(m) for m in second_metrics}
+    negative = bool(plan.relevance_col) and plan.negative_unjudged
+    second_negative = bool(plan.relevance_col) and second is not None and second[1]
+    values = {
+        "ties": plan.ties,
+        "gain_rule": plan.gain_rule,
+        "threshold": plan.threshold,
+        # the main list serves every other metric (and says who has recommendations: one row is enough)
+        "max_k": largest_cutoff([m for m in metrics if id(m) not in second_ids]),
+        "max_slot_k": max(features.get("slots", {0})),
+        "max_pair_k": max(features.get("pairs", {0})),
+        "negative_unjudged": "yes" if negative else "no",
+        "second_negative_unjudged": "yes" if second_negative else "no",
+        "second_max_k": largest_cutoff(list(second_metrics)),
+    }
+    stage = fold_constants(substitute(stage, values, "sql/_ranked.sql"))
+    with_ = stage.args["with_"]
+    ctes = {c.alias: c for c in with_.expressions}
+    _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
+    _order_ties(ctes["baseline_ranked"].this, plan.ties, _tie_key(plan))
+    if second is not None:
+        _ranking(plan, ctes["second_ranked"], second[0], values["second_max_k"], {})
+        if second_negative == negative:  # the main list's truth serves: no second copy of truth
+            for table in ctes["second_judged"].this.find_all(exp.Table):
+                if table.name == "second_truth":
+                    table.set("this", exp.to_identifier("truth_runs"))
+    if plan.ties == "average":
+        override = sqlglot.parse_one(read_template("_ties_average")[1], read="duckdb")
+        ctes["list_judged"].set("this", fold_constants(substitute(override, values, "sql/_ties_average.sql")))
+    for table, feature in _CUT_TABLES.items():
+        ctes[table].set("this", _cutoffs_select(sorted(features.get(feature, {1}))))
+    ctes["cascade_params"].set("this", _cascades_select(sorted(features.get("cascade", {("err", "auto")}))))
+    for feature, (cte, aliases) in _JOINS.items():
+        if feature not in features:
+            drop_joins(ctes[cte].this, aliases)
+    for feature, columns in _COLUMNS.items():
+        if feature not in features:
+            for cte, column, type_ in columns:
+                null_column(ctes[cte].this, column, type_ or exp.DataType.build(plan.ord_type, dialect="duckdb"))
+    # Keep the UNION ALL branches of the features asked for, padded to the same columns.
+    unused = {table for feature, table in _BRANCHES.items() if feature not in features}
+    if second is None:
+        unused.add("second_rows")
+    every = union_branches(ctes["stacked"].this)
+    kept = [b for b in every if b.args["from_"].this.name not in unused]
+    pad_union(kept, every)
+    ctes["stacked"].set("this", union_all(kept))
+    # Shared truth is copied to every run; truth that carries the run keys keeps the rows of the runs
+    # the recommendations hold (a run is a key present in recs: truth of another run adds no row);
+    # with no runs there is nothing to copy.
+    for name in ("truth_runs", "second_truth"):
+        truth_runs = ctes[name].this
+        if not plan.run_cols:
+            drop_join(truth_runs, "runs")
+            for col in truth_runs.find_all(exp.Column):
+                if col.table == "runs":
+                    col.set("table", exp.to_identifier("t"))
+        elif plan.truth_has_runs:
+            for join in truth_runs.args["joins"]:
+                if join.this.alias_or_name == "runs":
+                    join.set("kind", None)
+                    join.set("on", exp.column("run_keys", table="runs").eq(exp.column("run_keys", table="t")))
+    return alias_projections(fold_constants(expand_run_keys(stage, internal_runs(plan))))

@@ -1,0 +1,197 @@
+"""The final statement: per-user values, the summary or raw rows, population counts, and the
+finishing select.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import sqlglot
+from sqlglot import exp
+
+from ..conventions import resolve_metric
+from ..errors import RecsqlError
+from ..metrics import Metric, registry
+from .checks import DIAGNOSTICS, input_checks, RECS_ROWS, uses_exponent
+from .expressions import metric_expression
+from .inputs import baseline_in, catalog_in, features_in, interactions_in, items_in, recs_in, truth_in
+from .needs import check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs, population_condition, second_view
+from .plan import internal_runs, METRIC_POPULATION_SQL, OUTPUTS, Plan, POPULATION_SQL, POPULATIONS, TIES
+from .rewrite import fold_constants, prune, union_branches
+from .stage import build_stage, largest_cutoff
+
+
+def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> None:
+    """Keep only the columns of ``ranked`` the metrics read, and the columns of ``stacked`` those
+    need, so the rendered query carries no column nobody asked for."""
+    ctes = {c.alias: c.this for c in stage.args["with_"].expressions}
+    keep = set(keys) | {"user_id", "src"}
+    used = keep | {c.name for c in per_user.find_all(exp.Column)}
+    ranked = ctes["ranked"]
+    ranked.set("expressions", [e for e in ranked.expressions if e.alias_or_name in used])
+    used_stacked = keep | {c.name for c in ranked.find_all(exp.Column) if c.table == "s"}
+    for branch in union_branches(ctes["stacked"]):
+        branch.set("expressions", [e for e in branch.expressions if e.alias_or_name in used_stacked])
+        if branch.args["from_"].this.name == "second_rows":  # the second list computes only what is read
+            read = set(keys) | {"user_id"} | {c.name for c in branch.find_all(exp.Column)}
+            rows = ctes["second_rows"]
+            rows.set("expressions", [e for e in rows.expressions if e.alias_or_name in read])
+
+
+def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.Select:
+    """The whole statement: ``per_user`` (population rows), ``summary`` (one row per run), or
+    ``raw`` (every user seen, internal column names and the flags ``_in_population``,
+    ``_has_recs``, ``_n_rel``; :func:`finalize` turns it into the other two)."""
+    if plan.population not in POPULATIONS:
+        raise RecsqlError(f"population={plan.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")
+    if output not in OUTPUTS:
+        raise RecsqlError(f"output={output!r} is not valid; choose one of {', '.join(OUTPUTS)}")
+    if plan.ties not in TIES:
+        raise RecsqlError(f"ties={plan.ties!r} is not valid; choose one of {', '.join(TIES)}")
+    given, _ = plan_inputs(plan)
+    resolved = [fit_to_inputs(resolve_metric(m, plan.convention), given) for m in metrics]
+    for rule in plan.rules.values():
+        if rule.population is not None and rule.population not in POPULATIONS:
+            raise RecsqlError(f"population={rule.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")
+    for m in resolved:
+        if not m.spec.supports_ties(metric_view(plan, m)[0], m.all_options()):
+            supported = sorted(n for n, s in registry().items() if s.ties)
+            raise RecsqlError(f"metric {str(m)!r} has no exact expected value under ties='average'; "
+                              f"metrics that do: {', '.join(supported)} (ndcg/idcg not with ideal=list). "
+                              "Use ties='item_id' (deterministic) for the others")
+    needed = check_inputs(resolved, *plan_inputs(plan))
+    second, second_metrics = second_view(plan, resolved)
+    stage = build_stage(plan, resolved, second, second_metrics)
+    with_ = stage.args["with_"]
+    on_second = {id(m) for m in second_metrics}
+
+    def expression(m: Metric) -> exp.Expression:
+        tree = metric_expression(m, context)
+        return on_second_list(tree) if id(m) in on_second else tree
+
+    inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", items_in(plan, needed)),
+              ("interactions_in", interactions_in(plan)), ("catalog_in", catalog_in(plan)),
+              ("baseline_in", baseline_in(plan)), ("features_in", features_in(plan, needed))]
+    runs = internal_runs(plan)
+    context = {"ties": plan.ties, "has_baseline": "yes" if plan.baseline is not None else "no"}
+    has_global = any(m.spec.population == "global" for m in resolved)
+    per_user = exp.select(
+        *[exp.column(r) for r in runs], "user_id",
+        exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
+        exp.alias_(exp.Max(this=exp.column("n_truth")), "_n_truth"),
+        exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
+        *([exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 5 THEN 1 ELSE 0 END")), "_is_global")]
+          if has_global else []),
+        *[exp.alias_(exp.cast(expression(m), "DOUBLE"), f"_m{i}") for i, m in enumerate(resolved)],
+    ).from_("ranked").group_by(*[exp.column(r) for r in runs], "user_id")
+    _prune_columns(stage, per_user, runs)
+    per_user_pops = list({e.sql(): e for e in (population_condition(plan, m) for m in resolved
+                                                if m.spec.population != "global")}.values())
+    in_pop = exp.or_(*per_user_pops) if per_user_pops else exp.false()
+    def value(i: int, m: Metric) -> exp.Expression:
+        """A metric's value on a user's row: masked to its population; a global metric's one value
+        (on the run's global row, whose user_id is NULL) copied to every row of the run."""
+        masked = exp.Case(ifs=[exp.If(this=population_condition(plan, m), true=exp.column(f"_m{i}"))])
+        if m.spec.population != "global":
+            return masked
+        return exp.Window(this=exp.Max(this=masked), partition_by=[exp.column(r) for r in runs] or None)
+
+    flagged = exp.select(
+        *[exp.column(r) for r in runs], "user_id",
+        *[exp.alias_(value(i, m), f"_m{i}") for i, m in enumerate(resolved)],
+        exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
+        "_has_recs", "_n_rel", "_n_truth", *(["_is_global"] if has_global else []),
+    ).from_("per_user_raw")
+    ctes = [exp.CTE(this=q, alias=exp.to_identifier(a), **({"materialized": False} if a in plan.inline else {}))
+            for a, q in inputs]
+    ctes += list(with_.expressions)
+    ctes.append(exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")))
+    diagnostics: list[str] = []
+    if output != "per_user":  # the input checks travel in the statement, as columns of every raw row
+        probe = exp.With(expressions=[c.copy() for c in ctes])
+        prune(probe, exp.select("*").from_("per_user_raw"))
+        main = largest_cutoff([m for m in resolved if id(m) not in on_second])
+        checks, diagnostics = input_checks(plan, needed, {c.alias for c in probe.expressions},
+                                      {"list_ranked": main, "second_ranked": largest_cutoff(second_metrics)},
+                                      exponent=uses_exponent(probe))
+        ctes.append(exp.CTE(this=checks, alias=exp.to_identifier("checks")))
+        flagged = flagged.join("checks", join_type="cross")
+        flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in [*diagnostics, RECS_ROWS]]])
+    if has_global:  # the exposure rows' global row (user_id NULL) is not a user
+        user_rows = exp.select("*").from_("per_user_all").where(exp.column("_is_global").eq(0))
+        ctes += [exp.CTE(this=fold_constants(flagged), alias=exp.to_identifier("per_user_all")),
+                 exp.CTE(this=user_rows, alias=exp.to_identifier("per_user"))]
+    else:
+        ctes.append(exp.CTE(this=fold_constants(flagged), alias=exp.to_identifier("per_user")))
+    if output == "checks":  # the checks alone (evaluate, when the raw rows hold no user to carry them)
+        final = exp.select(*diagnostics, RECS_ROWS).from_("checks")
+    elif output == "raw":
+        final = exp.select("*").from_("per_user")
+    else:
+        final = finalize(plan, metrics, output, diagnostics)
+    statement = final.copy()
+    new_with = exp.With(expressions=ctes)
+    statement.set("with_", new_with)
+    prune(new_with, final)
+    return statement
+
+
+def _run_aliases(plan: Plan) -> list[exp.Expression]:
+    return [exp.alias_(exp.column(r), exp.to_identifier(c, quoted=True)) for r, c in zip(internal_runs(plan), plan.run_cols)]
+
+
+_SUMMARY: dict[str, type[exp.AggFunc]] = {"mean": exp.Avg, "sum": exp.Sum, "global": exp.Max}
+
+
+def population_counts(plan: Plan, metrics: list[Metric]) -> list[tuple[str, str, str]]:
+    """The summary's user counts, one per population the asked metrics average over, as
+    (column, condition on the raw per-user rows, metric kind): ``n_users`` for the truth metrics'
+    population (the plan's: the convention's or ``population=``), ``n_users_<metric>`` for a truth
+    metric a convention averages over another population (msr's ndcg), ``n_users_with_recs`` for the
+    list-only metrics; global metrics average over nobody. A count is there only when a metric
+    uses its population, so a column always means the same thing."""
+    counts: dict[str, tuple[str, str]] = {}
+    for m in metrics:
+        population = metric_population(plan, m)
+        if m.spec.population == "truth":
+            name = "n_users" if population == plan.population else f"n_users_{m.name}"
+            counts.setdefault(name, (POPULATION_SQL[population], "truth"))
+        elif m.spec.population == "lists":
+            counts.setdefault("n_users_with_recs", (METRIC_POPULATION_SQL["lists"], "lists"))
+    order = sorted(counts, key=lambda n: (n != "n_users", n == "n_users_with_recs"))  # stable otherwise
+    return [(name, *counts[name]) for name in order]
+
+
+def _count(condition: str, name: str) -> exp.Expression:
+    return exp.alias_(sqlglot.parse_one(f"CAST(COALESCE(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END), 0) AS BIGINT)"),
+                      name)
+
+
+def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequence[str] = ()) -> exp.Select:
+    """The last SELECT, over the relation ``per_user`` (the raw rows): summary or per-user.
+    ``diagnostics``: the input-check columns the raw rows carry (:func:`compose`), copied to the summary."""
+    names = [exp.to_identifier(m.column, quoted=True) for m in metrics]
+    checks = [n for n in diagnostics if n in DIAGNOSTICS]
+    if output == "summary":
+        # each _m column holds values only for its metric's population (compose); a global metric's
+        # one value sits on the run's global row
+        diagnostics = [] if plan.truth is None else [
+            _count("_n_rel > 0 AND _has_recs = 0", "users_without_recs"),
+            _count("_n_rel = 0 AND _has_recs = 1", "recs_users_without_truth")]
+        select = exp.select(
+            *_run_aliases(plan),
+            *[_count(condition, name) for name, condition, _ in population_counts(plan, metrics)],
+            *[exp.alias_(_SUMMARY[m.spec.population if m.spec.population == "global" else m.spec.summary](
+                this=exp.column(f"_m{i}")), n) for i, (m, n) in enumerate(zip(metrics, names))],
+            *diagnostics,
+            # from the checks CTE itself, not the per-user rows: invalid rows may leave no user at all
+            *[exp.alias_(exp.Subquery(this=exp.select(n).from_("checks")), n) for n in checks],
+        ).from_("per_user")
+        runs = [exp.column(r) for r in internal_runs(plan)]
+        return select.group_by(*runs).order_by(*runs) if runs else select
+    select = exp.select(
+        *_run_aliases(plan), exp.alias_(exp.column("user_id"), exp.to_identifier(plan.user_col, quoted=True)),
+        *[exp.alias_(exp.column(f"_m{i}"), n) for i, (m, n) in enumerate(zip(metrics, names))
+          if m.spec.population != "global"],
+    ).from_("per_user")
+    return select.where(exp.column("_in_population").eq(1)).order_by(*[exp.column(r) for r in internal_runs(plan)], "user_id")
