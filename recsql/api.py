@@ -233,7 +233,7 @@ EXTRA_INPUTS = INPUT_ROLES[2:]
 # Column options of those inputs (Plan fields), with their defaults.
 EXTRA_COLUMNS = {"probability_col": "probability", "category_col": "category", "features_col": "features",
                  "feature_col": "feature", "value_col": "value"}
-# Items columns read for a metric's needs (recsql/compose.py _REQUIREMENTS): need -> column option.
+# Items columns read for a metric's needs (recsql/compose/needs.py _REQUIREMENTS): need -> column option.
 _ITEM_NEEDS = {"price": "price_col", "probability": "probability_col", "category": "category_col"}
 
 
@@ -335,7 +335,7 @@ def _count(condition: exp.Expression) -> exp.Expression:
     return exp.Coalesce(this=count, expressions=[exp.Literal.number(0)])  # SUM of no rows is NULL
 
 
-# The input checks run inside the evaluation query (recsql/compose.py DIAGNOSTICS: columns of every
+# The input checks run inside the evaluation query (recsql/compose/checks.py DIAGNOSTICS: columns of every
 # raw row); the functions below run only when a check found something, to name the column and give
 # examples. They read the inputs again, so if the data changed in between they may find less: the
 # error is raised anyway, from the counts the query saw.
