@@ -13,7 +13,9 @@
 --
 -- Output: `ranked`, one row per
 --   src 1  list position: rank 1..k of the user's list, judged against truth
---   src 2  truth item: ideal_rank = position in the truth order (relevance desc, item_id asc)
+--   src 2  truth item: ideal_rank = position in the truth order (relevance desc, item_id asc),
+--          numbered once per truth user (truth_ordered) and copied to every run: shared truth is
+--          not sorted again for each run
 --   src 3  list item in its re-sorted order for cutoff `cut` (feature list_ideal, ideal = list)
 --   src 4  ideal slot 1..k of gain 1 (feature slots, ideal = k_slots)
 --   src 5  item exposure of a run at cutoff `cut`, user_id NULL: the run's one "global" group
@@ -108,11 +110,16 @@ second_rows AS (
                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS nonrel_cum
     FROM second_judged
 ),
+truth_ordered AS (
+    SELECT t.run_keys, t.user_id, t.item_id, t.relevance,
+        CAST(ROW_NUMBER() OVER (PARTITION BY t.run_keys, t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+    FROM truth_in AS t
+    WHERE $negative_unjudged = 'no' OR t.relevance >= 0
+),
 truth_rows AS (
-    SELECT run_keys, user_id, item_id, relevance,
-        CASE WHEN relevance >= $threshold THEN 1 ELSE 0 END AS hit,
-        CAST(ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-    FROM truth_runs
+    SELECT runs.run_keys, t.user_id, t.item_id, t.relevance,
+        CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END AS hit, t.ideal_rank
+    FROM truth_ordered AS t CROSS JOIN runs
 ),
 list_ideal_cuts AS (
     SELECT k FROM cutoffs

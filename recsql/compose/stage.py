@@ -176,7 +176,9 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     # Shared truth is copied to every run; truth that carries the run keys keeps the rows of the runs
     # the recommendations hold (a run is a key present in recs: truth of another run adds no row);
     # with no runs there is nothing to copy.
-    for name in ("truth_runs", "second_truth"):
+    if not plan.truth_has_runs:  # truth without run keys is ordered once per user
+        ctes["truth_ordered"].set("this", expand_run_keys(ctes["truth_ordered"].this, []))
+    for name in ("truth_runs", "second_truth", "truth_rows"):
         truth_runs = ctes[name].this
         if not plan.run_cols:
             drop_join(truth_runs, "runs")
