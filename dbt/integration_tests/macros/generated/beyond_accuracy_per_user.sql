@@ -109,15 +109,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), item_popularity AS (
   SELECT
     item_id,
@@ -432,15 +440,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), item_popularity AS (
   SELECT
     item_id,
@@ -742,15 +758,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INTEGER) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INTEGER) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS INTEGER) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), item_popularity AS (
   SELECT
     item_id,
@@ -1053,15 +1077,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), item_popularity AS (
   SELECT
     item_id,
@@ -1363,15 +1395,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), item_popularity AS (
   SELECT
     item_id,
@@ -1673,15 +1713,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INT64) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INT64) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS INT64) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), item_popularity AS (
   SELECT
     item_id,
@@ -1983,15 +2031,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), item_popularity AS (
   SELECT
     item_id,
@@ -2298,15 +2354,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0 AS _run0,
-    user_id AS user_id,
-    item_id AS item_id,
-    relevance AS relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), item_popularity AS (
   SELECT
     item_id AS item_id,

@@ -91,15 +91,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -402,15 +410,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -713,15 +729,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INTEGER) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INTEGER) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS INTEGER) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1024,15 +1048,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1335,15 +1367,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1646,15 +1686,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INT64) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INT64) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS INT64) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1957,15 +2005,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -2268,15 +2324,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0 AS _run0,
-    user_id AS user_id,
-    item_id AS item_id,
-    relevance AS relevance,
-    CASE WHEN relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= -1.7976931348623157E+308 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,

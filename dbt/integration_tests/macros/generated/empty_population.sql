@@ -91,15 +91,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 99 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 99 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -405,15 +413,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 99 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 99 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -706,15 +722,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INTEGER) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INTEGER) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 99 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS INTEGER) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 99 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1008,15 +1032,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 99 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 99 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1309,15 +1341,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 99 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 99 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1610,15 +1650,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INT64) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INT64) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 99 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS INT64) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 99 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1911,15 +1959,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 99 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 99 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -2217,15 +2273,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0 AS _run0,
-    user_id AS user_id,
-    item_id AS item_id,
-    relevance AS relevance,
-    CASE WHEN relevance >= 99 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 99 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,

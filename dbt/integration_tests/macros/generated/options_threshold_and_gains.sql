@@ -96,15 +96,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 2 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 2 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), list_ideal_cuts AS (
   SELECT
     5 AS k
@@ -852,15 +860,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 2 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 2 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), list_ideal_cuts AS (
   SELECT
     5 AS k
@@ -1589,15 +1605,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INTEGER) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INTEGER) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 2 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS INTEGER) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 2 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), list_ideal_cuts AS (
   SELECT
     5 AS k
@@ -2338,15 +2362,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 2 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 2 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), list_ideal_cuts AS (
   SELECT
     5 AS k
@@ -3075,15 +3107,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 2 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 2 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), list_ideal_cuts AS (
   SELECT
     5 AS k
@@ -3831,15 +3871,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 2 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 2 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), list_ideal_cuts AS (
   SELECT
     5 AS k
@@ -4568,15 +4616,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INT64) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INT64) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 2 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS INT64) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 2 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), list_ideal_cuts AS (
   SELECT
     5 AS k
@@ -5305,15 +5361,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 2 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 2 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), list_ideal_cuts AS (
   SELECT
     5 AS k
@@ -6055,15 +6119,23 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0 AS _run0,
-    user_id AS user_id,
-    item_id AS item_id,
-    relevance AS relevance,
-    CASE WHEN relevance >= 2 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 2 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), list_ideal_cuts AS (
   SELECT
     5 AS k

@@ -100,16 +100,24 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -485,16 +493,24 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -865,16 +881,24 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INTEGER) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INTEGER) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY relevance DESC, item_id ASC) AS INTEGER) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1246,16 +1270,24 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -1626,16 +1658,24 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -2006,16 +2046,24 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INT64) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS INT64) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY relevance DESC, item_id ASC) AS INT64) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -2386,16 +2434,24 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
@@ -2771,16 +2827,24 @@ WITH recs_in AS (
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
+), truth_ordered AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
+  FROM truth_in AS t
 ), truth_rows AS (
   SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    relevance AS relevance,
-    CASE WHEN relevance >= 1 THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 ), stacked AS (
   SELECT
     _run0,
