@@ -215,10 +215,10 @@ def _served_variants(with_k: int | None, exponent: bool = True) -> list[str]:
 
 
 def _var_cases() -> list[dict]:
-    """recsql.evaluate's switches each at every value: run keys 0/1/2, summary and per user, score and
+    """recsql.evaluate's switches each at every value: run keys 0 to 4, summary and per user, score and
     rank, the three populations, whole list or cut, with and without exponential gains, safe and
     as-asked column names, an empty population, duplicated keys kept once (best, max), no relevance
-    column."""
+    column, ties='item_id_desc'."""
     return [
         dict(recsql_metrics=_served_variants(None), recsql_run_cols=["model"]),
         dict(recsql_metrics=_served_variants(3), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
@@ -237,6 +237,11 @@ def _var_cases() -> list[dict]:
              recsql_score_col=None),
         dict(recsql_metrics=_served_variants(None), recsql_run_cols=["model"], recsql_relevance_col=None,
              recsql_population="intersection"),
+        # ties='item_id_desc' and four run keys
+        dict(recsql_metrics=_served_variants(None), recsql_recs="recs_four_keys",
+             recsql_run_cols=["model", "variant", "fold", "seed"], recsql_ties="item_id_desc"),
+        dict(recsql_metrics=_served_variants(4), recsql_recs="recs_three_keys", recsql_run_cols=["model", "variant", "fold"],
+             recsql_ties="item_id_desc", recsql_output="per_user", recsql_population="judged"),
     ]
 
 
@@ -245,6 +250,7 @@ def _expected_from_vars(case: dict) -> pd.DataFrame:
                    rank_col=case.get("recsql_rank_col"), threshold=case.get("recsql_threshold"),
                    population=case.get("recsql_population", "relevant"),
                    duplicates=case.get("recsql_duplicates", "error"),
+                   ties=case.get("recsql_ties", "item_id"),
                    relevance_col=case.get("recsql_relevance_col", "relevance"))
     result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed("truth"), case["recsql_metrics"], **options)
     frame = result.per_user if case.get("recsql_output") == "per_user" else result.summary

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import duckdb
 import jinja2
+import numpy as np
 import pandas as pd
 import pytest
 import sqlglot
 from sqlglot import exp
 
 import recsql
-from recsql.dbt.evaluate import _cutoffs, _variants, refused, served, _metric
+from recsql.dbt.evaluate import EXTRA_SWITCHES, MAX_RUNS, _cutoffs, _variants, refused, served, _metric
 from recsql.dbt.model import ModelSpec, render_model
 from recsql.dbt.names import output_name
 from recsql.dbt.package import read_specs
@@ -31,11 +32,33 @@ from frames import assert_same_values
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "dbt" / "integration_tests" / "seeds"
-NAMES = ("recs", "recs_single", "recs_two_keys", "recs_duplicates", "truth", "items", "interactions", "baseline")
+NAMES = ("recs", "recs_single", "recs_two_keys", "recs_three_keys", "recs_four_keys", "recs_duplicates", "truth",
+         "items", "interactions", "baseline")
+# The recommendations with 0 to 4 run keys, and the run columns the macro is called with for each.
+BY_RUNS = {0: ("recs_single", []), 1: ("recs", ["model"]), 2: ("recs_two_keys", ["model", "variant"]),
+           3: ("recs_three_keys", ["model", "variant", "fold"]), 4: ("recs_four_keys", ["model", "variant", "fold", "seed"])}
 
 
 def _seed(name: str) -> pd.DataFrame:
     return pd.read_csv(SEEDS / f"{name}.csv")
+
+
+def with_run_key(frame: pd.DataFrame, column: str, values: tuple) -> pd.DataFrame:
+    """``frame`` with one more run key ``column`` (after the others): at ``values[0]`` its rows as they
+    are, at ``values[1]`` with the scores of each list rotated by one row (the same ties, other orders).
+    How seeds/recs_three_keys.csv (``fold``) and recs_four_keys.csv (``seed``) were made from
+    recs_two_keys.csv: :func:`test_run_key_seeds`."""
+    keys = list(frame.columns[:frame.columns.get_loc("user_id") + 1])
+    rotated = frame.assign(score=frame.groupby(keys, sort=False)["score"].transform(lambda s: np.roll(s.to_numpy(), 1)))
+    both = pd.concat([frame.assign(**{column: values[0]}), rotated.assign(**{column: values[1]})], ignore_index=True)
+    return both[[*keys[:-1], column, *frame.columns[len(keys) - 1:]]]
+
+
+def test_run_key_seeds():
+    three = with_run_key(_seed("recs_two_keys"), "fold", ("x", "y"))
+    pd.testing.assert_frame_equal(_seed("recs_three_keys"), three)
+    pd.testing.assert_frame_equal(_seed("recs_four_keys"), with_run_key(three, "seed", (1, 2)))
+    assert max(BY_RUNS) == MAX_RUNS
 
 
 def _duckdb() -> duckdb.DuckDBPyConnection:
@@ -157,14 +180,13 @@ def _served(rng: random.Random, k: int | None) -> list[str]:
 
 
 def _random_call(rng: random.Random) -> dict:
-    runs = rng.choice([0, 1, 2])
-    recs = {0: "recs_single", 1: "recs", 2: "recs_two_keys"}[runs]
-    run_cols = {0: [], 1: ["model"], 2: ["model", "variant"]}[runs]
+    runs = rng.randint(0, MAX_RUNS)
+    recs, run_cols = BY_RUNS[runs]
     pool = _served(rng, None if rng.random() < 0.5 else rng.randint(1, 6))
     metrics = list(dict.fromkeys(rng.sample(pool, min(len(pool), rng.randint(1, 6)))))
     call = dict(recs=recs, metrics=metrics, run_cols=run_cols, output=rng.choice(["summary", "per_user"]),
                 population=rng.choice(["relevant", "intersection", "judged"]),
-                threshold=rng.choice([None, 1, 2, 0.5, 99]))
+                threshold=rng.choice([None, 1, 2, 0.5, 99]), ties=rng.choice(EXTRA_SWITCHES["ties"]))
     if rng.random() < 0.3:
         call.update(score_col=None, rank_col="score")
     if rng.random() < 0.3:  # a de-duplicating policy, on recommendations with duplicated keys when they have one run key
@@ -184,13 +206,13 @@ def _expected_call(call: dict) -> pd.DataFrame:
     return _expected(call["recs"], call["metrics"], call["output"], truth="truth", **options)
 
 
-CALLS = 48
+CALLS = 64
 
 
 @pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
 def test_macro_random_calls(adapter):
     """recsql.evaluate rendered for random metric lists, options and switches (run keys, score or
-    rank, population, output, threshold, cutoffs): recsql.evaluate's numbers, and every CTE has rows."""
+    rank, population, output, threshold, tie rule, cutoffs): recsql.evaluate's numbers, and every CTE has rows."""
     package = Package(adapter)
     con = _duckdb() if adapter == "duckdb" else _sqlite()
     rng = random.Random(f"recsql-dbt-{adapter}")
@@ -204,8 +226,27 @@ def test_macro_random_calls(adapter):
         _same(_fetch(con, sql), _expected_call(call), keys, where)
 
 
+def test_macro_ties_item_id_desc():
+    """ties='item_id_desc' orders tied scores by item id descending: on the seeds' tied scores it gives
+    recsql.evaluate's numbers for that rule, which differ from ties='item_id''s."""
+    package = Package("duckdb")
+    con = _duckdb()
+    metrics = ["precision@1", "ndcg@3", "mrr@5", "map@5"]
+    got = {}
+    for ties in EXTRA_SWITCHES["ties"]:
+        call = dict(recs="recs", metrics=metrics, run_cols=["model"], output="per_user", ties=ties)
+        got[ties] = _fetch(con, _render(package, call))
+        _same(got[ties], _expected_call(call), ["model", "user_id"], ties)
+    first, second = (got[t].sort_values(["model", "user_id"]).reset_index(drop=True) for t in EXTRA_SWITCHES["ties"])
+    changed = [m for m in map(output_name, metrics) if not np.allclose(first[m], second[m], equal_nan=True)]
+    assert changed, "ties='item_id_desc' gave ties='item_id''s numbers"
+
+
 def test_macro_refuses_what_it_does_not_serve():
-    """A metric or option the macro does not compute is a compiler error naming `recsql dbt model`."""
+    """A metric or option the macro does not compute is a compiler error naming `recsql dbt model`
+    (ties='average': its expected value over tied positions exists for a few metrics only, and the
+    macro's statements are composed for every served metric); a value evaluate refuses, or more run
+    columns than the macro has statements for, is a compiler error too."""
     package = Package("duckdb")
     unserved = [f"{name}@5" if registry()[name].k_rule != "none" else name for name in registry()
                 if all(served(name, o) for o in _variants(name))]
@@ -219,6 +260,13 @@ def test_macro_refuses_what_it_does_not_serve():
     for metric in unserved:
         with pytest.raises(CompilerError, match="is not computed by recsql.evaluate yet: .* `recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=[metric], run_cols=["model"])
+    # options it does not serve, or not valid for evaluate either
+    refusals = [(dict(ties="average"), "ties='average' is not available in recsql.evaluate yet; .*`recsql dbt model`"),
+                (dict(ties="random"), "ties='random' is not valid; choose one of item_id, item_id_desc, average"),
+                (dict(run_cols=[f"r{i}" for i in range(MAX_RUNS + 1)]), f"at most {MAX_RUNS} run columns")]
+    for options, message in refusals:
+        with pytest.raises(CompilerError, match=message):
+            package.evaluate(recs="recs", truth="truth", metrics=["ndcg@5"], **{"run_cols": ["model"], **options})
 
 
 def test_model_takes_evaluates_inputs_and_options():

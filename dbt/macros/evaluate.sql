@@ -20,7 +20,10 @@
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
   {%- if convention != 'recsql' -%}{%- do later.append("convention='" ~ convention ~ "'") -%}{%- endif -%}
-  {%- if ties != 'item_id' -%}{%- do later.append("ties='" ~ ties ~ "'") -%}{%- endif -%}
+  {%- if ties not in recsql._registry().ties -%}
+    {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
+  {%- endif -%}
+  {%- if ties not in recsql._registry().served_ties -%}{%- do later.append("ties='" ~ ties ~ "'") -%}{%- endif -%}
   {%- for role, given in [('items', items), ('interactions', interactions), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
@@ -52,7 +55,7 @@
       'user_col': recsql._ident(user_col), 'item_col': recsql._ident(item_col),
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
       'relevance': 'column' if relevance_col is not none else 'none',
-      'duplicates': 'error' if duplicates == 'error' else 'best',
+      'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
   {%- set quoted = [] -%}

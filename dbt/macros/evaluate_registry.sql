@@ -21,7 +21,7 @@
   "ndcg|jarvelin|exponential|truth",
   "ndcg|log2|exponential|truth"
  ],
- "max_runs": 2,
+ "max_runs": 4,
  "metrics": {
   "accuracy": {
    "formula": "accuracy@k = (TP + TN) / N; predicted positive = the top k; TP = relevant items in the top k; TN = non-relevant items of the list beyond k; N = #(whole list \u222a relevant truth items); 0 when N = 0",
@@ -542,6 +542,15 @@
   "relevant",
   "intersection",
   "judged"
+ ],
+ "served_ties": [
+  "item_id",
+  "item_id_desc"
+ ],
+ "ties": [
+  "item_id",
+  "item_id_desc",
+  "average"
  ],
  "unserved": {
   "arp": "it reads side inputs (interactions)",

@@ -5,7 +5,8 @@ module writes, from the composer and the ``sql/`` templates (never by hand), per
 
 - ``<adapter>__recsql_evaluate_sql``: the composed statement, each CTE written once per variant of
   the *switches* it depends on (number of run keys, score or rank, population, output, whole list or
-  cut, exponential gains; and, factorised, the duplicates policy and a missing relevance column),
+  cut, exponential gains; and, factorised, the duplicates policy, a missing relevance column and the
+  tie rule: item_id or item_id_desc),
   with every value substituted as a Jinja expression (column names, the relevance threshold, the
   list's cutoff) and the metric projections as a loop over the parsed metrics;
 - ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
@@ -26,7 +27,10 @@ The statements go through :func:`recsql.dbt.model.without_empty`: an input not g
 always-empty CTE and no join of one.
 
 The metrics it serves (:func:`served`) are those whose SQL reads only recs and truth and needs no
-optional part of the ranked-rows stage; the others raise a compiler error naming ``recsql dbt model``.
+optional part of the ranked-rows stage; the others raise a compiler error naming ``recsql dbt model``,
+as do ``ties='average'`` (the composer gives its expected value over tied positions for a few
+metrics only, and refuses the representative metric lists the statements are composed with),
+``convention`` and side inputs.
 """
 from __future__ import annotations
 
@@ -51,7 +55,7 @@ NUMBER_SENTINELS = (0.3141592, 0.2718281)  # a numeric metric option
 COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col": "recsql_c_order",
            "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance"}
 RUN_SENTINEL = "recsql_c_run{}"
-MAX_RUNS = 2
+MAX_RUNS = 4
 MARK = {"raw": "recsql_metrics_raw", "flagged": "recsql_metrics_flagged", "final": "recsql_metrics_final",
         "column": "recsql_metric_column"}
 POPULATIONS = ("relevant", "intersection", "judged")
@@ -59,7 +63,8 @@ POPULATIONS = ("relevant", "intersection", "judged")
 BASE_SWITCHES = ("runs", "order", "population", "output", "whole", "exponent")
 # Switches composed by factorising (:func:`_factorised`): each value but the first (the default) is
 # composed only for the CTEs it changes, at the values of the base switches those CTEs depend on.
-EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none")}
+# ties='item_id_desc' changes list_ranked only (DuckDB's top-k serves item_id, a window the other).
+EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"), "ties": ("item_id", "item_id_desc")}
 SWITCHES = (*BASE_SWITCHES, *EXTRA_SWITCHES)
 DEFAULTS = {name: values[0] for name, values in EXTRA_SWITCHES.items()}
 
@@ -157,7 +162,7 @@ def _spec(key: dict, sentinel: int) -> ModelSpec:
     options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"],
                "relevance_col": COLUMNS["relevance_col"] if key["relevance"] == "column" else None, "run_cols": runs,
                "threshold": SENTINELS["threshold"][sentinel], "population": key["population"],
-               "duplicates": key["duplicates"]}
+               "duplicates": key["duplicates"], "ties": key["ties"]}
     if key["order"] == "rank":
         options.update(score_col=None, rank_col=COLUMNS["rank_col"])
     else:
@@ -410,12 +415,13 @@ def statement_macro(adapter_name: str) -> str:
     body = []
     for position, name in enumerate(order):
         text = _cte_text(name, framed(position, name, {i: v.get(name) for i, v in enumerate(variants)}), keys, dims[name])
-        if name in extra:
-            branches = []
+        if name in extra:  # one branch per text, for every assignment giving it (a CTE one switch leaves alone)
+            tests: dict[str, list[str]] = {}
             for assignment, sub_keys, texts in extra[name]:
-                test = " and ".join(f"rs.{s} == {v!r}" for s, v in assignment.items())
-                branches.append(("{%- if " if not branches else "{%- elif ") + test + " %}\n"
-                                + _cte_text(name, framed(position, name, texts), sub_keys, dims[name]))
+                branch = _cte_text(name, framed(position, name, texts), sub_keys, dims[name])
+                tests.setdefault(branch, []).append(" and ".join(f"rs.{s} == {v!r}" for s, v in assignment.items()))
+            branches = [("{%- if " if n == 0 else "{%- elif ") + " or ".join(f"({t})" for t in conditions) + " %}\n" + branch
+                        for n, (branch, conditions) in enumerate(tests.items())]
             text = "".join(branches) + "{%- else %}\n" + text + "{%- endif %}\n"
         body.append(text)
     return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth) -%}}\n" + "".join(body)

@@ -13,7 +13,8 @@ import json
 import re
 
 from ..metrics import _INTERVAL_RE, registry
-from .evaluate import MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric
+from ..compose import TIES
+from .evaluate import EXTRA_SWITCHES, MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric
 from .model import GENERATED, _comment
 
 
@@ -50,7 +51,8 @@ def _facts() -> dict:
                     exponent.append(key)
     aliases = {a: s.name for s in registry().values() for a in s.aliases}
     return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
-            "max_runs": MAX_RUNS, "populations": list(POPULATIONS)}
+            "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
+            "served_ties": list(EXTRA_SWITCHES["ties"])}
 
 
 def registry_macro() -> str:
@@ -190,7 +192,10 @@ EVALUATE = r"""{# GENERATED #}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
   {%- if convention != 'recsql' -%}{%- do later.append("convention='" ~ convention ~ "'") -%}{%- endif -%}
-  {%- if ties != 'item_id' -%}{%- do later.append("ties='" ~ ties ~ "'") -%}{%- endif -%}
+  {%- if ties not in recsql._registry().ties -%}
+    {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
+  {%- endif -%}
+  {%- if ties not in recsql._registry().served_ties -%}{%- do later.append("ties='" ~ ties ~ "'") -%}{%- endif -%}
   {%- for role, given in [('items', items), ('interactions', interactions), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
@@ -222,7 +227,7 @@ EVALUATE = r"""{# GENERATED #}
       'user_col': recsql._ident(user_col), 'item_col': recsql._ident(item_col),
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
       'relevance': 'column' if relevance_col is not none else 'none',
-      'duplicates': 'error' if duplicates == 'error' else 'best',
+      'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
   {%- set quoted = [] -%}

@@ -12,5 +12,6 @@
     threshold=var('recsql_threshold', none),
     population=var('recsql_population', 'relevant'),
     duplicates=var('recsql_duplicates', 'error'),
+    ties=var('recsql_ties', 'item_id'),
     relevance_col=var('recsql_relevance_col', 'relevance'),
     column_names=var('recsql_column_names', 'safe')) }}
