@@ -1075,32 +1075,31 @@ WITH recs_in AS (
 {%- elif (rs.runs == 3) %}
 , truth_rows AS (
   SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY relevance DESC, item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    runs._run2 AS _run2,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 )
 {%- elif (rs.runs == 4) %}
 , truth_rows AS (
   SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    relevance,
-    CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY relevance DESC, item_id ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM truth_runs
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    runs._run2 AS _run2,
+    runs._run3 AS _run3,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
 )
 {%- endif %}
 {%- if (rs.runs == 0) %}
