@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .plan import internal_runs, Plan
+from .plan import Plan, internal_runs
 from .rewrite import union_all
 
 

@@ -10,7 +10,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import RecsqlError
-from .plan import internal_runs, Plan, quoted_column
+from .plan import Plan, internal_runs, quoted_column
 
 
 def _keyed_input(relation: exp.Expression, keys: list[exp.Expression], value: exp.Expression,

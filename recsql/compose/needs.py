@@ -10,7 +10,7 @@ from sqlglot import exp
 from ..conventions import measure_rule
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
-from .plan import MAIN_LIST_FEATURES, METRIC_POPULATION_SQL, Plan, POPULATION_SQL, SECOND_SRC, TIES, View
+from .plan import MAIN_LIST_FEATURES, METRIC_POPULATION_SQL, POPULATION_SQL, SECOND_SRC, TIES, Plan, View
 
 
 # What each need of a metric header (`needs:`) requires: one of these inputs, and the fix when none is given.

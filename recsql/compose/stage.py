@@ -12,8 +12,9 @@ from sqlglot import exp
 from ..errors import RecsqlError
 from ..metrics import Metric
 from ..templates import read_template
-from .plan import internal_runs, MAX_SLOTS, Plan, TOPK_MAX_K, View
-from .rewrite import alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column, pad_union, substitute, union_all, union_branches
+from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs
+from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
+                      pad_union, substitute, union_all, union_branches)
 
 
 def _cutoffs_select(ks: list[int]) -> exp.Expression:

@@ -12,11 +12,12 @@ from sqlglot import exp
 from ..conventions import resolve_metric
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
-from .checks import DIAGNOSTICS, input_checks, RECS_ROWS, uses_exponent
+from .checks import DIAGNOSTICS, RECS_ROWS, input_checks, uses_exponent
 from .expressions import metric_expression
 from .inputs import baseline_in, catalog_in, features_in, interactions_in, items_in, recs_in, truth_in
-from .needs import check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs, population_condition, second_view
-from .plan import internal_runs, METRIC_POPULATION_SQL, OUTPUTS, Plan, POPULATION_SQL, POPULATIONS, TIES
+from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
+                    population_condition, second_view)
+from .plan import METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs
 from .rewrite import fold_constants, prune, union_branches
 from .stage import build_stage, largest_cutoff
 
