@@ -16,12 +16,113 @@
   "cg|exponential",
   "dcg|jarvelin|exponential",
   "dcg|log2|exponential",
+  "err|#",
+  "err|auto",
+  "idcg|jarvelin|exponential|list",
   "idcg|jarvelin|exponential|truth",
+  "idcg|log2|exponential|list",
   "idcg|log2|exponential|truth",
+  "ndcg|jarvelin|exponential|list",
   "ndcg|jarvelin|exponential|truth",
-  "ndcg|log2|exponential|truth"
+  "ndcg|log2|exponential|list",
+  "ndcg|log2|exponential|truth",
+  "pfound|#|#",
+  "pfound|auto|#"
  ],
+ "features": {
+  "err|#": [
+   "cascade"
+  ],
+  "err|auto": [
+   "cascade"
+  ],
+  "idcg|jarvelin|binary|k_slots": [
+   "slots"
+  ],
+  "idcg|jarvelin|binary|list": [
+   "list_ideal"
+  ],
+  "idcg|jarvelin|exponential|k_slots": [
+   "slots"
+  ],
+  "idcg|jarvelin|exponential|list": [
+   "list_ideal"
+  ],
+  "idcg|jarvelin|linear|k_slots": [
+   "slots"
+  ],
+  "idcg|jarvelin|linear|list": [
+   "list_ideal"
+  ],
+  "idcg|log2|binary|k_slots": [
+   "slots"
+  ],
+  "idcg|log2|binary|list": [
+   "list_ideal"
+  ],
+  "idcg|log2|exponential|k_slots": [
+   "slots"
+  ],
+  "idcg|log2|exponential|list": [
+   "list_ideal"
+  ],
+  "idcg|log2|linear|k_slots": [
+   "slots"
+  ],
+  "idcg|log2|linear|list": [
+   "list_ideal"
+  ],
+  "kendall": [
+   "pairs"
+  ],
+  "ndcg|jarvelin|binary|k_slots": [
+   "slots"
+  ],
+  "ndcg|jarvelin|binary|list": [
+   "list_ideal"
+  ],
+  "ndcg|jarvelin|exponential|k_slots": [
+   "slots"
+  ],
+  "ndcg|jarvelin|exponential|list": [
+   "list_ideal"
+  ],
+  "ndcg|jarvelin|linear|k_slots": [
+   "slots"
+  ],
+  "ndcg|jarvelin|linear|list": [
+   "list_ideal"
+  ],
+  "ndcg|log2|binary|k_slots": [
+   "slots"
+  ],
+  "ndcg|log2|binary|list": [
+   "list_ideal"
+  ],
+  "ndcg|log2|exponential|k_slots": [
+   "slots"
+  ],
+  "ndcg|log2|exponential|list": [
+   "list_ideal"
+  ],
+  "ndcg|log2|linear|k_slots": [
+   "slots"
+  ],
+  "ndcg|log2|linear|list": [
+   "list_ideal"
+  ],
+  "pfound|#|#": [
+   "cascade"
+  ],
+  "pfound|auto|#": [
+   "cascade"
+  ],
+  "spearman": [
+   "corr"
+  ]
+ },
  "max_runs": 4,
+ "max_slots": 10000,
  "metrics": {
   "accuracy": {
    "formula": "accuracy@k = (TP + TN) / N; predicted positive = the top k; TP = relevant items in the top k; TN = non-relevant items of the list beyond k; N = #(whole list \u222a relevant truth items); 0 when N = 0",
@@ -558,43 +659,13 @@
   "coverage": "it needs a part of the ranked-rows stage not generated for the macro yet (catalog, exposure)",
   "diversity|category": "it reads side inputs (category, features)",
   "diversity|features": "it reads side inputs (category, features)",
-  "err|#": "it needs a part of the ranked-rows stage not generated for the macro yet (cascade)",
-  "err|auto": "it needs a part of the ranked-rows stage not generated for the macro yet (cascade)",
   "gini": "it needs a part of the ranked-rows stage not generated for the macro yet (catalog, exposure)",
-  "idcg|jarvelin|binary|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "idcg|jarvelin|binary|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "idcg|jarvelin|exponential|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "idcg|jarvelin|exponential|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "idcg|jarvelin|linear|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "idcg|jarvelin|linear|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "idcg|log2|binary|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "idcg|log2|binary|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "idcg|log2|exponential|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "idcg|log2|exponential|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "idcg|log2|linear|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "idcg|log2|linear|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "kendall": "it needs a part of the ranked-rows stage not generated for the macro yet (pairs)",
   "money_precision": "it reads side inputs (price)",
   "money_recall": "it reads side inputs (price)",
-  "ndcg|jarvelin|binary|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "ndcg|jarvelin|binary|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "ndcg|jarvelin|exponential|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "ndcg|jarvelin|exponential|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "ndcg|jarvelin|linear|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "ndcg|jarvelin|linear|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "ndcg|log2|binary|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "ndcg|log2|binary|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "ndcg|log2|exponential|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "ndcg|log2|exponential|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
-  "ndcg|log2|linear|k_slots": "it needs a part of the ranked-rows stage not generated for the macro yet (slots)",
-  "ndcg|log2|linear|list": "it needs a part of the ranked-rows stage not generated for the macro yet (list_ideal)",
   "novelty|interactions": "it reads side inputs (interactions, probability)",
   "novelty|items": "it reads side inputs (interactions, probability)",
   "personalization": "it needs a part of the ranked-rows stage not generated for the macro yet (exposure)",
-  "pfound|#|#": "it needs a part of the ranked-rows stage not generated for the macro yet (cascade)",
-  "pfound|auto|#": "it needs a part of the ranked-rows stage not generated for the macro yet (cascade)",
   "serendipity": "it reads side inputs (interactions_or_baseline)",
-  "spearman": "it needs a part of the ranked-rows stage not generated for the macro yet (corr)",
   "surprisal": "it reads side inputs (interactions)",
   "unexpectedness": "it reads side inputs (baseline)"
  }

@@ -36,7 +36,7 @@ def _parsed_stage() -> exp.Select:
 
 # Optional parts of the stage, each kept only when an asked metric's header names its feature.
 # UNION ALL branches of `stacked`, by the CTE they read:
-_BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
+BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
              "corr": "corr_rows", "cascade": "cascade_rows"}
 
 
@@ -112,11 +112,9 @@ def largest_cutoff(metrics: list[Metric]) -> int | None:
     return max((m.k for m in metrics), default=1)
 
 
-def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
-           second_metrics: list[Metric] = ()) -> exp.Select:
-    """The ranked-rows stage for ``metrics`` (all asked) of which ``second_metrics`` read the list
-    under the ``second`` view (src 9), the others under the plan's."""
-    stage = _parsed_stage().copy()
+def stage_features(metrics: list[Metric]) -> dict[str, set]:
+    """The optional parts of the stage these metrics need, each with what it is built for; a metric
+    whose part cannot be built (an ideal order cut at no k, too many slots) raises."""
     features: dict[str, set] = {}
     for m in metrics:
         if m.k is None and m.spec.features(m.all_options()) & {"list_ideal", "slots"}:
@@ -127,6 +125,15 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     if max(features.get("slots", {0})) > MAX_SLOTS:
         raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
                           f"got k = {max(features['slots'])}")
+    return features
+
+
+def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
+           second_metrics: list[Metric] = ()) -> exp.Select:
+    """The ranked-rows stage for ``metrics`` (all asked) of which ``second_metrics`` read the list
+    under the ``second`` view (src 9), the others under the plan's."""
+    stage = _parsed_stage().copy()
+    features = stage_features(metrics)
     second_ids = {id(m) for m in second_metrics}
     negative = bool(plan.relevance_col) and plan.negative_unjudged
     second_negative = bool(plan.relevance_col) and second is not None and second[1]
@@ -167,7 +174,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
             for cte, column, type_ in columns:
                 null_column(ctes[cte].this, column, type_ or exp.DataType.build(plan.ord_type, dialect="duckdb"))
     # Keep the UNION ALL branches of the features asked for, padded to the same columns.
-    unused = {table for feature, table in _BRANCHES.items() if feature not in features}
+    unused = {table for feature, table in BRANCHES.items() if feature not in features}
     if second is None:
         unused.add("second_rows")
     every = union_branches(ctes["stacked"].this)

@@ -26,8 +26,11 @@ random calls and compares the numbers with recsql.evaluate's: that is what makes
 The statements go through :func:`recsql.dbt.model.without_empty`: an input not given leaves no
 always-empty CTE and no join of one.
 
+The optional parts of the ranked-rows stage that cascades, pairs, rank correlations, the list's own
+ideal order and k slots add are written only when a metric asked needs them (:mod:`recsql.dbt.features`).
+
 The metrics it serves (:func:`served`) are those whose SQL reads only recs and truth and needs no
-optional part of the ranked-rows stage; the others raise a compiler error naming ``recsql dbt model``,
+other optional part of the stage; the others raise a compiler error naming ``recsql dbt model``,
 as do ``ties='average'`` (the composer gives its expected value over tied positions for a few
 metrics only, and refuses the representative metric lists the statements are composed with),
 ``convention`` and side inputs.
@@ -43,15 +46,19 @@ import sqlglot
 from sqlglot import exp
 
 from ..compose import metric_expression, uses_exponent
+from ..compose.stage import stage_features as stage_parts
 from ..dialects import _native_window_nulls, dialect as get_dialect
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
+from . import features as feat
 from .adapters import ADAPTERS, DEFAULT, adapter
 from .model import GENERATED, ModelSpec, _comment, _jinja_relations, _statement, _unquote
 
 # Sentinels: (first, second) values composed; both must give the same Jinja text.
 SENTINELS = {"k": (7919, 7907), "max_k": (7877, 7883), "threshold": (0.6180339, 0.4142135)}
 NUMBER_SENTINELS = (0.3141592, 0.2718281)  # a numeric metric option
+# the second, third... numeric option of a metric (pfound's p_break besides max_grade): (first, second)
+MORE_NUMBER_SENTINELS = ((0.1414213, 0.1732050), (0.2236067, 0.2449489))
 COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col": "recsql_c_order",
            "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance"}
 RUN_SENTINEL = "recsql_c_run{}"
@@ -78,8 +85,15 @@ def _variants(name: str) -> list[dict[str, str]]:
     return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
-def _metric(name: str, k: int | None, options: dict[str, str], number: float) -> Metric:
-    return Metric(name, k, **{p: (repr(number) if v == "#" else v) for p, v in options.items()})
+def _metric(name: str, k: int | None, options: dict[str, str], number: float | list[float]) -> Metric:
+    """The metric variant with its numeric options (``#``) at ``number``, or at ``number[i]`` for the i-th."""
+    numbers = iter(number if isinstance(number, list) else itertools.repeat(number))
+    return Metric(name, k, **{p: (repr(next(numbers)) if v == "#" else v) for p, v in options.items()})
+
+
+def _numbers(sentinel: int) -> list[float]:
+    """A distinct sentinel for each numeric option of a metric."""
+    return [NUMBER_SENTINELS[sentinel], *(pair[sentinel] for pair in MORE_NUMBER_SENTINELS)]
 
 
 def _cutoffs(name: str) -> list[bool]:
@@ -88,13 +102,17 @@ def _cutoffs(name: str) -> list[bool]:
     return {"required": [True], "none": [False], "optional": [True, False]}[rule]
 
 
+def stage_features(name: str, options: dict[str, str]) -> set[str]:
+    """The optional parts of the ranked-rows stage a metric variant needs."""
+    return registry()[name].features({p: ("1" if v == "#" else v) for p, v in options.items()})
+
+
 def served(name: str, options: dict[str, str]) -> str:
     """Why ``recsql.evaluate`` cannot compute this metric variant ('' when it can)."""
     spec = registry()[name]
     if spec.needs:
         return f"it reads side inputs ({', '.join(spec.needs)})"
-    concrete = {p: ("1" if v == "#" else v) for p, v in options.items()}
-    features = spec.features(concrete)
+    features = stage_features(name, options) - set(feat.FEATURES)
     if features:
         return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
     if spec.population != "truth":
@@ -110,7 +128,7 @@ def _representatives(whole: bool, exponent: bool, k: int) -> list[str]:
     for name in registry():
         spec = registry()[name]
         for options in _variants(name):
-            if served(name, options) or (spec.full_list and not whole):
+            if served(name, options) or stage_features(name, options) or (spec.full_list and not whole):
                 continue
             for with_k in _cutoffs(name):
                 if not with_k and not whole:
@@ -129,6 +147,7 @@ def refused(metric: Metric) -> str:
     """The composer's refusal of a metric variant (a cutoff it needs with these options), or ''."""
     try:
         metric_expression(metric)
+        stage_parts([metric])
     except RecsqlError as err:
         return str(err)
     return ""
@@ -157,7 +176,7 @@ def raises_to_relevance(metric: str) -> bool:
     return uses_exponent(statement)
 
 
-def _spec(key: dict, sentinel: int) -> ModelSpec:
+def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     runs = [RUN_SENTINEL.format(i) for i in range(key["runs"])]
     options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"],
                "relevance_col": COLUMNS["relevance_col"] if key["relevance"] == "column" else None, "run_cols": runs,
@@ -168,6 +187,7 @@ def _spec(key: dict, sentinel: int) -> ModelSpec:
     else:
         options.update(score_col=COLUMNS["score_col"])
     metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel])
+    metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide]
     return ModelSpec("recsql_evaluate", metrics, output=key["output"], options=options)
 
 
@@ -252,9 +272,11 @@ def _jinja_values(text: str, sentinel: int) -> str:
     return text
 
 
-def _statement_parts(key: dict, dialect_name: str, sentinel: int) -> list[tuple[str, str]]:
-    """(CTE name or '' for the final select, Jinja text) of the statement for one switch key."""
-    spec = _spec(key, sentinel)
+def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozenset = frozenset()
+                     ) -> list[tuple[str, str]]:
+    """(CTE name or '' for the final select, Jinja text) of the statement for one switch key, with the
+    optional stage parts ``wide`` (:mod:`recsql.dbt.features`)."""
+    spec = _spec(key, sentinel, wide)
     statement, parsed = _composed(spec, dialect_name)
     statement, pieces = _marked(statement, parsed)
     _unquote(statement)
@@ -274,7 +296,10 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int) -> list[tuple[
     }
     parts = []
     for cte in tree.args["with_"].expressions:
-        parts.append((cte.alias, _sql(cte, target)))
+        if wide and cte.alias == "stacked":
+            parts.append((cte.alias, feat.guarded_stacked(cte, lambda node: _sql(node, target))))
+        else:
+            parts.append((cte.alias, _sql(cte, target)))
     final = tree.copy()
     final.set("with_", None)
     parts.append(("", _sql(final, target)))
@@ -285,7 +310,10 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int) -> list[tuple[
             text = re.sub(r"\b" + marker + r"\b", lambda _m, loop=loop: loop, text)
         text = text.replace(f'"{MARK["column"]}"', MARK["column"]).replace(MARK["column"], "{{ m.column_sql }}")
         text = _jinja_values(text, sentinel)
+        if wide:
+            text = feat.jinja_values(name, text, sentinel)
         left = [str(v) for v in (*SENTINELS["max_k"], *SENTINELS["threshold"], *COLUMNS.values()) if str(v) in text]
+        left += feat.left(text)
         if left:
             raise RuntimeError(f"sentinel {left[0]} left in the SQL of {name or 'the final select'} for {dialect_name}")
         out.append((name, text))
@@ -348,12 +376,12 @@ def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict], dims: l
     return "".join(out) + "{%- endif %}\n"
 
 
-def _parts(key: dict, target: str) -> dict[str, str]:
-    first = _statement_parts(key, target, 0)
+def _parts(key: dict, target: str, wide: frozenset = frozenset()) -> dict[str, str]:
+    first = _statement_parts(key, target, 0, wide)
     # The second composition checks the sentinels (once per composition the dialects share, on the
     # keys that vary what the numbers of the SQL are: the list's cut, run keys, output, checks).
     checked = target in ("duckdb", "postgres") and key["population"] == "relevant" and key["order"] == "score"
-    if checked and first != _statement_parts(key, target, 1):
+    if checked and first != _statement_parts(key, target, 1, wide):
         raise RuntimeError(f"a sentinel value of the recsql.evaluate macro appears in the SQL as another value ({key})")
     return dict(first)
 
@@ -387,24 +415,43 @@ def _factorised(target: str, keys: list[dict], variants: list[dict[str, str]], d
     return out
 
 
+# The CTEs the optional stage parts change besides their own: taken from the wide statement when any is asked.
+WIDE_CTES = ("stacked", "ranked")
+
+
+def _feature_ctes(target: str, base: dict[str, str], key: dict) -> dict[str, str]:
+    """Each optional stage part's own CTEs (CTE -> feature): those the statement gains with it alone."""
+    owner: dict[str, str] = {}
+    for feature in feat.FEATURES:
+        for name in set(_parts(key, target, frozenset({feature}))) - set(base):
+            if name in owner:
+                raise RuntimeError(f"CTE {name} belongs to two stage features ({owner[name]}, {feature})")
+            owner[name] = feature
+    return owner
+
+
 def statement_macro(adapter_name: str) -> str:
     """``<adapter>__recsql_evaluate_sql(rs)``: the statement for every switch key, CTE by CTE."""
     target = adapter(adapter_name).dialect
     keys = _keys()
     variants = [_parts(key, target) for key in keys]
+    every = frozenset(feat.FEATURES)
+    wide = [_parts(key, target, every) for key in keys]
+    owner = _feature_ctes(target, variants[0], keys[0])
     order: list[str] = []
-    for parts in variants:  # every variant's CTEs in its order (a CTE new to the list after its predecessor)
+    for parts in variants + wide:  # every variant's CTEs in its order (a CTE new to the list after its predecessor)
         previous = None
         for name in parts:
             if name not in order:
                 order.insert(order.index(previous) + 1 if previous is not None else 0, name)
             previous = name
-    for parts in variants:
+    for parts in variants + wide:
         positions = [order.index(n) for n in parts]
         if positions != sorted(positions):
             raise RuntimeError("the CTEs of the recsql.evaluate statement come in different orders")
     order = [n for n in order if n] + [""]
     dims = {name: _dims({i: v.get(name) for i, v in enumerate(variants)}, keys) for name in order}
+    wide_dims = {name: _dims({i: v.get(name) for i, v in enumerate(wide)}, keys) for name in (*owner, *WIDE_CTES)}
     extra = _factorised(target, keys, variants, dims)
 
     def framed(position: int, name: str, texts: dict[int, str | None]) -> dict[int, str | None]:
@@ -414,7 +461,18 @@ def statement_macro(adapter_name: str) -> str:
 
     body = []
     for position, name in enumerate(order):
+        if name in owner:  # a feature's own CTE
+            text = _cte_text(name, framed(position, name, {i: v.get(name) for i, v in enumerate(wide)}), keys,
+                             wide_dims[name])
+            body.append(f"{{%- if rs.features.{owner[name]} %}}\n{text}{{%- endif %}}\n")
+            continue
         text = _cte_text(name, framed(position, name, {i: v.get(name) for i, v in enumerate(variants)}), keys, dims[name])
+        if name in WIDE_CTES:
+            with_features = _cte_text(name, framed(position, name, {i: v.get(name) for i, v in enumerate(wide)}), keys,
+                                      wide_dims[name])
+            text = "{%- if rs.wide %}\n" + with_features + "{%- else %}\n" + text + "{%- endif %}\n"
+        if name in extra and name in WIDE_CTES:
+            raise RuntimeError(f"{name} is changed by a factorised switch and by the stage features")
         if name in extra:  # one branch per text, for every assignment giving it (a CTE one switch leaves alone)
             tests: dict[str, list[str]] = {}
             for assignment, sub_keys, texts in extra[name]:
@@ -429,14 +487,16 @@ def statement_macro(adapter_name: str) -> str:
 
 
 def _piece_text(metric_name: str, options: dict[str, str], with_k: bool, target: str, sentinel: int) -> str:
-    metric = _metric(metric_name, SENTINELS["k"][sentinel] if with_k else None, options, NUMBER_SENTINELS[sentinel])
+    numbers = _numbers(sentinel)
+    metric = _metric(metric_name, SENTINELS["k"][sentinel] if with_k else None, options, numbers)
     node = exp.cast(metric_expression(metric), "DOUBLE")
     text = _sql(exp.select(node), target, pretty=False)[len("SELECT "):]
     text = re.sub(r"\b" + str(SENTINELS["k"][sentinel]) + r"\b", "{{ m.k }}", text)
-    for p, v in options.items():
-        if v == "#":
-            text = re.sub(r"(?<![\d.])" + re.escape(repr(NUMBER_SENTINELS[sentinel])) + r"(?![\d])",
-                          "{{ m.numbers.%s }}" % p, text)
+    for p, number in zip([p for p, v in options.items() if v == "#"], numbers):
+        text = re.sub(r"(?<![\d.])" + re.escape(repr(number)) + r"(?![\d])", "{{ m.numbers.%s }}" % p, text)
+    left = [repr(n) for n in numbers if repr(n) in text]
+    if left:
+        raise RuntimeError(f"sentinel {left[0]} left in the SQL of metric {metric_name}")
     return text
 
 

@@ -14,7 +14,9 @@ import re
 
 from ..metrics import _INTERVAL_RE, registry
 from ..compose import TIES
-from .evaluate import EXTRA_SWITCHES, MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric
+from ..compose.plan import MAX_SLOTS
+from .evaluate import (EXTRA_SWITCHES, MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
+                       stage_features)
 from .model import GENERATED, _comment
 
 
@@ -27,7 +29,7 @@ def variant_key(name: str, options: dict[str, str]) -> str:
 
 def _facts() -> dict:
     metrics = {}
-    exponent, unserved = [], {}
+    exponent, unserved, features = [], {}, {}
     for name, spec in registry().items():
         params = {}
         for p, v in spec.params.items():
@@ -43,6 +45,8 @@ def _facts() -> dict:
             if why:
                 unserved[key] = why
                 continue
+            if stage_features(name, options):
+                features[key] = sorted(stage_features(name, options))
             for k in (7, None) if spec.k_rule != "none" else (None,):
                 if spec.k_rule == "required" and k is None:
                     continue
@@ -51,6 +55,7 @@ def _facts() -> dict:
                     exponent.append(key)
     aliases = {a: s.name for s in registry().values() for a in s.aliases}
     return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
+            "features": features, "max_slots": MAX_SLOTS,
             "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
             "served_ties": list(EXTRA_SWITCHES["ties"])}
 
@@ -134,6 +139,9 @@ PARSER = r"""{# GENERATED #}
     {{ recsql._fail("metric '" ~ text ~ "' is not computed by recsql.evaluate yet: " ~ registry.unserved[variant] ~ "; write a model for it with `recsql dbt model`") }}
   {%- endif -%}
   {%- set canonical = name ~ (('(' ~ (shown | join(',')) ~ ')') if shown else '') ~ (('@' ~ k) if k is not none else '') -%}
+  {%- if k is none and ('list_ideal' in registry.features.get(variant, []) or 'slots' in registry.features.get(variant, [])) -%}
+    {{ recsql._fail("metric '" ~ canonical ~ "' needs a cutoff with these options (its ideal order is cut at k): write it as '" ~ canonical ~ "@10'") }}
+  {%- endif -%}
   {%- set column = text.strip() -%}
   {%- if column_names == 'safe' -%}
     {%- set safe = re.sub('_+', '_', re.sub('[^a-z0-9_]+', '_', column.lower().replace('@', '_at_'))).strip('_') -%}
@@ -144,7 +152,7 @@ PARSER = r"""{# GENERATED #}
   {{ return({'name': name, 'k': k, 'has_k': k is not none, 'choices': choices, 'numbers': numbers,
              'canonical': canonical, 'column': column, 'column_sql': column_sql, 'summary': spec.summary,
              'comment': canonical ~ ': ' ~ spec.formula, 'whole': k is none or spec.full_list,
-             'exponent': variant in registry.exponent,
+             'exponent': variant in registry.exponent, 'features': registry.features.get(variant, []),
              'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(','))}) }}
 {%- endmacro %}
 
@@ -215,13 +223,25 @@ EVALUATE = r"""{# GENERATED #}
   {%- endif -%}
   {%- set parsed = recsql._parse_metrics(metrics, column_names) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
+  {%- set features = {'list_ideal': [], 'slots': [], 'pairs': [], 'corr': [], 'cascade': []} -%}
   {%- for m in parsed -%}
     {%- if m.whole -%}{%- do whole.append(m.name) -%}{%- else -%}{%- do ks.append(m.k) -%}{%- endif -%}
     {%- if m.exponent -%}{%- do exponent.append(m.name) -%}{%- endif -%}
+    {%- for f in m.features -%}
+      {%- if f == 'cascade' -%}
+        {%- set row = {'kind': m.name, 'grade': m.numbers.max_grade if 'max_grade' in m.numbers else 'NULL'} -%}
+        {%- if row not in features.cascade -%}{%- do features.cascade.append(row) -%}{%- endif -%}
+      {%- else -%}
+        {%- do features[f].append(m.k) -%}
+      {%- endif -%}
+    {%- endfor -%}
     {%- do m.update({'sql': adapter.dispatch('recsql_metric_sql', 'recsql')(m) | trim}) -%}
   {%- endfor -%}
+  {%- if features.slots and features.slots | max > recsql._registry().max_slots -%}
+    {{ recsql._fail("ideal=k_slots supports k <= " ~ recsql._registry().max_slots ~ " (its ideal positions are generated in SQL); got k = " ~ (features.slots | max)) }}
+  {%- endif -%}
   {%- set rs = {
-      'metrics': parsed, 'runs': run_cols | length, 'order': 'rank' if rank_col is not none else 'score',
+      'metrics': parsed, 'features': features, 'wide': features.values() | select | list | length > 0, 'runs': run_cols | length, 'order': 'rank' if rank_col is not none else 'score',
       'population': population, 'output': output, 'whole': whole | length > 0, 'exponent': exponent | length > 0,
       'max_k': (ks | max) if ks else none, 'threshold': (threshold | float) | string,
       'user_col': recsql._ident(user_col), 'item_col': recsql._ident(item_col),

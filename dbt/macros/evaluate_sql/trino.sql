@@ -997,6 +997,1755 @@ WITH recs_in AS (
   CROSS JOIN runs
 )
 {%- endif %}
+{%- if rs.features.list_ideal %}
+, list_ideal_cuts AS (
+{%- for r in rs.features.list_ideal | unique | sort %}{% if not loop.first %}
+UNION ALL
+{% endif %}SELECT
+    {{ r }} AS k{%- endfor %}
+)
+{%- endif %}
+{%- if rs.features.list_ideal %}
+{%- if (rs.runs == 0) %}
+, list_ideal AS (
+  SELECT
+    l.user_id AS user_id,
+    l.item_id AS item_id,
+    l.relevance AS relevance,
+    l.hit AS hit,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (PARTITION BY l.user_id, c.k ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC) AS BIGINT) AS ideal_rank
+  FROM list_rows AS l
+  JOIN list_ideal_cuts AS c
+    ON l.rank <= c.k
+)
+{%- elif (rs.runs == 1) %}
+, list_ideal AS (
+  SELECT
+    l._run0 AS _run0,
+    l.user_id AS user_id,
+    l.item_id AS item_id,
+    l.relevance AS relevance,
+    l.hit AS hit,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (
+      PARTITION BY l._run0, l.user_id, c.k
+      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
+    ) AS BIGINT) AS ideal_rank
+  FROM list_rows AS l
+  JOIN list_ideal_cuts AS c
+    ON l.rank <= c.k
+)
+{%- elif (rs.runs == 2) %}
+, list_ideal AS (
+  SELECT
+    l._run0 AS _run0,
+    l._run1 AS _run1,
+    l.user_id AS user_id,
+    l.item_id AS item_id,
+    l.relevance AS relevance,
+    l.hit AS hit,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (
+      PARTITION BY l._run0, l._run1, l.user_id, c.k
+      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
+    ) AS BIGINT) AS ideal_rank
+  FROM list_rows AS l
+  JOIN list_ideal_cuts AS c
+    ON l.rank <= c.k
+)
+{%- elif (rs.runs == 3) %}
+, list_ideal AS (
+  SELECT
+    l._run0 AS _run0,
+    l._run1 AS _run1,
+    l._run2 AS _run2,
+    l.user_id AS user_id,
+    l.item_id AS item_id,
+    l.relevance AS relevance,
+    l.hit AS hit,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (
+      PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k
+      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
+    ) AS BIGINT) AS ideal_rank
+  FROM list_rows AS l
+  JOIN list_ideal_cuts AS c
+    ON l.rank <= c.k
+)
+{%- elif (rs.runs == 4) %}
+, list_ideal AS (
+  SELECT
+    l._run0 AS _run0,
+    l._run1 AS _run1,
+    l._run2 AS _run2,
+    l._run3 AS _run3,
+    l.user_id AS user_id,
+    l.item_id AS item_id,
+    l.relevance AS relevance,
+    l.hit AS hit,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (
+      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
+    ) AS BIGINT) AS ideal_rank
+  FROM list_rows AS l
+  JOIN list_ideal_cuts AS c
+    ON l.rank <= c.k
+)
+{%- endif %}
+{%- endif %}
+{%- if rs.features.slots %}
+, digits AS (
+  SELECT
+    0 AS d
+  UNION ALL
+  SELECT
+    1
+  UNION ALL
+  SELECT
+    2
+  UNION ALL
+  SELECT
+    3
+  UNION ALL
+  SELECT
+    4
+  UNION ALL
+  SELECT
+    5
+  UNION ALL
+  SELECT
+    6
+  UNION ALL
+  SELECT
+    7
+  UNION ALL
+  SELECT
+    8
+  UNION ALL
+  SELECT
+    9
+)
+{%- endif %}
+{%- if rs.features.slots %}
+, slot_positions AS (
+  SELECT
+    1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d AS pos
+  FROM digits AS a
+  CROSS JOIN digits AS b
+  CROSS JOIN digits AS c
+  CROSS JOIN digits AS e
+)
+{%- endif %}
+{%- if rs.features.slots %}
+{%- if (rs.runs == 0) %}
+, slots AS (
+  SELECT
+    u.user_id AS user_id,
+    CAST(p.pos AS BIGINT) AS ideal_rank
+  FROM truth_users AS u
+  CROSS JOIN slot_positions AS p
+  WHERE
+    p.pos <= {{ rs.features.slots | max }}
+)
+{%- elif (rs.runs == 1) %}
+, slots AS (
+  SELECT
+    u._run0 AS _run0,
+    u.user_id AS user_id,
+    CAST(p.pos AS BIGINT) AS ideal_rank
+  FROM truth_users AS u
+  CROSS JOIN slot_positions AS p
+  WHERE
+    p.pos <= {{ rs.features.slots | max }}
+)
+{%- elif (rs.runs == 2) %}
+, slots AS (
+  SELECT
+    u._run0 AS _run0,
+    u._run1 AS _run1,
+    u.user_id AS user_id,
+    CAST(p.pos AS BIGINT) AS ideal_rank
+  FROM truth_users AS u
+  CROSS JOIN slot_positions AS p
+  WHERE
+    p.pos <= {{ rs.features.slots | max }}
+)
+{%- elif (rs.runs == 3) %}
+, slots AS (
+  SELECT
+    u._run0 AS _run0,
+    u._run1 AS _run1,
+    u._run2 AS _run2,
+    u.user_id AS user_id,
+    CAST(p.pos AS BIGINT) AS ideal_rank
+  FROM truth_users AS u
+  CROSS JOIN slot_positions AS p
+  WHERE
+    p.pos <= {{ rs.features.slots | max }}
+)
+{%- elif (rs.runs == 4) %}
+, slots AS (
+  SELECT
+    u._run0 AS _run0,
+    u._run1 AS _run1,
+    u._run2 AS _run2,
+    u._run3 AS _run3,
+    u.user_id AS user_id,
+    CAST(p.pos AS BIGINT) AS ideal_rank
+  FROM truth_users AS u
+  CROSS JOIN slot_positions AS p
+  WHERE
+    p.pos <= {{ rs.features.slots | max }}
+)
+{%- endif %}
+{%- endif %}
+{%- if rs.features.cascade %}
+, truth_max AS (
+  SELECT
+    CAST(MAX(relevance) AS DOUBLE) AS max_grade
+  FROM truth_in
+)
+{%- endif %}
+{%- if rs.features.pairs %}
+{%- if (rs.runs == 0) %}
+, list_pairs AS (
+  SELECT
+    a.user_id AS user_id,
+    b.rank AS rank,
+    a.item_id AS item_a,
+    b.item_id AS item_b,
+    a.relevance AS relevance_a,
+    b.relevance AS relevance_b
+  FROM list_rows AS a
+  JOIN list_rows AS b
+    ON a.user_id = b.user_id AND a.rank < b.rank
+  WHERE
+    b.rank <= {{ rs.features.pairs | max }}
+)
+{%- elif (rs.runs == 1) %}
+, list_pairs AS (
+  SELECT
+    a._run0 AS _run0,
+    a.user_id AS user_id,
+    b.rank AS rank,
+    a.item_id AS item_a,
+    b.item_id AS item_b,
+    a.relevance AS relevance_a,
+    b.relevance AS relevance_b
+  FROM list_rows AS a
+  JOIN list_rows AS b
+    ON b._run0 = a._run0 AND a.user_id = b.user_id AND a.rank < b.rank
+  WHERE
+    b.rank <= {{ rs.features.pairs | max }}
+)
+{%- elif (rs.runs == 2) %}
+, list_pairs AS (
+  SELECT
+    a._run0 AS _run0,
+    a._run1 AS _run1,
+    a.user_id AS user_id,
+    b.rank AS rank,
+    a.item_id AS item_a,
+    b.item_id AS item_b,
+    a.relevance AS relevance_a,
+    b.relevance AS relevance_b
+  FROM list_rows AS a
+  JOIN list_rows AS b
+    ON b._run0 = a._run0
+    AND b._run1 = a._run1
+    AND a.user_id = b.user_id
+    AND a.rank < b.rank
+  WHERE
+    b.rank <= {{ rs.features.pairs | max }}
+)
+{%- elif (rs.runs == 3) %}
+, list_pairs AS (
+  SELECT
+    a._run0 AS _run0,
+    a._run1 AS _run1,
+    a._run2 AS _run2,
+    a.user_id AS user_id,
+    b.rank AS rank,
+    a.item_id AS item_a,
+    b.item_id AS item_b,
+    a.relevance AS relevance_a,
+    b.relevance AS relevance_b
+  FROM list_rows AS a
+  JOIN list_rows AS b
+    ON b._run0 = a._run0
+    AND b._run1 = a._run1
+    AND b._run2 = a._run2
+    AND a.user_id = b.user_id
+    AND a.rank < b.rank
+  WHERE
+    b.rank <= {{ rs.features.pairs | max }}
+)
+{%- elif (rs.runs == 4) %}
+, list_pairs AS (
+  SELECT
+    a._run0 AS _run0,
+    a._run1 AS _run1,
+    a._run2 AS _run2,
+    a._run3 AS _run3,
+    a.user_id AS user_id,
+    b.rank AS rank,
+    a.item_id AS item_a,
+    b.item_id AS item_b,
+    a.relevance AS relevance_a,
+    b.relevance AS relevance_b
+  FROM list_rows AS a
+  JOIN list_rows AS b
+    ON b._run0 = a._run0
+    AND b._run1 = a._run1
+    AND b._run2 = a._run2
+    AND b._run3 = a._run3
+    AND a.user_id = b.user_id
+    AND a.rank < b.rank
+  WHERE
+    b.rank <= {{ rs.features.pairs | max }}
+)
+{%- endif %}
+{%- endif %}
+{%- if rs.features.pairs %}
+{%- if (rs.runs == 0) %}
+, pair_rows AS (
+  SELECT
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(NULL AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+)
+{%- elif (rs.runs == 1) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(NULL AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+)
+{%- elif (rs.runs == 2) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(NULL AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+)
+{%- elif (rs.runs == 3) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(NULL AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+)
+{%- elif (rs.runs == 4) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p._run3 AS _run3,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(NULL AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+)
+{%- endif %}
+{%- endif %}
+{%- if rs.features.corr %}
+, corr_cuts AS (
+{%- for r in rs.features.corr | unique | sort %}{% if not loop.first %}
+UNION ALL
+{% endif %}SELECT
+    {{ r }} AS k{%- endfor %}
+)
+{%- endif %}
+{%- if rs.features.corr %}
+{%- if (rs.runs == 0) %}
+, corr_rows AS (
+  SELECT
+    l.user_id AS user_id,
+    7 AS src,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (PARTITION BY l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
+    CAST(RANK() OVER (PARTITION BY l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
+  FROM list_rows AS l
+  JOIN corr_cuts AS c
+    ON l.rank <= c.k
+  WHERE
+    NOT l.relevance IS NULL
+)
+{%- elif (rs.runs == 1) %}
+, corr_rows AS (
+  SELECT
+    l._run0 AS _run0,
+    l.user_id AS user_id,
+    7 AS src,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
+    CAST(RANK() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
+  FROM list_rows AS l
+  JOIN corr_cuts AS c
+    ON l.rank <= c.k
+  WHERE
+    NOT l.relevance IS NULL
+)
+{%- elif (rs.runs == 2) %}
+, corr_rows AS (
+  SELECT
+    l._run0 AS _run0,
+    l._run1 AS _run1,
+    l.user_id AS user_id,
+    7 AS src,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
+    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
+  FROM list_rows AS l
+  JOIN corr_cuts AS c
+    ON l.rank <= c.k
+  WHERE
+    NOT l.relevance IS NULL
+)
+{%- elif (rs.runs == 3) %}
+, corr_rows AS (
+  SELECT
+    l._run0 AS _run0,
+    l._run1 AS _run1,
+    l._run2 AS _run2,
+    l.user_id AS user_id,
+    7 AS src,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
+    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
+  FROM list_rows AS l
+  JOIN corr_cuts AS c
+    ON l.rank <= c.k
+  WHERE
+    NOT l.relevance IS NULL
+)
+{%- elif (rs.runs == 4) %}
+, corr_rows AS (
+  SELECT
+    l._run0 AS _run0,
+    l._run1 AS _run1,
+    l._run2 AS _run2,
+    l._run3 AS _run3,
+    l.user_id AS user_id,
+    7 AS src,
+    CAST(c.k AS BIGINT) AS cut,
+    CAST(ROW_NUMBER() OVER (
+      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      ORDER BY l.rank DESC
+    ) AS DOUBLE) AS corr_rank_x,
+    CAST(RANK() OVER (
+      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      ORDER BY l.relevance ASC
+    ) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
+  FROM list_rows AS l
+  JOIN corr_cuts AS c
+    ON l.rank <= c.k
+  WHERE
+    NOT l.relevance IS NULL
+)
+{%- endif %}
+{%- endif %}
+{%- if rs.features.cascade %}
+, cascade_params AS (
+{%- for r in rs.features.cascade %}{% if not loop.first %}
+UNION ALL
+{% endif %}SELECT
+    '{{ r.kind }}' AS kind,
+    CAST({{ r.grade }} AS DOUBLE) AS grade{%- endfor %}
+)
+{%- endif %}
+{%- if rs.features.cascade %}
+{%- if (rs.runs == 0) %}
+, cascade_factors AS (
+  SELECT
+    l.user_id AS user_id,
+    l.rank AS rank,
+    p.kind AS cascade_kind,
+    p.grade AS cascade_grade,
+    CASE
+      WHEN p.kind = 'err'
+      THEN CAST((
+        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
+      ) AS DOUBLE) / POWER(2, COALESCE(p.grade, m.max_grade))
+      ELSE COALESCE(
+        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END AS DOUBLE) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
+        0
+      )
+    END AS cascade_rel
+  FROM list_rows AS l
+  CROSS JOIN cascade_params AS p
+  CROSS JOIN truth_max AS m
+)
+{%- elif (rs.runs == 1) %}
+, cascade_factors AS (
+  SELECT
+    l._run0 AS _run0,
+    l.user_id AS user_id,
+    l.rank AS rank,
+    p.kind AS cascade_kind,
+    p.grade AS cascade_grade,
+    CASE
+      WHEN p.kind = 'err'
+      THEN CAST((
+        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
+      ) AS DOUBLE) / POWER(2, COALESCE(p.grade, m.max_grade))
+      ELSE COALESCE(
+        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END AS DOUBLE) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
+        0
+      )
+    END AS cascade_rel
+  FROM list_rows AS l
+  CROSS JOIN cascade_params AS p
+  CROSS JOIN truth_max AS m
+)
+{%- elif (rs.runs == 2) %}
+, cascade_factors AS (
+  SELECT
+    l._run0 AS _run0,
+    l._run1 AS _run1,
+    l.user_id AS user_id,
+    l.rank AS rank,
+    p.kind AS cascade_kind,
+    p.grade AS cascade_grade,
+    CASE
+      WHEN p.kind = 'err'
+      THEN CAST((
+        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
+      ) AS DOUBLE) / POWER(2, COALESCE(p.grade, m.max_grade))
+      ELSE COALESCE(
+        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END AS DOUBLE) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
+        0
+      )
+    END AS cascade_rel
+  FROM list_rows AS l
+  CROSS JOIN cascade_params AS p
+  CROSS JOIN truth_max AS m
+)
+{%- elif (rs.runs == 3) %}
+, cascade_factors AS (
+  SELECT
+    l._run0 AS _run0,
+    l._run1 AS _run1,
+    l._run2 AS _run2,
+    l.user_id AS user_id,
+    l.rank AS rank,
+    p.kind AS cascade_kind,
+    p.grade AS cascade_grade,
+    CASE
+      WHEN p.kind = 'err'
+      THEN CAST((
+        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
+      ) AS DOUBLE) / POWER(2, COALESCE(p.grade, m.max_grade))
+      ELSE COALESCE(
+        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END AS DOUBLE) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
+        0
+      )
+    END AS cascade_rel
+  FROM list_rows AS l
+  CROSS JOIN cascade_params AS p
+  CROSS JOIN truth_max AS m
+)
+{%- elif (rs.runs == 4) %}
+, cascade_factors AS (
+  SELECT
+    l._run0 AS _run0,
+    l._run1 AS _run1,
+    l._run2 AS _run2,
+    l._run3 AS _run3,
+    l.user_id AS user_id,
+    l.rank AS rank,
+    p.kind AS cascade_kind,
+    p.grade AS cascade_grade,
+    CASE
+      WHEN p.kind = 'err'
+      THEN CAST((
+        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
+      ) AS DOUBLE) / POWER(2, COALESCE(p.grade, m.max_grade))
+      ELSE COALESCE(
+        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END AS DOUBLE) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
+        0
+      )
+    END AS cascade_rel
+  FROM list_rows AS l
+  CROSS JOIN cascade_params AS p
+  CROSS JOIN truth_max AS m
+)
+{%- endif %}
+{%- endif %}
+{%- if rs.features.cascade %}
+{%- if (rs.runs == 0) %}
+, cascade_rows AS (
+  SELECT
+    user_id,
+    8 AS src,
+    rank,
+    cascade_kind,
+    cascade_grade,
+    cascade_rel,
+    CAST(CASE
+      WHEN zeros_before > 0
+      THEN 0
+      ELSE (
+        1 - 2 * (negatives_before % 2)
+      ) * EXP(log_before)
+    END AS DOUBLE) AS cascade_reach
+  FROM (
+    SELECT
+      user_id,
+      rank,
+      cascade_kind,
+      cascade_grade,
+      cascade_rel,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS zeros_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS negatives_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
+          PARTITION BY user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS log_before
+    FROM cascade_factors
+  ) AS reach
+)
+{%- elif (rs.runs == 1) %}
+, cascade_rows AS (
+  SELECT
+    _run0,
+    user_id,
+    8 AS src,
+    rank,
+    cascade_kind,
+    cascade_grade,
+    cascade_rel,
+    CAST(CASE
+      WHEN zeros_before > 0
+      THEN 0
+      ELSE (
+        1 - 2 * (negatives_before % 2)
+      ) * EXP(log_before)
+    END AS DOUBLE) AS cascade_reach
+  FROM (
+    SELECT
+      _run0,
+      user_id,
+      rank,
+      cascade_kind,
+      cascade_grade,
+      cascade_rel,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS zeros_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS negatives_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
+          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS log_before
+    FROM cascade_factors
+  ) AS reach
+)
+{%- elif (rs.runs == 2) %}
+, cascade_rows AS (
+  SELECT
+    _run0,
+    _run1,
+    user_id,
+    8 AS src,
+    rank,
+    cascade_kind,
+    cascade_grade,
+    cascade_rel,
+    CAST(CASE
+      WHEN zeros_before > 0
+      THEN 0
+      ELSE (
+        1 - 2 * (negatives_before % 2)
+      ) * EXP(log_before)
+    END AS DOUBLE) AS cascade_reach
+  FROM (
+    SELECT
+      _run0,
+      _run1,
+      user_id,
+      rank,
+      cascade_kind,
+      cascade_grade,
+      cascade_rel,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS zeros_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS negatives_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
+          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS log_before
+    FROM cascade_factors
+  ) AS reach
+)
+{%- elif (rs.runs == 3) %}
+, cascade_rows AS (
+  SELECT
+    _run0,
+    _run1,
+    _run2,
+    user_id,
+    8 AS src,
+    rank,
+    cascade_kind,
+    cascade_grade,
+    cascade_rel,
+    CAST(CASE
+      WHEN zeros_before > 0
+      THEN 0
+      ELSE (
+        1 - 2 * (negatives_before % 2)
+      ) * EXP(log_before)
+    END AS DOUBLE) AS cascade_reach
+  FROM (
+    SELECT
+      _run0,
+      _run1,
+      _run2,
+      user_id,
+      rank,
+      cascade_kind,
+      cascade_grade,
+      cascade_rel,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS zeros_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS negatives_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
+          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS log_before
+    FROM cascade_factors
+  ) AS reach
+)
+{%- elif (rs.runs == 4) %}
+, cascade_rows AS (
+  SELECT
+    _run0,
+    _run1,
+    _run2,
+    _run3,
+    user_id,
+    8 AS src,
+    rank,
+    cascade_kind,
+    cascade_grade,
+    cascade_rel,
+    CAST(CASE
+      WHEN zeros_before > 0
+      THEN 0
+      ELSE (
+        1 - 2 * (negatives_before % 2)
+      ) * EXP(log_before)
+    END AS DOUBLE) AS cascade_reach
+  FROM (
+    SELECT
+      _run0,
+      _run1,
+      _run2,
+      _run3,
+      user_id,
+      rank,
+      cascade_kind,
+      cascade_grade,
+      cascade_rel,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS zeros_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
+          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS negatives_before,
+      COALESCE(
+        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
+          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
+          ORDER BY rank
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ),
+        0
+      ) AS log_before
+    FROM cascade_factors
+  ) AS reach
+)
+{%- endif %}
+{%- endif %}
+{%- if rs.wide %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 1) %}
+, stacked AS (
+SELECT
+  _run0,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 2) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 3) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 4) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- endif %}
+{%- else %}
 {%- if (rs.runs == 0) %}
 , stacked AS (
   SELECT
@@ -1148,6 +2897,379 @@ WITH recs_in AS (
   FROM truth_rows
 )
 {%- endif %}
+{%- endif %}
+{%- if rs.wide %}
+{%- if (rs.runs == 0 and rs.exponent == false) %}
+, ranked AS (
+  SELECT
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON s.user_id = u.user_id
+)
+{%- elif (rs.runs == 0 and rs.exponent == true) %}
+, ranked AS (
+  SELECT
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    CASE
+      WHEN s.relevance > 0
+      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain_exp,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON s.user_id = u.user_id
+)
+{%- elif (rs.runs == 1 and rs.exponent == false) %}
+, ranked AS (
+  SELECT
+    s._run0 AS _run0,
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON u._run0 = s._run0 AND s.user_id = u.user_id
+)
+{%- elif (rs.runs == 1 and rs.exponent == true) %}
+, ranked AS (
+  SELECT
+    s._run0 AS _run0,
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    CASE
+      WHEN s.relevance > 0
+      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain_exp,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON u._run0 = s._run0 AND s.user_id = u.user_id
+)
+{%- elif (rs.runs == 2 and rs.exponent == false) %}
+, ranked AS (
+  SELECT
+    s._run0 AS _run0,
+    s._run1 AS _run1,
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+)
+{%- elif (rs.runs == 2 and rs.exponent == true) %}
+, ranked AS (
+  SELECT
+    s._run0 AS _run0,
+    s._run1 AS _run1,
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    CASE
+      WHEN s.relevance > 0
+      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain_exp,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+)
+{%- elif (rs.runs == 3 and rs.exponent == false) %}
+, ranked AS (
+  SELECT
+    s._run0 AS _run0,
+    s._run1 AS _run1,
+    s._run2 AS _run2,
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON u._run0 = s._run0
+    AND u._run1 = s._run1
+    AND u._run2 = s._run2
+    AND s.user_id = u.user_id
+)
+{%- elif (rs.runs == 3 and rs.exponent == true) %}
+, ranked AS (
+  SELECT
+    s._run0 AS _run0,
+    s._run1 AS _run1,
+    s._run2 AS _run2,
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    CASE
+      WHEN s.relevance > 0
+      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain_exp,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON u._run0 = s._run0
+    AND u._run1 = s._run1
+    AND u._run2 = s._run2
+    AND s.user_id = u.user_id
+)
+{%- elif (rs.runs == 4 and rs.exponent == false) %}
+, ranked AS (
+  SELECT
+    s._run0 AS _run0,
+    s._run1 AS _run1,
+    s._run2 AS _run2,
+    s._run3 AS _run3,
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON u._run0 = s._run0
+    AND u._run1 = s._run1
+    AND u._run2 = s._run2
+    AND u._run3 = s._run3
+    AND s.user_id = u.user_id
+)
+{%- elif (rs.runs == 4 and rs.exponent == true) %}
+, ranked AS (
+  SELECT
+    s._run0 AS _run0,
+    s._run1 AS _run1,
+    s._run2 AS _run2,
+    s._run3 AS _run3,
+    s.user_id AS user_id,
+    s.src AS src,
+    s.rank AS rank,
+    s.ideal_rank AS ideal_rank,
+    s.cut AS cut,
+    s.relevance AS relevance,
+    s.hit AS hit,
+    s.hits_cum AS hits_cum,
+    s.nonrel_cum AS nonrel_cum,
+    CASE
+      WHEN s.relevance > 0
+      THEN CAST(s.relevance AS DOUBLE)
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain,
+    CASE
+      WHEN s.relevance > 0
+      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+      ELSE CAST(0 AS DOUBLE)
+    END AS gain_exp,
+    COALESCE(u.n_rel, 0) AS n_rel,
+    COALESCE(u.n_nonrel, 0) AS n_nonrel,
+    COALESCE(u.n_truth, 0) AS n_truth,
+    s.pair_sign AS pair_sign,
+    s.corr_rank_x AS corr_rank_x,
+    s.corr_rank_y AS corr_rank_y,
+    s.cascade_kind AS cascade_kind,
+    s.cascade_grade AS cascade_grade,
+    s.cascade_rel AS cascade_rel,
+    s.cascade_reach AS cascade_reach
+  FROM stacked AS s
+  LEFT JOIN truth_users AS u
+    ON u._run0 = s._run0
+    AND u._run1 = s._run1
+    AND u._run2 = s._run2
+    AND u._run3 = s._run3
+    AND s.user_id = u.user_id
+)
+{%- endif %}
+{%- else %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
   SELECT
@@ -1437,6 +3559,7 @@ WITH recs_in AS (
     AND u._run3 = s._run3
     AND s.user_id = u.user_id
 )
+{%- endif %}
 {%- endif %}
 {%- if (rs.runs == 0) %}
 , per_user_raw AS (
@@ -4844,34 +6967,63 @@ GROUP BY
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END), 0) AS DOUBLE)
 {%- elif m.name == 'dcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS DOUBLE) / rank END), 0) AS DOUBLE)
+{%- elif m.name == 'err' and m.has_k == false and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS DOUBLE) / rank END), 0) AS DOUBLE)
+{%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade = {{ m.numbers.max_grade }}) THEN CAST(cascade_rel * cascade_reach AS DOUBLE) / rank END), 0) AS DOUBLE)
+{%- elif m.name == 'err' and m.has_k == false and m.choices.max_grade == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND (cascade_grade = {{ m.numbers.max_grade }}) THEN CAST(cascade_rel * cascade_reach AS DOUBLE) / rank END), 0) AS DOUBLE)
 {%- elif m.name == 'f1' and m.has_k == true %}CAST(COALESCE(CAST(2 * COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN hit ELSE 0 END) AS DOUBLE) / NULLIF({{ m.k }}, 0), 0) * COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN hit ELSE 0 END) AS DOUBLE) / NULLIF(MAX(n_rel), 0), 0) AS DOUBLE) / NULLIF(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN hit ELSE 0 END) AS DOUBLE) / NULLIF({{ m.k }}, 0), 0) + COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN hit ELSE 0 END) AS DOUBLE) / NULLIF(MAX(n_rel), 0), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'hit_rate' and m.has_k == true %}CAST(MAX(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN hit ELSE 0 END) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN gain * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 THEN gain * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}CAST(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN gain * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(ideal=list) needs a cutoff with these options: write it as idcg(ideal=list)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as idcg(ideal=k_slots)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN gain * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 THEN gain * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}CAST(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN gain * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(discount=jarvelin,ideal=list) needs a cutoff with these options: write it as idcg(discount=jarvelin,ideal=list)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(discount=jarvelin,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as idcg(discount=jarvelin,ideal=k_slots)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN gain_exp * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 THEN gain_exp * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}CAST(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN gain_exp * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=exponential,ideal=list) needs a cutoff with these options: write it as idcg(gain=exponential,ideal=list)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=exponential,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as idcg(gain=exponential,ideal=k_slots)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN gain_exp * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 THEN gain_exp * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}CAST(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN gain_exp * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=exponential,discount=jarvelin,ideal=list) needs a cutoff with these options: write it as idcg(gain=exponential,discount=jarvelin,ideal=list)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=exponential,discount=jarvelin,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as idcg(gain=exponential,discount=jarvelin,ideal=k_slots)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}CAST(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=binary,ideal=list) needs a cutoff with these options: write it as idcg(gain=binary,ideal=list)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=binary,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as idcg(gain=binary,ideal=k_slots)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(SUM(CASE WHEN src = 2 THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}CAST(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=binary,discount=jarvelin,ideal=list) needs a cutoff with these options: write it as idcg(gain=binary,discount=jarvelin,ideal=list)@10') }}
 {%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
 {%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'idcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=binary,discount=jarvelin,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as idcg(gain=binary,discount=jarvelin,ideal=k_slots)@10') }}
 {%- elif m.name == 'judged' and m.has_k == true and m.choices.denominator == 'k' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} AND NOT relevance IS NULL THEN 1 ELSE 0 END) AS DOUBLE) / NULLIF({{ m.k }}, 0), 0) AS DOUBLE)
 {%- elif m.name == 'judged' and m.has_k == true and m.choices.denominator == 'list' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} AND NOT relevance IS NULL THEN 1 ELSE 0 END) AS DOUBLE) / NULLIF(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN 1 ELSE 0 END), 0), 0) AS DOUBLE)
+{%- elif m.name == 'kendall' and m.has_k == true %}CAST(CAST(SUM(CASE WHEN src = 6 AND rank <= {{ m.k }} THEN pair_sign END) AS DOUBLE) / NULLIF(SQRT(CAST(SUM(CASE WHEN src = 6 AND rank <= {{ m.k }} AND NOT pair_sign IS NULL THEN 1 ELSE 0 END) AS DOUBLE) * SUM(CASE WHEN src = 6 AND rank <= {{ m.k }} AND pair_sign <> 0 THEN 1 ELSE 0 END)), 0) AS DOUBLE)
 {%- elif m.name == 'map' and m.has_k == true and m.choices.denominator == 'min' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} AND hit = 1 THEN CAST(hits_cum AS DOUBLE) / rank ELSE 0 END) AS DOUBLE) / NULLIF(LEAST({{ m.k }}, MAX(n_rel)), 0), 0) AS DOUBLE)
 {%- elif m.name == 'map' and m.has_k == false and m.choices.denominator == 'min' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND hit = 1 THEN CAST(hits_cum AS DOUBLE) / rank ELSE 0 END) AS DOUBLE) / NULLIF(MAX(n_rel), 0), 0) AS DOUBLE)
 {%- elif m.name == 'map' and m.has_k == true and m.choices.denominator == 'relevant' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} AND hit = 1 THEN CAST(hits_cum AS DOUBLE) / rank ELSE 0 END) AS DOUBLE) / NULLIF(MAX(n_rel), 0), 0) AS DOUBLE)
@@ -4884,33 +7036,61 @@ GROUP BY
 {%- elif m.name == 'mrr' and m.has_k == false %}CAST(COALESCE(1 / CAST(MIN(CASE WHEN src = 1 AND hit = 1 THEN rank END) AS DOUBLE), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN gain * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN gain * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN gain * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 THEN gain * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN gain * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN gain * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(ideal=list) needs a cutoff with these options: write it as idcg(ideal=list)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric ndcg(ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as ndcg(ideal=k_slots)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN gain * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN gain * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN gain * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 THEN gain * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN gain * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN gain * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(discount=jarvelin,ideal=list) needs a cutoff with these options: write it as idcg(discount=jarvelin,ideal=list)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'linear' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric ndcg(discount=jarvelin,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as ndcg(discount=jarvelin,ideal=k_slots)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN gain_exp * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN gain_exp * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN gain_exp * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 THEN gain_exp * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN gain_exp * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN gain_exp * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=exponential,ideal=list) needs a cutoff with these options: write it as idcg(gain=exponential,ideal=list)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric ndcg(gain=exponential,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as ndcg(gain=exponential,ideal=k_slots)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN gain_exp * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN gain_exp * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN gain_exp * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 THEN gain_exp * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN gain_exp * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN gain_exp * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=exponential,discount=jarvelin,ideal=list) needs a cutoff with these options: write it as idcg(gain=exponential,discount=jarvelin,ideal=list)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'exponential' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric ndcg(gain=exponential,discount=jarvelin,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as ndcg(gain=exponential,discount=jarvelin,ideal=k_slots)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=binary,ideal=list) needs a cutoff with these options: write it as idcg(gain=binary,ideal=list)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(LN(2) AS DOUBLE) / LN(ideal_rank + 1)) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric ndcg(gain=binary,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as ndcg(gain=binary,ideal=k_slots)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND ideal_rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'truth' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 3 AND cut = {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'list' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric idcg(gain=binary,discount=jarvelin,ideal=list) needs a cutoff with these options: write it as idcg(gain=binary,discount=jarvelin,ideal=list)@10') }}
 {%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'binary' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 2 AND hit = 1 THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END) AS DOUBLE) / NULLIF(COALESCE(SUM(CASE WHEN src = 4 AND ideal_rank <= {{ m.k }} THEN (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(ideal_rank) AS DOUBLE) / LN(2))) END), 0), 0), 0) AS DOUBLE)
+{%- elif m.name == 'ndcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' and m.choices.ideal == 'k_slots' %}{{ exceptions.raise_compiler_error('recsql.evaluate: metric ndcg(gain=binary,discount=jarvelin,ideal=k_slots) needs a cutoff with these options (its ideal order is cut at k): write it as ndcg(gain=binary,discount=jarvelin,ideal=k_slots)@10') }}
 {%- elif m.name == 'num_rel' and m.has_k == false %}CAST(MAX(n_rel) AS DOUBLE)
 {%- elif m.name == 'num_rel_ret' and m.has_k == true %}CAST(COALESCE(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN hit END), 0) AS DOUBLE)
 {%- elif m.name == 'num_rel_ret' and m.has_k == false %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN hit END), 0) AS DOUBLE)
 {%- elif m.name == 'num_ret' and m.has_k == true %}CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN 1 ELSE 0 END) AS DOUBLE)
 {%- elif m.name == 'num_ret' and m.has_k == false %}CAST(SUM(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS DOUBLE)
+{%- elif m.name == 'pfound' and m.has_k == true and m.choices.max_grade == 'auto' and m.choices.p_break == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'pfound' AND rank <= {{ m.k }} AND (cascade_grade IS NULL) THEN cascade_rel * cascade_reach * POWER(1 - {{ m.numbers.p_break }}, rank - 1) END), 0) AS DOUBLE)
+{%- elif m.name == 'pfound' and m.has_k == false and m.choices.max_grade == 'auto' and m.choices.p_break == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'pfound' AND (cascade_grade IS NULL) THEN cascade_rel * cascade_reach * POWER(1 - {{ m.numbers.p_break }}, rank - 1) END), 0) AS DOUBLE)
+{%- elif m.name == 'pfound' and m.has_k == true and m.choices.max_grade == '#' and m.choices.p_break == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'pfound' AND rank <= {{ m.k }} AND (cascade_grade = {{ m.numbers.max_grade }}) THEN cascade_rel * cascade_reach * POWER(1 - {{ m.numbers.p_break }}, rank - 1) END), 0) AS DOUBLE)
+{%- elif m.name == 'pfound' and m.has_k == false and m.choices.max_grade == '#' and m.choices.p_break == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'pfound' AND (cascade_grade = {{ m.numbers.max_grade }}) THEN cascade_rel * cascade_reach * POWER(1 - {{ m.numbers.p_break }}, rank - 1) END), 0) AS DOUBLE)
 {%- elif m.name == 'precision' and m.has_k == true and m.choices.denominator == 'k' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN hit ELSE 0 END) AS DOUBLE) / NULLIF({{ m.k }}, 0), 0) AS DOUBLE)
 {%- elif m.name == 'precision' and m.has_k == true and m.choices.denominator == 'list' %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN hit ELSE 0 END) AS DOUBLE) / NULLIF(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN 1 ELSE 0 END), 0), 0) AS DOUBLE)
 {%- elif m.name == 'r_precision' and m.has_k == false %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 AND rank <= n_rel THEN hit ELSE 0 END) AS DOUBLE) / NULLIF(MAX(n_rel), 0), 0) AS DOUBLE)
@@ -4920,6 +7100,7 @@ GROUP BY
 {%- elif m.name == 'set_f' and m.has_k == false and m.choices.beta == '#' %}CAST(COALESCE(CAST((1 + {{ m.numbers.beta }} * {{ m.numbers.beta }}) * COALESCE(CAST(SUM(CASE WHEN src = 1 THEN hit END) AS DOUBLE) / NULLIF(SUM(CASE WHEN src = 1 THEN 1 ELSE 0 END), 0), 0) * COALESCE(CAST(SUM(CASE WHEN src = 1 THEN hit END) AS DOUBLE) / NULLIF(MAX(n_rel), 0), 0) AS DOUBLE) / NULLIF({{ m.numbers.beta }} * {{ m.numbers.beta }} * COALESCE(CAST(SUM(CASE WHEN src = 1 THEN hit END) AS DOUBLE) / NULLIF(SUM(CASE WHEN src = 1 THEN 1 ELSE 0 END), 0), 0) + COALESCE(CAST(SUM(CASE WHEN src = 1 THEN hit END) AS DOUBLE) / NULLIF(MAX(n_rel), 0), 0), 0), 0) AS DOUBLE)
 {%- elif m.name == 'set_p' and m.has_k == false %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN hit END) AS DOUBLE) / NULLIF(SUM(CASE WHEN src = 1 THEN 1 ELSE 0 END), 0), 0) AS DOUBLE)
 {%- elif m.name == 'set_recall' and m.has_k == false %}CAST(COALESCE(CAST(SUM(CASE WHEN src = 1 THEN hit END) AS DOUBLE) / NULLIF(MAX(n_rel), 0), 0) AS DOUBLE)
+{%- elif m.name == 'spearman' and m.has_k == true %}CAST(CAST((SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN 1 ELSE 0 END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x * corr_rank_y END) - SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_y END)) AS DOUBLE) / NULLIF(SQRT((SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN 1 ELSE 0 END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x * corr_rank_x END) - SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x END)) * (SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN 1 ELSE 0 END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_y * corr_rank_y END) - SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_y END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_y END))), 0) AS DOUBLE)
 {%- else %}{{ exceptions.raise_compiler_error('recsql.evaluate: no SQL for metric ' ~ m.canonical) }}
 {%- endif %}
 {%- endmacro %}

@@ -1,0 +1,102 @@
+"""Optional parts of the ranked-rows stage in the ``recsql.evaluate`` macro (README, "dbt").
+
+Some metrics need a part of the stage the others do not (``sql/_ranked.sql``): the ideal order of
+the list itself (``ndcg(ideal=list)``), k relevant slots (``ideal=k_slots``), pairs of listed items
+(``kendall``), rank correlation rows (``spearman``), cascade rows (``err``, ``pfound``). Each is a
+few CTEs of its own and a UNION ALL branch of ``stacked``, with columns of ``ranked`` that read it.
+
+Composing every combination of them with every base switch would multiply the statements by 32, so
+the macro's statement is composed a second time per base key, *wide*: with one metric of each of
+these features besides the representative metrics. The macro then takes
+
+- a feature's own CTEs from the wide statement, each written only when a metric asked needs it
+  (``{% if rs.features.<feature> %}``);
+- ``stacked`` and ``ranked`` from the wide statement when any feature is asked, their feature
+  branches of ``stacked`` each written only when its feature is (the composer pads every branch
+  to the columns of all of them, so a branch's text does not depend on the others);
+- everything else from the statement without features.
+
+What a feature is built for comes from the metric list at Jinja time: the cutoffs of the tables
+``list_ideal_cuts`` and ``corr_cuts``, the (kind, grade) rows of ``cascade_params``, the largest
+cutoff of the slots and pairs. The wide statement is composed with sentinel values for them
+(:data:`SENTINELS`), replaced by those Jinja expressions.
+"""
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from ..compose.rewrite import union_branches
+from ..compose.stage import BRANCHES
+
+# Sentinels (first, second composition): each below the list's cut sentinel (recsql.dbt.evaluate),
+# so the list is still cut there, and the slots' below their 10,000 positions.
+SENTINELS = {"list_ideal": (7841, 7853), "corr": (7829, 7867), "slots": (7823, 7873), "pairs": (7817, 7879)}
+GRADE = (0.5772156, 0.6931471)  # a cascade's max_grade
+CASCADE_CUT = 5  # err's cutoff: it appears in no stage text
+
+
+def metrics(sentinel: int) -> dict[str, str]:
+    """One metric per feature (the metric string), composed into the wide statement."""
+    s = {f: v[sentinel] for f, v in SENTINELS.items()}
+    return {"list_ideal": f"ndcg(ideal=list)@{s['list_ideal']}", "slots": f"ndcg(ideal=k_slots)@{s['slots']}",
+            "pairs": f"kendall@{s['pairs']}", "corr": f"spearman@{s['corr']}",
+            "cascade": f"err(max_grade={GRADE[sentinel]})@{CASCADE_CUT}"}
+
+
+FEATURES = tuple(metrics(0))
+BRANCH_FEATURE = {table: feature for feature, table in BRANCHES.items() if feature in FEATURES}
+_TABLES = {"list_ideal_cuts": "list_ideal", "corr_cuts": "corr"}  # cutoff tables: one row per cutoff asked
+
+
+def guarded_stacked(cte: exp.CTE, render) -> str:
+    """``stacked`` with each feature's UNION ALL branch written only when that feature is asked."""
+    branches = union_branches(cte.this)
+    first, rest = branches[0], branches[1:]
+    if first.args["from_"].this.name in BRANCH_FEATURE:
+        raise RuntimeError("the first branch of stacked belongs to a feature")
+    text = f"{cte.alias} AS (\n" + render(first)
+    for branch in rest:
+        feature = BRANCH_FEATURE.get(branch.args["from_"].this.name)
+        body = "\nUNION ALL\n" + render(branch)
+        text += body if feature is None else f"\n{_IF}{feature}{body}\n{_ENDIF}"
+    return text + "\n)"
+
+
+# Words standing for the guards of ``stacked``'s branches until the text's values become Jinja.
+_IF, _ENDIF = "recsql_feature_if_", "recsql_feature_endif"
+
+
+def _rows(text: str, loop: str, row) -> str:
+    """A one-row CTE ``name AS (SELECT ...)`` as a Jinja loop writing one row per item of ``loop``."""
+    head, _, rest = text.partition("(")
+    body = rest[:rest.rindex(")")].strip()
+    return (f"{head}(\n{{%- for r in {loop} %}}{{% if not loop.first %}}\nUNION ALL\n{{% endif %}}"
+            f"{row(body)}{{%- endfor %}}\n)")
+
+
+def jinja_values(name: str, text: str, sentinel: int) -> str:
+    """A CTE of the wide statement with the features' sentinels as the Jinja values the macro fills in."""
+    if name in _TABLES:
+        number = str(SENTINELS[_TABLES[name]][sentinel])
+        if len(re.findall(r"\b" + number + r"\b", text)) != 1:
+            raise RuntimeError(f"{name} is not one row of the cutoff {number}")
+        return _rows(text, f"rs.features.{_TABLES[name]} | unique | sort",
+                     lambda body: re.sub(r"\b" + number + r"\b", "{{ r }}", body))
+    if name == "cascade_params":
+        grade = re.escape(repr(GRADE[sentinel]))
+        if len(re.findall(grade, text)) != 1 or text.count("'err'") != 1:
+            raise RuntimeError("cascade_params is not one row of (kind, grade)")
+        return _rows(text, "rs.features.cascade",
+                     lambda body: re.sub(grade, "{{ r.grade }}", body.replace("'err'", "'{{ r.kind }}'")))
+    text = re.sub(_IF + r"(\w+)", r"{%- if rs.features.\1 %}", text).replace(_ENDIF, "{%- endif %}")
+    for feature in ("slots", "pairs"):
+        text = re.sub(r"\b" + str(SENTINELS[feature][sentinel]) + r"\b", "{{ rs.features.%s | max }}" % feature, text)
+    return text
+
+
+def left(text: str) -> list[str]:
+    """The sentinels left in a text."""
+    values = [str(v) for pair in SENTINELS.values() for v in pair] + [repr(g) for g in GRADE]
+    return [v for v in values if v in text]
