@@ -43,7 +43,8 @@
   {%- endif -%}
   {%- set parsed = recsql._parse_metrics(metrics, column_names) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {'list_ideal': [], 'slots': [], 'pairs': [], 'corr': [], 'cascade': []} -%}
+  {%- set features = {} -%}
+  {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
     {%- if m.whole -%}{%- do whole.append(m.name) -%}{%- else -%}{%- do ks.append(m.k) -%}{%- endif -%}
     {%- if m.exponent -%}{%- do exponent.append(m.name) -%}{%- endif -%}

@@ -68,9 +68,6 @@
     {{ recsql._fail("metric '" ~ text ~ "' is not computed by recsql.evaluate yet: " ~ registry.unserved[variant] ~ "; write a model for it with `recsql dbt model`") }}
   {%- endif -%}
   {%- set canonical = name ~ (('(' ~ (shown | join(',')) ~ ')') if shown else '') ~ (('@' ~ k) if k is not none else '') -%}
-  {%- if k is none and ('list_ideal' in registry.features.get(variant, []) or 'slots' in registry.features.get(variant, [])) -%}
-    {{ recsql._fail("metric '" ~ canonical ~ "' needs a cutoff with these options (its ideal order is cut at k): write it as '" ~ canonical ~ "@10'") }}
-  {%- endif -%}
   {%- set column = text.strip() -%}
   {%- if column_names == 'safe' -%}
     {%- set safe = re.sub('_+', '_', re.sub('[^a-z0-9_]+', '_', column.lower().replace('@', '_at_'))).strip('_') -%}

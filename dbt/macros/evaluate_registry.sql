@@ -648,6 +648,13 @@
   "item_id",
   "item_id_desc"
  ],
+ "stage_parts": [
+  "list_ideal",
+  "slots",
+  "pairs",
+  "corr",
+  "cascade"
+ ],
  "ties": [
   "item_id",
   "item_id_desc",

@@ -46,7 +46,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..compose import metric_expression, uses_exponent
-from ..compose.stage import stage_features as stage_parts
+from ..compose.stage import stage_features
 from ..dialects import _native_window_nulls, dialect as get_dialect
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
@@ -102,7 +102,7 @@ def _cutoffs(name: str) -> list[bool]:
     return {"required": [True], "none": [False], "optional": [True, False]}[rule]
 
 
-def stage_features(name: str, options: dict[str, str]) -> set[str]:
+def variant_features(name: str, options: dict[str, str]) -> set[str]:
     """The optional parts of the ranked-rows stage a metric variant needs."""
     return registry()[name].features({p: ("1" if v == "#" else v) for p, v in options.items()})
 
@@ -112,7 +112,7 @@ def served(name: str, options: dict[str, str]) -> str:
     spec = registry()[name]
     if spec.needs:
         return f"it reads side inputs ({', '.join(spec.needs)})"
-    features = stage_features(name, options) - set(feat.FEATURES)
+    features = variant_features(name, options) - set(feat.FEATURES)
     if features:
         return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
     if spec.population != "truth":
@@ -128,7 +128,7 @@ def _representatives(whole: bool, exponent: bool, k: int) -> list[str]:
     for name in registry():
         spec = registry()[name]
         for options in _variants(name):
-            if served(name, options) or stage_features(name, options) or (spec.full_list and not whole):
+            if served(name, options) or variant_features(name, options) or (spec.full_list and not whole):
                 continue
             for with_k in _cutoffs(name):
                 if not with_k and not whole:
@@ -144,10 +144,11 @@ def _representatives(whole: bool, exponent: bool, k: int) -> list[str]:
 
 
 def refused(metric: Metric) -> str:
-    """The composer's refusal of a metric variant (a cutoff it needs with these options), or ''."""
+    """The composer's refusal of a metric variant (a cutoff it needs with these options), or '': the
+    stage's first, as the composer checks it first."""
     try:
+        stage_features([metric])
         metric_expression(metric)
-        stage_parts([metric])
     except RecsqlError as err:
         return str(err)
     return ""
@@ -513,7 +514,7 @@ def metric_macro(adapter_name: str) -> str:
                 conditions += [f"m.choices.{p} == {v!r}" for p, v in options.items()]
                 refusal = refused(_metric(name, 7 if with_k else None, options, NUMBER_SENTINELS[0]))
                 if refusal:
-                    message = refusal.replace("'", "").replace("\\", "")
+                    message = refusal.replace("\\", "\\\\").replace("'", "\\'")  # a Jinja string literal
                     branches.append((" and ".join(conditions),
                                      "{{ exceptions.raise_compiler_error('recsql.evaluate: %s') }}" % message))
                     continue

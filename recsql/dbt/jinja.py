@@ -15,8 +15,9 @@ import re
 from ..metrics import _INTERVAL_RE, registry
 from ..compose import TIES
 from ..compose.plan import MAX_SLOTS
+from . import features as feat
 from .evaluate import (EXTRA_SWITCHES, MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
-                       stage_features)
+                       variant_features)
 from .model import GENERATED, _comment
 
 
@@ -45,8 +46,8 @@ def _facts() -> dict:
             if why:
                 unserved[key] = why
                 continue
-            if stage_features(name, options):
-                features[key] = sorted(stage_features(name, options))
+            if variant_features(name, options):
+                features[key] = sorted(variant_features(name, options))
             for k in (7, None) if spec.k_rule != "none" else (None,):
                 if spec.k_rule == "required" and k is None:
                     continue
@@ -55,7 +56,7 @@ def _facts() -> dict:
                     exponent.append(key)
     aliases = {a: s.name for s in registry().values() for a in s.aliases}
     return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
-            "features": features, "max_slots": MAX_SLOTS,
+            "features": features, "stage_parts": list(feat.FEATURES), "max_slots": MAX_SLOTS,
             "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
             "served_ties": list(EXTRA_SWITCHES["ties"])}
 
@@ -139,9 +140,6 @@ PARSER = r"""{# GENERATED #}
     {{ recsql._fail("metric '" ~ text ~ "' is not computed by recsql.evaluate yet: " ~ registry.unserved[variant] ~ "; write a model for it with `recsql dbt model`") }}
   {%- endif -%}
   {%- set canonical = name ~ (('(' ~ (shown | join(',')) ~ ')') if shown else '') ~ (('@' ~ k) if k is not none else '') -%}
-  {%- if k is none and ('list_ideal' in registry.features.get(variant, []) or 'slots' in registry.features.get(variant, [])) -%}
-    {{ recsql._fail("metric '" ~ canonical ~ "' needs a cutoff with these options (its ideal order is cut at k): write it as '" ~ canonical ~ "@10'") }}
-  {%- endif -%}
   {%- set column = text.strip() -%}
   {%- if column_names == 'safe' -%}
     {%- set safe = re.sub('_+', '_', re.sub('[^a-z0-9_]+', '_', column.lower().replace('@', '_at_'))).strip('_') -%}
@@ -223,7 +221,8 @@ EVALUATE = r"""{# GENERATED #}
   {%- endif -%}
   {%- set parsed = recsql._parse_metrics(metrics, column_names) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {'list_ideal': [], 'slots': [], 'pairs': [], 'corr': [], 'cascade': []} -%}
+  {%- set features = {} -%}
+  {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
     {%- if m.whole -%}{%- do whole.append(m.name) -%}{%- else -%}{%- do ks.append(m.k) -%}{%- endif -%}
     {%- if m.exponent -%}{%- do exponent.append(m.name) -%}{%- endif -%}
