@@ -54,7 +54,7 @@ class Package:
         quote = (lambda name: f"`{name}`") if ADAPTERS[adapter].dialect in ("spark", "databricks", "bigquery") \
             else (lambda name: '"' + name.replace('"', '""') + '"')
         env.globals.update({
-            "recsql": self.recsql, "return": _raise_return, "modules": SimpleNamespace(re=re),
+            "recsql": self.recsql, "return": _raise_return, "modules": SimpleNamespace(re=re), "execute": False,
             "exceptions": SimpleNamespace(raise_compiler_error=_compiler_error),
             "adapter": SimpleNamespace(quote=quote, dispatch=self._dispatch)})
         for path in sorted([*(root / "macros").glob("evaluate*.sql"), *(root / "macros" / "evaluate_sql").glob("*.sql")]):

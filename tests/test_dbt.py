@@ -214,11 +214,14 @@ def _served_variants(with_k: int | None, exponent: bool = True) -> list[str]:
     return out
 
 
+TEXT_METRICS = ["ndcg@3", "precision@2", "recall@4", "mrr", "hit_rate@1", "map@4"]
+
+
 def _var_cases() -> list[dict]:
     """recsql.evaluate's switches each at every value: run keys 0 to 4, summary and per user, score and
     rank, the three populations, whole list or cut, with and without exponential gains, safe and
     as-asked column names, an empty population, duplicated keys kept once (best, max), no relevance
-    column, ties='item_id_desc'."""
+    column, ties='item_id_desc', text ids named or found from the relation's column types."""
     return [
         dict(recsql_metrics=_served_variants(None), recsql_run_cols=["model"]),
         dict(recsql_metrics=_served_variants(3), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
@@ -242,6 +245,11 @@ def _var_cases() -> list[dict]:
              recsql_run_cols=["model", "variant", "fold", "seed"], recsql_ties="item_id_desc"),
         dict(recsql_metrics=_served_variants(4), recsql_recs="recs_three_keys", recsql_run_cols=["model", "variant", "fold"],
              recsql_ties="item_id_desc", recsql_output="per_user", recsql_population="judged"),
+        # text ids differing only in case (on PostgreSQL under a case-insensitive ICU collation): named,
+        # and found by the macro from the relation's column types
+        dict(recsql_metrics=TEXT_METRICS, recsql_recs="recs_text", recsql_truth="truth_text", recsql_run_cols=[],
+             recsql_output="per_user", recsql_text_ids=["user_id", "item_id"]),
+        dict(recsql_metrics=TEXT_METRICS, recsql_recs="recs_text", recsql_truth="truth_text", recsql_run_cols=[]),
     ]
 
 
@@ -252,7 +260,8 @@ def _expected_from_vars(case: dict) -> pd.DataFrame:
                    duplicates=case.get("recsql_duplicates", "error"),
                    ties=case.get("recsql_ties", "item_id"),
                    relevance_col=case.get("recsql_relevance_col", "relevance"))
-    result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed("truth"), case["recsql_metrics"], **options)
+    result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed(case.get("recsql_truth", "truth")),
+                             case["recsql_metrics"], **options)
     frame = result.per_user if case.get("recsql_output") == "per_user" else result.summary
     if case.get("recsql_column_names") == "as_asked":
         return frame
@@ -319,7 +328,9 @@ def test_dbt_compile_offline(tmp_path, name):
     target = tmp_path / "target"
     _dbt(project, "compile", "--no-populate-cache", "--no-introspect", "--indirect-selection", "empty",
          "--select", *models, "--target-path", str(target),
-         "--vars", json.dumps({"recsql_metrics": _served_variants(None), "recsql_run_cols": ["model", "variant"]}))
+         "--vars", json.dumps({"recsql_metrics": _served_variants(None), "recsql_run_cols": ["model", "variant"],
+                               # named: found from the warehouse's column types otherwise (a connection)
+                               "recsql_text_ids": ["model", "item_id"]}))
     for model in models:
         (path,) = target.glob(f"compiled/*/models/**/{model}.sql")
         tree = sqlglot.parse_one(path.read_text(), read=dialect(adapter(name).dialect).sqlglot)

@@ -33,7 +33,7 @@ from frames import assert_same_values
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "dbt" / "integration_tests" / "seeds"
 NAMES = ("recs", "recs_single", "recs_two_keys", "recs_three_keys", "recs_four_keys", "recs_duplicates", "truth",
-         "items", "interactions", "baseline")
+         "items", "interactions", "baseline", "recs_text", "truth_text")
 # The recommendations with 0 to 4 run keys, and the run columns the macro is called with for each.
 BY_RUNS = {0: ("recs_single", []), 1: ("recs", ["model"]), 2: ("recs_two_keys", ["model", "variant"]),
            3: ("recs_three_keys", ["model", "variant", "fold"]), 4: ("recs_four_keys", ["model", "variant", "fold", "seed"])}
@@ -240,6 +240,34 @@ def test_macro_ties_item_id_desc():
     first, second = (got[t].sort_values(["model", "user_id"]).reset_index(drop=True) for t in EXTRA_SWITCHES["ties"])
     changed = [m for m in map(output_name, metrics) if not np.allclose(first[m], second[m], equal_nan=True)]
     assert changed, "ties='item_id_desc' gave ties='item_id''s numbers"
+
+
+TEXT_METRICS = ["ndcg@3", "precision@2", "recall@4", "mrr", "hit_rate@1", "map@4"]
+
+
+@pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
+def test_macro_text_ids(adapter):
+    """text_ids: the ids named are compared under the adapter's binary collation, as recsql.evaluate
+    compares text ids ('A' and 'a' two items, ties in byte order); the seeds' ids differ only in case.
+    Without text_ids (and dbt not executing, so nothing is read from the warehouse) no COLLATE is written;
+    a name that is not an id column is refused with evaluate's message."""
+    package = Package(adapter)
+    con = _duckdb() if adapter == "duckdb" else _sqlite()
+    collate = {"duckdb": 'COLLATE "binary"', "sqlite": 'COLLATE "BINARY"'}[adapter]
+    for text_ids in (["user_id", "item_id"], "item_id"):
+        for output in ("summary", "per_user"):
+            sql = package.evaluate(recs="recs_text", truth="truth_text", metrics=TEXT_METRICS, output=output,
+                                   text_ids=text_ids)
+            assert sql.count(collate) == 2 * len([text_ids] if isinstance(text_ids, str) else text_ids), sql
+            expected = _expected("recs_text", TEXT_METRICS, output, truth="truth_text")
+            _same(_fetch(con, sql), expected, ["user_id"] if output == "per_user" else [], f"{text_ids} {output}")
+    plain = package.evaluate(recs="recs_text", truth="truth_text", metrics=TEXT_METRICS)
+    assert "COLLATE" not in plain
+    with pytest.raises(recsql.RecsqlError) as python:
+        recsql.to_sql(TEXT_METRICS, "recs_text", "truth_text", text_ids=["user"])
+    with pytest.raises(CompilerError) as macro:
+        package.evaluate(recs="recs_text", truth="truth_text", metrics=TEXT_METRICS, text_ids=["user"])
+    assert str(macro.value) == f"recsql.evaluate: {python.value}"
 
 
 FEATURE_CASES = [["err@5"], ["pfound(p_break=0.3)@4", "err(max_grade=2)", "ndcg@3"], ["kendall@4", "kendall@2"],

@@ -6,10 +6,42 @@
   {%- if modules.re.match('^[a-z_][a-z0-9_]*$', name) -%}{{ name }}{%- else -%}{{ adapter.quote(name) }}{%- endif -%}
 {%- endmacro %}
 
+{# Which ids hold text: {user_id, item_id, run0...: bool}; they are compared under the adapter's binary
+   collation, as recsql.evaluate compares them. text_ids=none: the id columns of recs that are strings
+   (read from the warehouse when dbt executes, on adapters whose default collation may not be
+   bytewise); a list: exactly those columns. #}
+{% macro _text_ids(text_ids, recs, user_col, item_col, run_cols) -%}
+  {%- set ids = {user_col: 'user_id', item_col: 'item_id'} -%}
+  {%- for c in run_cols -%}{%- do ids.update({c: 'run' ~ loop.index0}) -%}{%- endfor -%}
+  {%- if text_ids is none -%}
+    {%- set text_ids = [] -%}
+    {%- if execute and recs is not string and adapter.dispatch('recsql_text_collation', 'recsql')() -%}
+      {%- set lowered = {} -%}
+      {%- for c in ids -%}{%- do lowered.update({c | lower: c}) -%}{%- endfor -%}
+      {%- for column in adapter.get_columns_in_relation(recs) -%}
+        {%- if column.is_string() and (column.name | lower) in lowered -%}{%- do text_ids.append(lowered[column.name | lower]) -%}{%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- elif text_ids is string -%}
+    {%- set text_ids = [text_ids] -%}
+  {%- elif text_ids is mapping or text_ids is not iterable -%}
+    {{ recsql._fail("text_ids must name id columns, got " ~ text_ids ~ "; pass text_ids='item_id' or text_ids=['user_id', 'item_id']") }}
+  {%- endif -%}
+  {%- for c in text_ids -%}
+    {%- if c not in ids -%}
+      {{ recsql._fail("text_ids: '" ~ c ~ "' is not an id column; name '" ~ user_col ~ "' and/or '" ~ item_col ~ "' (or a run column holding text)") }}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set text = {'user_id': false, 'item_id': false} -%}
+  {%- for c in run_cols -%}{%- do text.update({'run' ~ loop.index0: false}) -%}{%- endfor -%}
+  {%- for c in text_ids -%}{%- do text.update({ids[c]: true}) -%}{%- endfor -%}
+  {{ return(text) }}
+{%- endmacro %}
+
 {% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
                   score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population='relevant',
                   duplicates='error', convention='recsql', ties='item_id', items=none, interactions=none, catalog=none,
-                  baseline=none, item_features=none, column_names='safe') -%}
+                  baseline=none, item_features=none, column_names='safe', text_ids=none) -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
   {%- if population not in recsql._registry().populations -%}
@@ -71,6 +103,7 @@
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
+  {%- do rs.update({'text': recsql._text_ids(text_ids, recs, user_col, item_col, rs.run_cols)}) -%}
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}

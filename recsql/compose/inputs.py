@@ -40,6 +40,11 @@ def whole_id(column: exp.Expression) -> exp.Expression:
 _ID_CASTS = {"text": lambda column: exp.cast(column, "VARCHAR"), "whole": whole_id}
 
 
+def collation(name: str) -> exp.Expression:
+    """A collation's name as COLLATE takes it: a quoted identifier ('"C"') or a bare name."""
+    return sqlglot.parse_one(name, into=exp.Column) if name.startswith('"') else exp.var(name)
+
+
 def _id(plan: Plan, column: str, internal: str, role: str) -> exp.Expression:
     """An id column of input ``role``, read by value (``_ID_CASTS``), with the dialect's binary
     collation when it holds text."""
@@ -48,9 +53,7 @@ def _id(plan: Plan, column: str, internal: str, role: str) -> exp.Expression:
     if cast:
         value = _ID_CASTS[cast](value)
     if internal in plan.text_ids and plan.id_collation:
-        collation = sqlglot.parse_one(plan.id_collation, into=exp.Column) if plan.id_collation.startswith('"') \
-            else exp.var(plan.id_collation)
-        return exp.alias_(exp.Collate(this=value, expression=collation), internal)
+        return exp.alias_(exp.Collate(this=value, expression=collation(plan.id_collation)), internal)
     return exp.alias_(value, internal)
 
 

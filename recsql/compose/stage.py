@@ -12,6 +12,7 @@ from sqlglot import exp
 from ..errors import RecsqlError
 from ..metrics import Metric
 from ..templates import read_template
+from .inputs import collation
 from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
                       pad_union, substitute, union_all, union_branches)
@@ -72,9 +73,7 @@ def _tie_key(plan: Plan) -> exp.Expression:
         return item
     text = exp.cast(item, exp.DataType.build(plan.id_text))
     if plan.id_collation and plan.id_text.upper().startswith("VARCHAR"):
-        collation = sqlglot.parse_one(plan.id_collation, into=exp.Column) if plan.id_collation.startswith('"') \
-            else exp.var(plan.id_collation)
-        return exp.Collate(this=text, expression=collation)
+        return exp.Collate(this=text, expression=collation(plan.id_collation))
     return text
 
 

@@ -23,6 +23,11 @@ composed again, at every value of the base switches they depend on; the macro pi
 ``rs.<switch>`` before the base text. tests/test_dbt_macro.py renders the package with jinja2 for
 random calls and compares the numbers with recsql.evaluate's: that is what makes factorising safe.
 
+Text ids: every id is composed as text under a placeholder collation (:data:`COLLATION_SENTINEL`),
+and each COLLATE is written behind ``{% if rs.text.<id> %}`` with the adapter's binary collation
+(dropped where the dialect has none): the macro fills ``rs.text`` from ``text_ids`` or, when dbt
+executes on an adapter with such a collation, from the column types of recs.
+
 The statements go through :func:`recsql.dbt.model.without_empty`: an input not given leaves no
 always-empty CTE and no join of one.
 
@@ -46,6 +51,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..compose import metric_expression, uses_exponent
+from ..compose.inputs import collation as id_collation
 from ..compose.stage import stage_features
 from ..dialects import _native_window_nulls, dialect as get_dialect
 from ..errors import RecsqlError
@@ -62,6 +68,9 @@ MORE_NUMBER_SENTINELS = ((0.1414213, 0.1732050), (0.2236067, 0.2449489))
 COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col": "recsql_c_order",
            "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance"}
 RUN_SENTINEL = "recsql_c_run{}"
+# Every id is composed as text under this collation (text_ids): :func:`_collated` writes each COLLATE
+# behind the macro's `rs.text.<id>` (user_id, item_id, run0..run3) with the adapter's binary collation.
+COLLATION_SENTINEL = "recsql_collate"
 MAX_RUNS = 4
 MARK = {"raw": "recsql_metrics_raw", "flagged": "recsql_metrics_flagged", "final": "recsql_metrics_final",
         "column": "recsql_metric_column"}
@@ -189,7 +198,8 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
         options.update(score_col=COLUMNS["score_col"])
     metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel])
     metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide]
-    return ModelSpec("recsql_evaluate", metrics, output=key["output"], options=options)
+    return ModelSpec("recsql_evaluate", metrics, output=key["output"], options=options,
+                     text_ids=(COLUMNS["user_col"], COLUMNS["item_col"], *runs))
 
 
 def _keys() -> list[dict]:
@@ -273,6 +283,41 @@ def _jinja_values(text: str, sentinel: int) -> str:
     return text
 
 
+def _id_key(column: exp.Expression) -> str:
+    """The macro's ``rs.text`` key of an id column sentinel (user_id, item_id, run0...)."""
+    name = column.name if isinstance(column, exp.Column) else ""
+    keys = {COLUMNS["user_col"]: "user_id", COLUMNS["item_col"]: "item_id",
+            **{RUN_SENTINEL.format(i): f"run{i}" for i in range(MAX_RUNS)}}
+    if name not in keys:
+        raise RuntimeError(f"a COLLATE of text ids applies to {column.sql()}, not to an id column")
+    return keys[name]
+
+
+def _collated(tree: exp.Expression, dialect_name: str) -> exp.Expression:
+    """Each COLLATE of a text id (:data:`COLLATION_SENTINEL`) as a marker :func:`_jinja_collations`
+    writes behind ``rs.text.<id>``, or dropped where the dialect compares text bytewise already."""
+    for node in list(tree.find_all(exp.Collate)):
+        if not (isinstance(node.expression, exp.Var) and node.expression.name == COLLATION_SENTINEL):
+            continue
+        if get_dialect(dialect_name).collation:
+            node.set("expression", exp.var(f"{COLLATION_SENTINEL}_{_id_key(node.this)}"))
+        else:
+            node.replace(node.this)
+    return tree
+
+
+def _jinja_collations(text: str, dialect_name: str) -> str:
+    """The markers of :func:`_collated` as ``{% if rs.text.<id> %} COLLATE <binary>{% endif %}``: the
+    collation recsql.evaluate gives text ids on this dialect (recsql/dialects.py)."""
+    collation = get_dialect(dialect_name).collation
+    if not collation:
+        return text
+    written = exp.Collate(this=exp.column("x"), expression=id_collation(collation)).sql(dialect=get_dialect(dialect_name).sqlglot)
+    suffix = written[len("x"):]
+    return re.sub(r" COLLATE " + COLLATION_SENTINEL + r"_(\w+)",
+                  lambda m: "{% if rs.text." + m.group(1) + " %}" + suffix + "{% endif %}", text)
+
+
 def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozenset = frozenset()
                      ) -> list[tuple[str, str]]:
     """(CTE name or '' for the final select, Jinja text) of the statement for one switch key, with the
@@ -280,6 +325,7 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
     spec = _spec(key, sentinel, wide)
     statement, parsed = _composed(spec, dialect_name)
     statement, pieces = _marked(statement, parsed)
+    statement = _collated(statement, dialect_name)
     _unquote(statement)
     target = get_dialect(dialect_name).sqlglot
     tree = _native_window_nulls(statement, target)
@@ -310,11 +356,11 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
         for marker, loop in loops.items():
             text = re.sub(r"\b" + marker + r"\b", lambda _m, loop=loop: loop, text)
         text = text.replace(f'"{MARK["column"]}"', MARK["column"]).replace(MARK["column"], "{{ m.column_sql }}")
-        text = _jinja_values(text, sentinel)
+        text = _jinja_values(_jinja_collations(text, dialect_name), sentinel)
         if wide:
             text = feat.jinja_values(name, text, sentinel)
         left = [str(v) for v in (*SENTINELS["max_k"], *SENTINELS["threshold"], *COLUMNS.values()) if str(v) in text]
-        left += feat.left(text)
+        left += feat.left(text) + [COLLATION_SENTINEL] * (COLLATION_SENTINEL in text)
         if left:
             raise RuntimeError(f"sentinel {left[0]} left in the SQL of {name or 'the final select'} for {dialect_name}")
         out.append((name, text))
@@ -328,11 +374,12 @@ def _composed(spec: ModelSpec, dialect_name: str):
     """The composer's statement (shared by dialects whose plan is the same)."""
     d = get_dialect(dialect_name)
     # The plan differs between dialects only in DuckDB's top-k and inlining, the binary collation of
-    # text ids and the type ids are cast to when a convention orders them as text: the macro uses
-    # neither of the last two, so one composition serves every dialect with the same first two.
+    # text ids and the type ids are cast to when a convention orders them as text: the macro composes
+    # a placeholder collation (written per adapter by _jinja_collations) and no convention, so one
+    # composition serves every dialect with the same first two.
     cache_key = (repr(spec), d.topk, d.inline)
     if cache_key not in _COMPOSED:
-        _COMPOSED[cache_key] = _statement(spec, dialect_name)
+        _COMPOSED[cache_key] = _statement(spec, dialect_name, collation=COLLATION_SENTINEL)
     return _COMPOSED[cache_key]
 
 
@@ -531,6 +578,14 @@ def metric_macro(adapter_name: str) -> str:
     return "".join(out)
 
 
+def collation_macro(adapter_name: str) -> str:
+    """``<adapter>__recsql_text_collation()``: whether the adapter's SQL gives text ids a binary
+    collation (the macro then reads which ids are text from the warehouse when ``text_ids`` is not given)."""
+    collated = bool(get_dialect(adapter(adapter_name).dialect).collation)
+    return (f"{{% macro {adapter_name}__recsql_text_collation() -%}}\n{{{{ return({str(collated).lower()}) }}}}\n"
+            "{%- endmacro %}\n")
+
+
 def evaluate_files(macros: Path) -> dict[Path, str]:
     """The package's ``recsql.evaluate``: the macro and parser, the registry, and per adapter whose SQL
     differs from the one dbt's dispatch would fall back to, its statement and metric macros
@@ -538,7 +593,7 @@ def evaluate_files(macros: Path) -> dict[Path, str]:
     from .jinja import EVALUATE, PARSER, registry_macro
     files = {macros / "evaluate.sql": EVALUATE, macros / "evaluate_parser.sql": PARSER,
              macros / "evaluate_registry.sql": registry_macro()}
-    bodies = {name: statement_macro(name) + "\n" + metric_macro(name) for name in ADAPTERS}
+    bodies = {name: statement_macro(name) + "\n" + metric_macro(name) + "\n" + collation_macro(name) for name in ADAPTERS}
     default = bodies[DEFAULT]
     files[macros / "evaluate_sql" / "default.sql"] = _header("default") + default.replace(f"{DEFAULT}__", "default__")
     for name, body in bodies.items():

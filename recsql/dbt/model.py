@@ -70,8 +70,10 @@ class ModelSpec:
         return [r for r in ROLES if r in self.inputs]
 
 
-def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
-    """The composer's statement for the spec (as :func:`recsql.to_sql` builds it) and the metrics."""
+def _statement(spec: ModelSpec, dialect: str, collation: str | None = None) -> tuple[exp.Select, list]:
+    """The composer's statement for the spec (as :func:`recsql.to_sql` builds it) and the metrics;
+    ``collation``: the binary collation of text ids instead of the dialect's (the package macro's
+    placeholder, recsql/dbt/evaluate.py)."""
     parsed = parse_metrics(spec.metrics)
     # the inputs and options as recsql.Inputs describes and checks them for evaluate and to_sql
     described = Inputs(**{role: _PLACEHOLDER.format(role) for role in spec.inputs}, **spec.options)
@@ -84,7 +86,8 @@ def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
     if unknown:
         raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {cols['user_col']!r} and/or {cols['item_col']!r}")
     plan = api._plan(relations, cols, dialect, truth_has_runs=spec.truth_has_run_cols and bool(cols["run_cols"]),
-                     text_ids=frozenset(named[c] for c in spec.text_ids))
+                     text_ids=frozenset(named[c] for c in spec.text_ids),
+                     **({"id_collation": collation} if collation else {}))
     return without_empty(compose(plan, parsed, output=spec.output)), parsed
 
 

@@ -5,8 +5,8 @@
 {%- if (rs.runs == 0 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -16,8 +16,8 @@ WITH recs_in AS (
 {%- elif (rs.runs == 0 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -27,9 +27,9 @@ WITH recs_in AS (
 {%- elif (rs.runs == 1 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -40,9 +40,9 @@ WITH recs_in AS (
 {%- elif (rs.runs == 1 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -53,10 +53,10 @@ WITH recs_in AS (
 {%- elif (rs.runs == 2 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -68,10 +68,10 @@ WITH recs_in AS (
 {%- elif (rs.runs == 2 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -83,11 +83,11 @@ WITH recs_in AS (
 {%- elif (rs.runs == 3 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -100,11 +100,11 @@ WITH recs_in AS (
 {%- elif (rs.runs == 3 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -117,12 +117,12 @@ WITH recs_in AS (
 {%- elif (rs.runs == 4 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.run_cols[3] }} AS _run3,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
+    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "C"{% endif %} AS _run3,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -136,12 +136,12 @@ WITH recs_in AS (
 {%- elif (rs.runs == 4 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.run_cols[3] }} AS _run3,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
+    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "C"{% endif %} AS _run3,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
@@ -157,100 +157,100 @@ WITH recs_in AS (
 {%- if (rs.runs == 0 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
 {%- elif (rs.runs == 0 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
 {%- elif (rs.runs == 1 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
 {%- elif (rs.runs == 1 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
 {%- elif (rs.runs == 2 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
 {%- elif (rs.runs == 2 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
 {%- elif (rs.runs == 3 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
 {%- elif (rs.runs == 3 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
 {%- elif (rs.runs == 4 and rs.order == 'score') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.run_cols[3] }} AS _run3,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
+    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "C"{% endif %} AS _run3,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
 {%- elif (rs.runs == 4 and rs.order == 'rank') %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.run_cols[3] }} AS _run3,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
+    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "C"{% endif %} AS _run3,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
@@ -259,16 +259,16 @@ WITH recs_in AS (
 {%- if (rs.duplicates == 'error' and rs.relevance == 'none' and rs.ties == 'item_id') or (rs.duplicates == 'error' and rs.relevance == 'none' and rs.ties == 'item_id_desc') %}
 , truth_in AS (
   SELECT
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     CAST(1 AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
 )
 {%- elif (rs.duplicates == 'best' and rs.relevance == 'column' and rs.ties == 'item_id') or (rs.duplicates == 'best' and rs.relevance == 'column' and rs.ties == 'item_id_desc') %}
 , truth_in AS (
   SELECT
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MAX(CAST({{ rs.relevance_col }} AS DOUBLE PRECISION)) AS relevance
   FROM {{ truth }}
   GROUP BY
@@ -278,8 +278,8 @@ WITH recs_in AS (
 {%- elif (rs.duplicates == 'best' and rs.relevance == 'none' and rs.ties == 'item_id') or (rs.duplicates == 'best' and rs.relevance == 'none' and rs.ties == 'item_id_desc') %}
 , truth_in AS (
   SELECT
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MAX(CAST(1 AS DOUBLE PRECISION)) AS relevance
   FROM {{ truth }}
   GROUP BY
@@ -289,8 +289,8 @@ WITH recs_in AS (
 {%- else %}
 , truth_in AS (
   SELECT
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
+    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
+    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     CAST({{ rs.relevance_col }} AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
 )
@@ -7103,4 +7103,8 @@ GROUP BY
 {%- elif m.name == 'spearman' and m.has_k == true %}CAST(CAST((SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN 1 ELSE 0 END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x * corr_rank_y END) - SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_y END)) AS DOUBLE PRECISION) / NULLIF(SQRT((SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN 1 ELSE 0 END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x * corr_rank_x END) - SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_x END)) * (SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN 1 ELSE 0 END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_y * corr_rank_y END) - SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_y END) * SUM(CASE WHEN src = 7 AND cut = {{ m.k }} THEN corr_rank_y END))), 0) AS DOUBLE PRECISION)
 {%- else %}{{ exceptions.raise_compiler_error('recsql.evaluate: no SQL for metric ' ~ m.canonical) }}
 {%- endif %}
+{%- endmacro %}
+
+{% macro default__recsql_text_collation() -%}
+{{ return(true) }}
 {%- endmacro %}

@@ -7104,3 +7104,7 @@ GROUP BY
 {%- else %}{{ exceptions.raise_compiler_error('recsql.evaluate: no SQL for metric ' ~ m.canonical) }}
 {%- endif %}
 {%- endmacro %}
+
+{% macro redshift__recsql_text_collation() -%}
+{{ return(false) }}
+{%- endmacro %}

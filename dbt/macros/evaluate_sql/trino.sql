@@ -7104,3 +7104,7 @@ GROUP BY
 {%- else %}{{ exceptions.raise_compiler_error('recsql.evaluate: no SQL for metric ' ~ m.canonical) }}
 {%- endif %}
 {%- endmacro %}
+
+{% macro trino__recsql_text_collation() -%}
+{{ return(false) }}
+{%- endmacro %}

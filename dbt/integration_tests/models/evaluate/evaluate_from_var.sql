@@ -3,7 +3,7 @@
 {{ config(materialized='table') }}
 {{ recsql.evaluate(
     recs=ref(var('recsql_recs', 'recs')),
-    truth=ref('truth'),
+    truth=ref(var('recsql_truth', 'truth')),
     metrics=var('recsql_metrics', ['ndcg@10', 'map(denominator=relevant)@10']),
     run_cols=var('recsql_run_cols', ['model']),
     output=var('recsql_output', 'summary'),
@@ -14,4 +14,5 @@
     duplicates=var('recsql_duplicates', 'error'),
     ties=var('recsql_ties', 'item_id'),
     relevance_col=var('recsql_relevance_col', 'relevance'),
-    column_names=var('recsql_column_names', 'safe')) }}
+    column_names=var('recsql_column_names', 'safe'),
+    text_ids=var('recsql_text_ids', none)) }}
