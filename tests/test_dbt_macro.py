@@ -231,7 +231,7 @@ def test_macro_ties_item_id_desc():
     recsql.evaluate's numbers for that rule, which differ from ties='item_id''s."""
     package = Package("duckdb")
     con = _duckdb()
-    metrics = ["precision@1", "ndcg@3", "mrr@5", "map@5"]
+    metrics = ["precision@1", "ndcg@3", "mrr@5", "map@5", "auc@5"]
     got = {}
     for ties in EXTRA_SWITCHES["ties"]:
         call = dict(recs="recs", metrics=metrics, run_cols=["model"], output="per_user", ties=ties)
@@ -274,15 +274,17 @@ FEATURE_CASES = [["err@5"], ["pfound(p_break=0.3)@4", "err(max_grade=2)", "ndcg@
                  ["spearman@3", "spearman@5"], ["ndcg(ideal=list)@3", "idcg(ideal=list)@5", "map@5"],
                  ["ndcg(ideal=k_slots)@4", "idcg(gain=exponential,ideal=k_slots)@2"],
                  ["err@5", "kendall@3", "spearman@4", "ndcg(ideal=list)@3", "ndcg(ideal=k_slots)@5",
-                  "pfound(max_grade=3,p_break=0.2)", "pfound(max_grade=3,p_break=0.4)@2", "precision@3"]]
+                  "pfound(max_grade=3,p_break=0.2)", "pfound(max_grade=3,p_break=0.4)@2", "precision@3"],
+                 # auc's tie bounds (a factorised switch, with the wide stacked and ranked)
+                 ["auc@4", "ndcg@3"], ["auc", "auc@2", "map"], ["auc@5", "err@3", "kendall@4"]]
 
 
 @pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
 def test_macro_stage_features(adapter):
     """The metrics that need an optional part of the ranked-rows stage (cascades for err and pfound,
-    pairs for kendall, rank correlation rows for spearman, the list's own ideal order, k slots), each
-    alone and all together, with 0-2 run keys and both outputs: recsql.evaluate's numbers, and every
-    CTE of the statement has rows (a part nobody asked for is not written)."""
+    pairs for kendall, rank correlation rows for spearman, the list's own ideal order, k slots, auc's
+    tie bounds), each alone and all together, with 0-2 run keys and both outputs: recsql.evaluate's
+    numbers, and every CTE of the statement has rows (a part nobody asked for is not written)."""
     package = Package(adapter)
     con = _duckdb() if adapter == "duckdb" else _sqlite()
     for metrics in FEATURE_CASES:
@@ -314,7 +316,7 @@ def test_macro_refuses_what_it_does_not_serve():
             if served(name, options) and not all(served(name, o) for o in _variants(name)):
                 written = ",".join(f"{p}={'0.5' if v == '#' else v}" for p, v in reversed(options.items()))
                 unserved.append(f"{name}({written})" + ("@5" if spec.k_rule != "none" else ""))
-    assert len(unserved) >= 10 and "auc@5" in unserved
+    assert len(unserved) >= 10 and "novelty@5" in unserved and "auc@5" not in unserved
     for metric in unserved:
         with pytest.raises(CompilerError, match="is not computed by recsql.evaluate yet: .* `recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=[metric], run_cols=["model"])

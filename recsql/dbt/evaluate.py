@@ -80,7 +80,13 @@ BASE_SWITCHES = ("runs", "order", "population", "output", "whole", "exponent")
 # Switches composed by factorising (:func:`_factorised`): each value but the first (the default) is
 # composed only for the CTEs it changes, at the values of the base switches those CTEs depend on.
 # ties='item_id_desc' changes list_ranked only (DuckDB's top-k serves item_id, a window the other).
-EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"), "ties": ("item_id", "item_id_desc")}
+# tie_bounds='on' (auc: the first and last position of each tie group) changes list_ranked (a window,
+# which keeps the order key), list_judged and list_rows; the stacked and ranked CTEs that carry the
+# bounds on are the wide statement's, which has an auc metric (the macro sets rs.wide).
+EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"), "ties": ("item_id", "item_id_desc"),
+                  "tie_bounds": ("off", "on")}
+# The part of the stage served by a factorised switch (not by recsql.dbt.features), and the metric that asks for it.
+BOUNDS = "tie_bounds"
 SWITCHES = (*BASE_SWITCHES, *EXTRA_SWITCHES)
 DEFAULTS = {name: values[0] for name, values in EXTRA_SWITCHES.items()}
 
@@ -121,7 +127,7 @@ def served(name: str, options: dict[str, str]) -> str:
     spec = registry()[name]
     if spec.needs:
         return f"it reads side inputs ({', '.join(spec.needs)})"
-    features = variant_features(name, options) - set(feat.FEATURES)
+    features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS}
     if features:
         return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
     if spec.population != "truth":
@@ -198,6 +204,8 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
         options.update(score_col=COLUMNS["score_col"])
     metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel])
     metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide]
+    if wide or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
+        metrics = metrics + ["auc" if key["whole"] else f"auc@{SENTINELS['max_k'][sentinel]}"]
     return ModelSpec("recsql_evaluate", metrics, output=key["output"], options=options,
                      text_ids=(COLUMNS["user_col"], COLUMNS["item_col"], *runs))
 
@@ -453,6 +461,8 @@ def _factorised(target: str, keys: list[dict], variants: list[dict[str, str]], d
             if set(varied) != set(at):
                 raise RuntimeError(f"{assignment} changes which CTEs the statement has ({sorted(set(varied) ^ set(at))})")
             changed |= {n for n in at if varied[n] != at[n]}
+        if assignment[BOUNDS] == "on":  # the wide statement's stacked and ranked carry the bounds
+            changed -= set(WIDE_CTES)
         for name in changed:
             chosen: dict[tuple, int] = {}
             for i, key in enumerate(keys):
