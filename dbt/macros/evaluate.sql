@@ -75,13 +75,15 @@
   {%- endif -%}
   {%- set parsed = recsql._parse_metrics(metrics, column_names) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {} -%}
+  {%- set features = {} -%}{%- set bounds = [] -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
     {%- if m.whole -%}{%- do whole.append(m.name) -%}{%- else -%}{%- do ks.append(m.k) -%}{%- endif -%}
     {%- if m.exponent -%}{%- do exponent.append(m.name) -%}{%- endif -%}
     {%- for f in m.features -%}
-      {%- if f == 'cascade' -%}
+      {%- if f == 'tie_bounds' -%}
+        {%- do bounds.append(m.name) -%}
+      {%- elif f == 'cascade' -%}
         {%- set row = {'kind': m.name, 'grade': m.numbers.max_grade if 'max_grade' in m.numbers else 'NULL'} -%}
         {%- if row not in features.cascade -%}{%- do features.cascade.append(row) -%}{%- endif -%}
       {%- else -%}
@@ -94,7 +96,8 @@
     {{ recsql._fail("ideal=k_slots supports k <= " ~ recsql._registry().max_slots ~ " (its ideal positions are generated in SQL); got k = " ~ (features.slots | max)) }}
   {%- endif -%}
   {%- set rs = {
-      'metrics': parsed, 'features': features, 'wide': features.values() | select | list | length > 0, 'runs': run_cols | length, 'order': 'rank' if rank_col is not none else 'score',
+      'metrics': parsed, 'features': features, 'wide': (features.values() | select | list | length > 0) or (bounds | length > 0),
+      'tie_bounds': 'on' if bounds else 'off', 'runs': run_cols | length, 'order': 'rank' if rank_col is not none else 'score',
       'population': population, 'output': output, 'whole': whole | length > 0, 'exponent': exponent | length > 0,
       'max_k': (ks | max) if ks else none, 'threshold': (threshold | float) | string,
       'user_col': recsql._ident(user_col), 'item_col': recsql._ident(item_col),

@@ -30,6 +30,9 @@
   "pfound|auto|#"
  ],
  "features": {
+  "auc": [
+   "tie_bounds"
+  ],
   "err|#": [
    "cascade"
   ],
@@ -662,7 +665,6 @@
  ],
  "unserved": {
   "arp": "it reads side inputs (interactions)",
-  "auc": "it needs a part of the ranked-rows stage not generated for the macro yet (tie_bounds)",
   "coverage": "it needs a part of the ranked-rows stage not generated for the macro yet (catalog, exposure)",
   "diversity|category": "it reads side inputs (category, features)",
   "diversity|features": "it reads side inputs (category, features)",

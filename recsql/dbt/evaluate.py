@@ -5,8 +5,8 @@ module writes, from the composer and the ``sql/`` templates (never by hand), per
 
 - ``<adapter>__recsql_evaluate_sql``: the composed statement, each CTE written once per variant of
   the *switches* it depends on (number of run keys, score or rank, population, output, whole list or
-  cut, exponential gains; and, factorised, the duplicates policy, a missing relevance column and the
-  tie rule: item_id or item_id_desc),
+  cut, exponential gains; and, factorised, the duplicates policy, a missing relevance column, the
+  tie rule: item_id or item_id_desc, and auc's tie-group bounds),
   with every value substituted as a Jinja expression (column names, the relevance threshold, the
   list's cutoff) and the metric projections as a loop over the parsed metrics;
 - ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
@@ -35,7 +35,7 @@ The optional parts of the ranked-rows stage that cascades, pairs, rank correlati
 ideal order and k slots add are written only when a metric asked needs them (:mod:`recsql.dbt.features`).
 
 The metrics it serves (:func:`served`) are those whose SQL reads only recs and truth and needs no
-other optional part of the stage; the others raise a compiler error naming ``recsql dbt model``,
+other optional part of the stage than those and the tie bounds; the others raise a compiler error naming ``recsql dbt model``,
 as do ``ties='average'`` (the composer gives its expected value over tied positions for a few
 metrics only, and refuses the representative metric lists the statements are composed with),
 ``convention`` and side inputs.
