@@ -433,13 +433,20 @@ def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict], dims: l
 
 
 def _parts(key: dict, target: str, wide: frozenset = frozenset()) -> dict[str, str]:
+    """The statement's Jinja text per CTE for one switch key (a copy: rendered once per key)."""
+    return dict(_rendered(tuple(sorted(key.items())), target, wide))
+
+
+@lru_cache(maxsize=None)
+def _rendered(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str, str], ...]:
+    key = dict(items)
     first = _statement_parts(key, target, 0, wide)
     # The second composition checks the sentinels (once per composition the dialects share, on the
     # keys that vary what the numbers of the SQL are: the list's cut, run keys, output, checks).
     checked = target in ("duckdb", "postgres") and key["population"] == "relevant" and key["order"] == "score"
     if checked and first != _statement_parts(key, target, 1, wide):
         raise RuntimeError(f"a sentinel value of the recsql.evaluate macro appears in the SQL as another value ({key})")
-    return dict(first)
+    return tuple(first)
 
 
 def _factorised(target: str, keys: list[dict], variants: list[dict[str, str]], dims: dict[str, list[str]]
@@ -540,6 +547,7 @@ def statement_macro(adapter_name: str) -> str:
                         for n, (branch, conditions) in enumerate(tests.items())]
             text = "".join(branches) + "{%- else %}\n" + text + "{%- endif %}\n"
         body.append(text)
+    _rendered.cache_clear()  # an adapter's texts serve only its own macro
     return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth) -%}}\n" + "".join(body)
             + "{%- endmacro %}\n")
 
