@@ -186,8 +186,8 @@ EVALUATE = r"""{# GENERATED #}
 
 {# Which ids hold text: {user_id, item_id, run0...: bool}; they are compared under the adapter's binary
    collation, as recsql.evaluate compares them. text_ids=none: the id columns of recs that are strings
-   (read from the warehouse when dbt executes, on adapters whose default collation may not be
-   bytewise); a list: exactly those columns. #}
+   (read from the warehouse when dbt executes, on the adapters whose SQL gives text ids a binary
+   collation: recsql_text_collation); a list: exactly those columns. #}
 {% macro _text_ids(text_ids, recs, user_col, item_col, run_cols) -%}
   {%- set ids = {user_col: 'user_id', item_col: 'item_id'} -%}
   {%- for c in run_cols -%}{%- do ids.update({c: 'run' ~ loop.index0}) -%}{%- endfor -%}
