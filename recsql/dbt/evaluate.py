@@ -85,7 +85,7 @@ BASE_SWITCHES = ("runs", "order", "population", "output", "whole", "exponent")
 # bounds on are the wide statement's, which has an auc metric (the macro sets rs.wide).
 EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"), "ties": ("item_id", "item_id_desc"),
                   "tie_bounds": ("off", "on")}
-# The part of the stage served by a factorised switch (not by recsql.dbt.features), and the metric that asks for it.
+# The part of the stage served by a factorised switch of the same name (not by recsql.dbt.features).
 BOUNDS = "tie_bounds"
 SWITCHES = (*BASE_SWITCHES, *EXTRA_SWITCHES)
 DEFAULTS = {name: values[0] for name, values in EXTRA_SWITCHES.items()}
@@ -314,14 +314,21 @@ def _collated(tree: exp.Expression, dialect_name: str) -> exp.Expression:
     return tree
 
 
-def _jinja_collations(text: str, dialect_name: str) -> str:
-    """The markers of :func:`_collated` as ``{% if rs.text.<id> %} COLLATE <binary>{% endif %}``: the
-    collation recsql.evaluate gives text ids on this dialect (recsql/dialects.py)."""
+@lru_cache(maxsize=None)
+def _collate_suffix(dialect_name: str) -> str:
+    """`` COLLATE <binary>`` as this dialect writes the collation recsql.evaluate gives text ids ('' for none)."""
     collation = get_dialect(dialect_name).collation
     if not collation:
-        return text
+        return ""
     written = exp.Collate(this=exp.column("x"), expression=id_collation(collation)).sql(dialect=get_dialect(dialect_name).sqlglot)
-    suffix = written[len("x"):]
+    return written[len("x"):]
+
+
+def _jinja_collations(text: str, dialect_name: str) -> str:
+    """The markers of :func:`_collated` as ``{% if rs.text.<id> %} COLLATE <binary>{% endif %}``."""
+    suffix = _collate_suffix(dialect_name)
+    if not suffix:
+        return text
     return re.sub(r" COLLATE " + COLLATION_SENTINEL + r"_(\w+)",
                   lambda m: "{% if rs.text." + m.group(1) + " %}" + suffix + "{% endif %}", text)
 

@@ -210,9 +210,8 @@ EVALUATE = r"""{# GENERATED #}
       {{ recsql._fail("text_ids: '" ~ c ~ "' is not an id column; name '" ~ user_col ~ "' and/or '" ~ item_col ~ "' (or a run column holding text)") }}
     {%- endif -%}
   {%- endfor -%}
-  {%- set text = {'user_id': false, 'item_id': false} -%}
-  {%- for c in run_cols -%}{%- do text.update({'run' ~ loop.index0: false}) -%}{%- endfor -%}
-  {%- for c in text_ids -%}{%- do text.update({ids[c]: true}) -%}{%- endfor -%}
+  {%- set text = {} -%}
+  {%- for c, key in ids.items() -%}{%- do text.update({key: c in text_ids}) -%}{%- endfor -%}
   {{ return(text) }}
 {%- endmacro %}
 
