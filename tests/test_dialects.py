@@ -107,7 +107,8 @@ def test_unknown_text_id_column_is_refused():
 
 def test_what_sqlglot_cannot_write_is_a_clear_error(monkeypatch):
     """Without recsql's override for window NULL placement, MySQL cannot express DuckDB's NULLS LAST
-    in a window: that must surface as a RecsqlError naming the dialect, never as silent SQL."""
+    in a window with a frame (bpref's running count of non-relevant items): that must surface as a
+    RecsqlError naming the dialect, never as silent SQL."""
     from collections import OrderedDict
 
     import recsql.dialects as dialects
@@ -116,4 +117,4 @@ def test_what_sqlglot_cannot_write_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(statements, "_cache", OrderedDict())  # compose anew, not the memoised text
     monkeypatch.setenv("RECSQL_CACHE_DIR", "off")  # nor the text kept on disk
     with pytest.raises(recsql.RecsqlError, match="cannot be written in mysql: 'NULLS LAST'"):
-        rendered("mysql", "core")
+        recsql.to_sql(["bpref@10"], recs="analytics.recs", truth="analytics.truth", dialect="mysql")

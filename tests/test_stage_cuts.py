@@ -1,12 +1,13 @@
-"""The ranked-rows stage keeps only what the asked metrics read (sql/_ranked.sql): MAP's hits_cum
-from the hit rows alone (src 10), and the truth's ideal order cut at the largest k of an ideal DCG
-(src 2: every position when a metric reads the whole truth or an uncut ideal, one per truth user
-when none reads them). These tests put metrics that read different depths in ONE query, under
-each tie rule, with negative judgments unjudged or not, and compare every user's value with the
-plain-Python reference (tests/reference.py), which ranks whole lists and never cuts."""
+"""The ranked-rows stage computes only what the asked metrics read (sql/_ranked.sql): MAP's running
+count of hits only when map is asked, bpref's running count of judged non-relevant items only when
+bpref is, the list cut at the largest cutoff of the metrics on it. These tests put metrics that read
+different parts in ONE query, under each tie rule, with negative judgments unjudged or not, and
+compare every user's value with the plain-Python reference (tests/reference.py), which ranks whole
+lists and never cuts; and they check in the SQL that a running count nobody reads is not there."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,7 @@ from reference import reference
 from strategies import check, frame, metrics, python_options, recs_rows, truth_rows
 
 # the metrics that read the stage's cut parts, and neighbours that read none of them
-READERS = ["map", "ndcg", "idcg", "money_recall", "mrr", "dcg", "recall"]
+READERS = ["map", "bpref", "ndcg", "idcg", "money_recall", "mrr", "dcg", "recall"]
 PRICES = {item: float(item * 7 % 11) for item in range(1, 9)}
 
 
@@ -78,3 +79,17 @@ def test_users_without_recommendations_stay_when_no_metric_reads_truth_rows():
     result = _evaluate(recs, truth, [recsql.Metric("mrr", 5)])
     assert dict(zip(result.per_user["user_id"], result.per_user["mrr@5"])) == {1: 1.0, 2: 0.0}
     assert result.summary["users_without_recs"].iloc[0] == 1
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "spark"])
+@pytest.mark.parametrize("asked, windows", [
+    (["ndcg@10", "mrr@10", "recall@10"], 0),
+    (["map@10", "ndcg@10"], 1),
+    (["bpref@10"], 1),
+    (["map@10", "bpref"], 2),
+])
+def test_a_running_count_nobody_reads_is_not_computed(asked, windows, dialect):
+    """MAP's running count of hits only for map, bpref's running count of judged non-relevant items
+    only for bpref: each is a window over the whole list."""
+    sql = recsql.to_sql(asked, recs="recs", truth="truth", dialect=dialect)
+    assert sql.count("ROWS BETWEEN UNBOUNDED PRECEDING") == windows, sql

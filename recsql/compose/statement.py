@@ -24,7 +24,8 @@ from .stage import build_stage, largest_cutoff
 
 def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> None:
     """Keep only the columns of ``ranked`` the metrics read, and the columns of ``stacked`` those
-    need, so the rendered query carries no column nobody asked for."""
+    need, so the rendered query carries no column nobody asked for; and the lists' running counts
+    (a window each) only when a metric reads them."""
     ctes = {c.alias: c.this for c in stage.args["with_"].expressions}
     keep = set(keys) | {"user_id", "src"}
     used = keep | {c.name for c in per_user.find_all(exp.Column)}
@@ -37,6 +38,14 @@ def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> 
             read = set(keys) | {"user_id"} | {c.name for c in branch.find_all(exp.Column)}
             rows = ctes["second_rows"]
             rows.set("expressions", [e for e in rows.expressions if e.alias_or_name in read])
+    # The main list keeps its other columns (plain or typed NULLs, they cost nothing), so that every
+    # statement's list_rows has the same columns (the dbt macro combines CTEs of several statements).
+    read = {c.name for name, tree in ctes.items() if name != "list_rows" for c in tree.find_all(exp.Column)}
+    rows = ctes["list_rows"]
+    rows.set("expressions", [e for e in rows.expressions if e.alias_or_name not in _RUNNING or e.alias_or_name in read])
+
+
+_RUNNING = ("hits_cum", "nonrel_cum")  # MAP's running hits, bpref's running judged non-relevant items
 
 
 def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.Select:

@@ -97,17 +97,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -428,17 +418,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -746,17 +726,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    CAST(NULL AS INTEGER) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1065,17 +1035,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1383,17 +1343,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1701,17 +1651,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS INT64) AS tie_first,
-    CAST(NULL AS INT64) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    CAST(NULL AS INT64) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2019,17 +1959,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2342,17 +2272,7 @@ WITH recs_in AS (
     tie_gain_exp AS tie_gain_exp,
     tie_miss AS tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT

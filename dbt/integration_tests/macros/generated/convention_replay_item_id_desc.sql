@@ -84,12 +84,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < -1.7976931348623157E+308 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -403,12 +398,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < -1.7976931348623157E+308 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -722,12 +712,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < -1.7976931348623157E+308 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    ) AS INTEGER) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1041,12 +1026,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < -1.7976931348623157E+308 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1360,12 +1340,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < -1.7976931348623157E+308 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1679,12 +1654,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < -1.7976931348623157E+308 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    ) AS INT64) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1998,12 +1968,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < -1.7976931348623157E+308 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2317,12 +2282,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < -1.7976931348623157E+308 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT

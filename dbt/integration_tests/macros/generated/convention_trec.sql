@@ -87,12 +87,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -437,12 +432,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -768,12 +758,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    ) AS INTEGER) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1095,12 +1080,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1423,12 +1403,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1770,12 +1745,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2098,12 +2068,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    ) AS INT64) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2426,12 +2391,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2762,12 +2722,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT

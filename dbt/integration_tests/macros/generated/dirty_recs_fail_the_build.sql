@@ -67,17 +67,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -353,17 +343,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -628,17 +608,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    CAST(NULL AS INTEGER) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -904,17 +874,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1179,17 +1139,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1454,17 +1404,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS INT64) AS tie_first,
-    CAST(NULL AS INT64) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    CAST(NULL AS INT64) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1729,17 +1669,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2009,17 +1939,7 @@ WITH recs_in AS (
     tie_gain_exp AS tie_gain_exp,
     tie_miss AS tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT

@@ -84,17 +84,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 2 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -848,17 +838,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 2 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1593,17 +1573,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS INTEGER) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 2 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS INTEGER) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2350,17 +2320,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 2 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -3095,17 +3055,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 2 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -3859,17 +3809,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 2 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -4604,17 +4544,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS INT64) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS INT64) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 2 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS INT64) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -5349,17 +5279,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 2 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -6107,17 +6027,7 @@ WITH recs_in AS (
     tie_gain_exp AS tie_gain_exp,
     tie_miss AS tie_miss,
     CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 2 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT

@@ -95,12 +95,7 @@ WITH recs_in AS (
       PARTITION BY _run0, _run1, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -349,12 +344,7 @@ WITH recs_in AS (
       PARTITION BY _run0, _run1, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -588,12 +578,7 @@ WITH recs_in AS (
       PARTITION BY _run0, _run1, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    ) AS INTEGER) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -828,12 +813,7 @@ WITH recs_in AS (
       PARTITION BY _run0, _run1, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1067,12 +1047,7 @@ WITH recs_in AS (
       PARTITION BY _run0, _run1, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1306,12 +1281,7 @@ WITH recs_in AS (
       PARTITION BY _run0, _run1, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    ) AS INT64) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1545,12 +1515,7 @@ WITH recs_in AS (
       PARTITION BY _run0, _run1, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1789,12 +1754,7 @@ WITH recs_in AS (
       PARTITION BY _run0, _run1, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT

@@ -72,12 +72,7 @@ WITH recs_in AS (
       PARTITION BY user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -409,12 +404,7 @@ WITH recs_in AS (
       PARTITION BY user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -735,12 +725,7 @@ WITH recs_in AS (
       PARTITION BY user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    ) AS INTEGER) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1062,12 +1047,7 @@ WITH recs_in AS (
       PARTITION BY user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1388,12 +1368,7 @@ WITH recs_in AS (
       PARTITION BY user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1714,12 +1689,7 @@ WITH recs_in AS (
       PARTITION BY user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    ) AS INT64) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2040,12 +2010,7 @@ WITH recs_in AS (
       PARTITION BY user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2371,12 +2336,7 @@ WITH recs_in AS (
       PARTITION BY user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT

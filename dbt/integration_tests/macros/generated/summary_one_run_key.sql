@@ -82,12 +82,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -419,12 +414,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -751,12 +741,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    ) AS INTEGER) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1084,12 +1069,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1416,12 +1396,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1748,12 +1723,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    ) AS INT64) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2080,12 +2050,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2417,12 +2382,7 @@ WITH recs_in AS (
       PARTITION BY _run0, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    ) AS BIGINT) AS hits_cum
   FROM list_judged
 ), truth_ordered AS (
   SELECT

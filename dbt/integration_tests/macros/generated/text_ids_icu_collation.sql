@@ -65,17 +65,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -258,17 +248,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -446,17 +426,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    CAST(NULL AS INTEGER) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -635,17 +605,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -823,17 +783,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1016,17 +966,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1204,17 +1144,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS INT64) AS tie_first,
-    CAST(NULL AS INT64) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    CAST(NULL AS INT64) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1392,17 +1322,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1585,17 +1505,7 @@ WITH recs_in AS (
     tie_gain_exp AS tie_gain_exp,
     tie_miss AS tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT

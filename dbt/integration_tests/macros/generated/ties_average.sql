@@ -114,17 +114,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -481,17 +471,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -839,17 +819,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
+    CAST(NULL AS INTEGER) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1206,17 +1176,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1568,17 +1528,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -1930,17 +1880,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS INT64) AS tie_first,
-    CAST(NULL AS INT64) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INT64) AS nonrel_cum
+    CAST(NULL AS INT64) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2292,17 +2232,7 @@ WITH recs_in AS (
     tie_gain_exp,
     tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
@@ -2655,17 +2585,7 @@ WITH recs_in AS (
     tie_gain_exp AS tie_gain_exp,
     tie_miss AS tie_miss,
     CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
+    CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 ), truth_ordered AS (
   SELECT
