@@ -237,6 +237,27 @@ _FRESH = ("import sys; from recsql.entry import main; sys.stderr.write('up\\n');
           "sys.argv = ['recsql', 'metrics']; sys.exit(main())")
 
 
+# A Ctrl-C inside an extension module's initialisation, which the import turns into another error (as
+# pandas reports an interrupted numpy import: "ImportError: Unable to import required dependency numpy").
+_SWALLOWED = ("import os, signal, sys, time\n"
+              "class Interrupted:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name == 'recsql.cli':\n"
+              "            try:\n"
+              "                os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
+              "            except KeyboardInterrupt:\n"
+              "                raise ImportError('Unable to import required dependency numpy') from None\n"
+              "sys.meta_path.insert(0, Interrupted())\n"
+              "from recsql.entry import main\n"
+              "sys.argv = ['recsql', 'metrics']; sys.exit(main())")
+
+
+def test_ctrl_c_that_the_import_turns_into_another_error_ends_with_one_line():
+    """The same when the interrupted import raises something else than KeyboardInterrupt."""
+    child = subprocess.run([sys.executable, "-c", _SWALLOWED], capture_output=True, text=True, timeout=60)
+    assert (child.returncode, child.stderr) == (130, "recsql: interrupted\n"), (child.returncode, child.stderr)
+
+
 @pytest.mark.parametrize("after", [0.0, 0.02, 0.05, 0.1, 0.2])
 def test_ctrl_c_while_recsql_is_importing_ends_with_one_line(after):
     """Importing the command line (pandas, DuckDB, sqlglot) takes a moment: Ctrl-C then is one line

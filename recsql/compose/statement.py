@@ -22,6 +22,9 @@ from .rewrite import fold_constants, prune, union_branches
 from .stage import build_stage, largest_cutoff
 
 
+_RUNNING = ("hits_cum", "nonrel_cum")  # MAP's running hits, bpref's running judged non-relevant items
+
+
 def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> None:
     """Keep only the columns of ``ranked`` the metrics read, and the columns of ``stacked`` those
     need, so the rendered query carries no column nobody asked for; and the lists' running counts
@@ -42,10 +45,8 @@ def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> 
     # statement's list_rows has the same columns (the dbt macro combines CTEs of several statements).
     read = {c.name for name, tree in ctes.items() if name != "list_rows" for c in tree.find_all(exp.Column)}
     rows = ctes["list_rows"]
-    rows.set("expressions", [e for e in rows.expressions if e.alias_or_name not in _RUNNING or e.alias_or_name in read])
-
-
-_RUNNING = ("hits_cum", "nonrel_cum")  # MAP's running hits, bpref's running judged non-relevant items
+    rows.set("expressions", [e for e in rows.expressions
+                             if e.alias_or_name not in _RUNNING or e.alias_or_name in read])
 
 
 def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.Select:
