@@ -249,9 +249,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
 
     # SIGTERM (kill, a scheduler's timeout) ends the run like Ctrl-C instead of killing the process
-    # outright, so nothing is left behind
-    previous = {signum: _install(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+    # outright, so nothing is left behind; installed inside the try, so that a signal arriving just
+    # as its handler is installed is caught like any other
+    previous: dict[int, object] = {}
     try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = _install(signum, on_signal)
         args = build_parser().parse_args(argv)  # builds every subcommand's parser: a moment, also interruptible
         return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, no traceback

@@ -2,31 +2,28 @@
 a noticeable moment) so that Ctrl-C during that import ends like Ctrl-C during a run, with one
 line and status 130 instead of a traceback.
 
-A Ctrl-C that lands inside an extension module's initialisation can surface as another error (numpy's
-``ImportError: Unable to import required dependency numpy``, raised by pandas), so the import runs
-under a SIGINT handler of its own that remembers the signal: any failure of the import after a
-Ctrl-C is the interruption."""
+Until the command line installs its own handlers (:func:`recsql.cli.main`), a Ctrl-C ends the
+process at once: nothing has run that needs undoing, and ending there is what keeps an interrupted
+import from surfacing as another error (a Ctrl-C inside numpy's initialisation is reported by pandas
+as ``ImportError: Unable to import required dependency numpy``) or as a traceback from a handler that
+fired just as it was installed."""
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    sys.stderr.write("recsql: interrupted\n")
+    sys.stderr.flush()
+    os._exit(128 + signal.SIGINT)
+
+
 def main() -> int:
-    interrupted = []
-
-    def on_sigint(signum, frame):
-        interrupted.append(signum)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = signal.signal(signal.SIGINT, _interrupted)
     try:
         from .cli import main as run
-    except BaseException:
-        if not interrupted:
-            raise
-        sys.stderr.write("recsql: interrupted\n")
-        return 130
+        return run()
     finally:
         signal.signal(signal.SIGINT, previous)
-    return run()

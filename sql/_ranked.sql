@@ -45,10 +45,14 @@ WITH
 runs AS (
     SELECT DISTINCT run_keys FROM recs_in
 ),
+truth_judged AS (
+    SELECT t.run_keys, t.user_id, t.item_id, t.relevance
+    FROM truth_in AS t
+    WHERE $negative_unjudged = 'no' OR t.relevance >= 0
+),
 truth_runs AS (
     SELECT runs.run_keys, t.user_id, t.item_id, t.relevance
-    FROM truth_in AS t CROSS JOIN runs
-    WHERE $negative_unjudged = 'no' OR t.relevance >= 0
+    FROM truth_judged AS t CROSS JOIN runs
 ),
 truth_users AS (
     SELECT run_keys, user_id,
@@ -68,7 +72,7 @@ list_judged AS (
         CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END AS hit,
         CAST(NULL AS DOUBLE) AS tie_gain, CAST(NULL AS DOUBLE) AS tie_gain_exp, CAST(NULL AS DOUBLE) AS tie_miss
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
+    LEFT JOIN truth_judged AS t
         ON l.run_keys = t.run_keys AND l.user_id = t.user_id AND l.item_id = t.item_id
     WHERE $max_k IS NULL OR l.rank <= $max_k
 ),
@@ -84,8 +88,8 @@ list_rows AS (
     FROM list_judged
 ),
 second_truth AS (
-    SELECT runs.run_keys, t.user_id, t.item_id, t.relevance
-    FROM truth_in AS t CROSS JOIN runs
+    SELECT t.run_keys, t.user_id, t.item_id, t.relevance
+    FROM truth_in AS t
     WHERE $second_negative_unjudged = 'no' OR t.relevance >= 0
 ),
 second_ranked AS (

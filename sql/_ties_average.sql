@@ -23,7 +23,7 @@ FROM (
             OVER (PARTITION BY l.run_keys, l.user_id, l.ord) AS tie_hits,
         ROW_NUMBER() OVER (PARTITION BY l.run_keys, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
+    LEFT JOIN truth_judged AS t
         ON l.run_keys = t.run_keys AND l.user_id = t.user_id AND l.item_id = t.item_id
 ) AS groups
 WHERE $max_k IS NULL OR rank <= $max_k

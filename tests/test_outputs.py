@@ -231,9 +231,18 @@ def test_a_signal_ends_with_one_line_its_status_and_nothing_left(big, tmp_path, 
     assert list(scratch.iterdir()) == []  # no spill directory
 
 
-# The console command's entry point is imported (a millisecond: `import recsql` imports nothing heavy;
-# Python's own start-up before it is not recsql's to handle), then it runs.
-_FRESH = ("import sys; from recsql.entry import main; sys.stderr.write('up\\n'); sys.stderr.flush(); "
+# The console command's entry point runs; "up" is said once its SIGINT handler is in place (a Ctrl-C
+# before that, in Python's start-up or between the import of recsql.entry and the call of its main,
+# is Python's own KeyboardInterrupt, not recsql's to handle).
+_FRESH = ("import signal, sys\n"
+          "install = signal.signal\n"
+          "def announce(signum, handler):\n"
+          "    previous = install(signum, handler)\n"
+          "    if signum == signal.SIGINT and not hasattr(announce, 'said'):\n"
+          "        announce.said = True; sys.stderr.write('up\\n'); sys.stderr.flush()\n"
+          "    return previous\n"
+          "signal.signal = announce\n"
+          "from recsql.entry import main\n"
           "sys.argv = ['recsql', 'metrics']; sys.exit(main())")
 
 
@@ -255,6 +264,31 @@ _SWALLOWED = ("import os, signal, sys, time\n"
 def test_ctrl_c_that_the_import_turns_into_another_error_ends_with_one_line():
     """The same when the interrupted import raises something else than KeyboardInterrupt."""
     child = subprocess.run([sys.executable, "-c", _SWALLOWED], capture_output=True, text=True, timeout=60)
+    assert (child.returncode, child.stderr) == (130, "recsql: interrupted\n"), (child.returncode, child.stderr)
+
+
+# A Ctrl-C that arrives just as a SIGINT handler is installed: the n-th install (1: the entry point's,
+# before the import; 2: the command line's own) sends it, so the handler runs as the install returns.
+_AT_INSTALL = ("import os, signal, sys\n"
+               "install, calls = signal.signal, []\n"
+               "def patched(signum, handler):\n"
+               "    previous = install(signum, handler)\n"
+               "    if signum == signal.SIGINT:\n"
+               "        calls.append(handler)\n"
+               "        if len(calls) == N:\n"
+               "            os.kill(os.getpid(), signal.SIGINT)\n"
+               "    return previous\n"
+               "signal.signal = patched\n"
+               "from recsql.entry import main\n"
+               "sys.argv = ['recsql', 'metrics']; sys.exit(main())")
+
+
+@pytest.mark.parametrize("install", [1, 2])
+def test_ctrl_c_just_as_a_handler_is_installed_ends_with_one_line(install):
+    """The entry point's handler and the command line's are installed where their own catching
+    applies: a Ctrl-C landing the moment either takes effect is one line and status 130."""
+    child = subprocess.run([sys.executable, "-c", _AT_INSTALL.replace("N:", f"{install}:")], capture_output=True,
+                           text=True, timeout=60)
     assert (child.returncode, child.stderr) == (130, "recsql: interrupted\n"), (child.returncode, child.stderr)
 
 

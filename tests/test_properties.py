@@ -69,6 +69,42 @@ def test_runs_are_evaluated_independently_in_one_query(recs_a, recs_b, truth, me
         assert all(math.isclose(got[u], v, abs_tol=1e-12) for u, v in expected.items())
 
 
+def _per_run(result: recsql.Evaluation, asked: list, model: str | None = None) -> dict:
+    """{(metric, user): value} of one run of ``result`` (all of it when ``model`` is None), NULLs dropped."""
+    rows = result.per_user if model is None else result.per_user[result.per_user["model"] == model]
+    return {(m.column, u): v for m in asked for u, v in zip(rows["user_id"], rows[m.column]) if not pd.isna(v)}
+
+
+@settings(max_examples=30, deadline=None)
+@given(recs_a=recs_rows(), recs_b=recs_rows(), truth_a=truth_rows(), truth_b=truth_rows(),
+       asked=st.lists(metrics(["ndcg", "map", "mrr", "recall", "bpref", "judged", "r_precision", "hit_rate"]),
+                      min_size=1, max_size=4, unique_by=str),
+       convention=st.sampled_from(["recsql", "trec", "ir_measures", "ranx", "msr"]), shared=st.booleans(),
+       ties=st.sampled_from([None, "average"]))
+def test_each_run_of_one_query_scores_as_if_evaluated_alone(recs_a, recs_b, truth_a, truth_b, asked, convention,
+                                                           shared, ties):
+    """Runs in one query give each run exactly the values it gets evaluated alone: with truth shared
+    by the runs (the lists are judged against it once per user, not once per run) or carrying the
+    run key (each run judged by its own), under every convention (ir_measures ranks RR@k and
+    Judged@k a second way) and with tie-averaged scores."""
+    if ties == "average":
+        asked = [m for m in asked if m.spec.supports_ties("average", m.all_options())] or [recsql.Metric("ndcg", 3)]
+    truth_b = truth_a if shared else truth_b
+    columns = ["user_id", "item_id", "score"]
+    recs = pd.concat([frame(recs_a, columns).assign(model="a"), frame(recs_b, columns).assign(model="b")])
+    truth_columns = ["user_id", "item_id", "relevance"]
+    truth = (frame(truth_a, truth_columns) if shared else
+             pd.concat([frame(truth_a, truth_columns).assign(model="a"), frame(truth_b, truth_columns).assign(model="b")]))
+    together = recsql.evaluate(recs, truth, asked, run_cols=["model"], convention=convention, ties=ties)
+    for model, rows, own in (("a", recs_a, truth_a), ("b", recs_b, truth_b)):
+        if not rows:
+            continue
+        alone = recsql.evaluate(frame(rows, columns), frame(own, truth_columns), asked, convention=convention, ties=ties)
+        got, want = _per_run(together, asked, model), _per_run(alone, asked)
+        assert got.keys() == want.keys(), (model, [str(m) for m in asked])
+        assert all(math.isclose(got[key], want[key], rel_tol=1e-12, abs_tol=1e-15) for key in want), (model, got, want)
+
+
 @settings(max_examples=20)
 @given(recs=recs_rows(), extra=st.lists(st.sampled_from([1, 2, 3, 4, 5, 6]), max_size=6), truth=truth_rows(),
        metric=metrics())

@@ -82,7 +82,7 @@ def truth_in(plan: Plan) -> exp.Select:
         return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("relevance", "DOUBLE"))
     rel = exp.cast(quoted_column(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
     # every row, negative relevances included: the stage drops those where they mean "unjudged"
-    # (truth_runs; a second view of the list may read them as judged: second_truth)
+    # (truth_judged; a second view of the list may read them as judged: second_truth)
     return _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs, "truth"), rel, "relevance",
                         exp.Max if plan.duplicates == "best" else None)
 

@@ -158,7 +158,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         if second_negative == negative:  # the main list's truth serves: no second copy of truth
             for table in ctes["second_judged"].this.find_all(exp.Table):
                 if table.name == "second_truth":
-                    table.set("this", exp.to_identifier("truth_runs"))
+                    table.set("this", exp.to_identifier("truth_judged"))
     if plan.ties == "average":
         override = sqlglot.parse_one(read_template("_ties_average")[1], read="duckdb")
         ctes["list_judged"].set("this", fold_constants(substitute(override, values, "sql/_ties_average.sql")))
@@ -180,12 +180,24 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     kept = [b for b in every if b.args["from_"].this.name not in unused]
     pad_union(kept, every)
     ctes["stacked"].set("this", union_all(kept))
-    # Shared truth is copied to every run; truth that carries the run keys keeps the rows of the runs
-    # the recommendations hold (a run is a key present in recs: truth of another run adds no row);
-    # with no runs there is nothing to copy.
-    if not plan.truth_has_runs:  # truth without run keys is ordered once per user
-        ctes["truth_ordered"].set("this", expand_run_keys(ctes["truth_ordered"].this, []))
-    for name in ("truth_runs", "second_truth", "truth_rows"):
+    # Shared truth is copied to every run where its rows or counts are per run (truth_runs for
+    # truth_users, truth_rows); truth that carries the run keys keeps the rows of the runs the
+    # recommendations hold (a run is a key present in recs: truth of another run adds no row); with
+    # no runs there is nothing to copy (truth_users reads truth_judged). The lists are judged against
+    # truth as it is (truth_judged, second_truth): per user when it is shared, so that join reads each
+    # truth row once, not once per run.
+    if not plan.truth_has_runs:  # truth without run keys is read and ordered once per user
+        for name in ("truth_ordered", "truth_judged", "second_truth"):
+            ctes[name].set("this", expand_run_keys(ctes[name].this, []))
+        for name in ("list_judged", "second_judged"):
+            for join in ctes[name].this.find_all(exp.Join):
+                if join.this.name in ("truth_judged", "second_truth"):
+                    join.set("on", expand_run_keys(join.args["on"], []))
+    if not plan.run_cols:
+        for table in ctes["truth_users"].this.find_all(exp.Table):
+            if table.name == "truth_runs":
+                table.set("this", exp.to_identifier("truth_judged"))
+    for name in ("truth_runs", "truth_rows"):
         truth_runs = ctes[name].this
         if not plan.run_cols:
             drop_join(truth_runs, "runs")

@@ -327,14 +327,14 @@ WITH recs_in AS (
   FROM recs_in
 )
 {%- endif %}
-{%- if (rs.runs == 0) %}
-, truth_runs AS (
+, truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
   FROM truth_in AS t
 )
+{%- if (rs.runs == 0) %}
 {%- elif (rs.runs == 1) %}
 , truth_runs AS (
   SELECT
@@ -342,7 +342,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 )
 {%- elif (rs.runs == 2) %}
@@ -353,7 +353,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 )
 {%- elif (rs.runs == 3) %}
@@ -365,7 +365,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 )
 {%- elif (rs.runs == 4) %}
@@ -378,7 +378,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 )
 {%- endif %}
@@ -389,7 +389,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 )
@@ -749,7 +749,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
@@ -767,7 +767,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 1 and rs.whole == false) %}
@@ -784,8 +784,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -803,8 +803,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 2 and rs.whole == false) %}
 , list_judged AS (
@@ -821,11 +821,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -844,11 +841,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 3 and rs.whole == false) %}
 , list_judged AS (
@@ -866,12 +860,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -891,12 +881,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 4 and rs.whole == false) %}
 , list_judged AS (
@@ -915,13 +901,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND t._run3 = l._run3
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -942,13 +923,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND t._run3 = l._run3
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- endif %}
 {%- else %}
@@ -965,7 +941,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
@@ -983,7 +959,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 1 and rs.whole == false) %}
@@ -1000,8 +976,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -1019,8 +995,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 2 and rs.whole == false) %}
 , list_judged AS (
@@ -1037,11 +1013,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -1060,11 +1033,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 3 and rs.whole == false) %}
 , list_judged AS (
@@ -1082,12 +1052,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -1107,12 +1073,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 4 and rs.whole == false) %}
 , list_judged AS (
@@ -1131,13 +1093,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND t._run3 = l._run3
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -1158,13 +1115,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND t._run3 = l._run3
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- endif %}
 {%- endif %}

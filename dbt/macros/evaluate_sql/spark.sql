@@ -327,14 +327,14 @@ WITH recs_in AS (
   FROM recs_in
 )
 {%- endif %}
-{%- if (rs.runs == 0) %}
-, truth_runs AS (
+, truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
   FROM truth_in AS t
 )
+{%- if (rs.runs == 0) %}
 {%- elif (rs.runs == 1) %}
 , truth_runs AS (
   SELECT
@@ -342,7 +342,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 )
 {%- elif (rs.runs == 2) %}
@@ -353,7 +353,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 )
 {%- elif (rs.runs == 3) %}
@@ -365,7 +365,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 )
 {%- elif (rs.runs == 4) %}
@@ -378,7 +378,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 )
 {%- endif %}
@@ -389,7 +389,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 )
@@ -587,7 +587,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
@@ -605,7 +605,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 1 and rs.whole == false) %}
@@ -622,8 +622,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -641,8 +641,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 2 and rs.whole == false) %}
 , list_judged AS (
@@ -659,11 +659,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -682,11 +679,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 3 and rs.whole == false) %}
 , list_judged AS (
@@ -704,12 +698,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -729,12 +719,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 4 and rs.whole == false) %}
 , list_judged AS (
@@ -753,13 +739,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND t._run3 = l._run3
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -780,13 +761,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND t._run3 = l._run3
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- endif %}
 {%- else %}
@@ -803,7 +779,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
@@ -821,7 +797,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 1 and rs.whole == false) %}
@@ -838,8 +814,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -857,8 +833,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 2 and rs.whole == false) %}
 , list_judged AS (
@@ -875,11 +851,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -898,11 +871,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 3 and rs.whole == false) %}
 , list_judged AS (
@@ -920,12 +890,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -945,12 +911,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- elif (rs.runs == 4 and rs.whole == false) %}
 , list_judged AS (
@@ -969,13 +931,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND t._run3 = l._run3
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= {{ rs.max_k }}
 )
@@ -996,13 +953,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND t._run2 = l._run2
-    AND t._run3 = l._run3
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
 {%- endif %}
 {%- endif %}

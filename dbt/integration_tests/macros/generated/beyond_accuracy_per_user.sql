@@ -41,13 +41,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -81,8 +87,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -354,13 +360,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -402,8 +414,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -670,13 +682,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -710,8 +728,8 @@ WITH recs_in AS (
     CAST(NULL AS REAL) AS tie_gain_exp,
     CAST(NULL AS REAL) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -979,13 +997,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1019,8 +1043,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -1287,13 +1311,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1327,8 +1357,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -1595,13 +1625,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1635,8 +1671,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT64) AS tie_gain_exp,
     CAST(NULL AS FLOAT64) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -1903,13 +1939,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1943,8 +1985,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -2216,13 +2258,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0 AS _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2256,8 +2304,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT) AS tie_gain_exp,
     CAST(NULL AS FLOAT) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (

@@ -45,13 +45,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -85,8 +91,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -693,13 +699,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -741,8 +753,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -1349,13 +1361,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1389,8 +1407,8 @@ WITH recs_in AS (
     CAST(NULL AS REAL) AS tie_gain_exp,
     CAST(NULL AS REAL) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -1997,13 +2015,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2037,8 +2061,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -2645,13 +2669,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2685,8 +2715,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -3293,13 +3323,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -3333,8 +3369,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT64) AS tie_gain_exp,
     CAST(NULL AS FLOAT64) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -3941,13 +3977,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -3981,8 +4023,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -4589,13 +4631,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0 AS _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -4629,8 +4677,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT) AS tie_gain_exp,
     CAST(NULL AS FLOAT) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (

@@ -23,16 +23,22 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
+  WHERE
+    t.relevance >= 0
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
-  WHERE
-    t.relevance >= 0
 ), truth_users AS (
   SELECT
     _run0,
@@ -68,8 +74,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -368,16 +374,22 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
+  WHERE
+    t.relevance >= 0
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
-  WHERE
-    t.relevance >= 0
 ), truth_users AS (
   SELECT
     _run0,
@@ -413,8 +425,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -694,16 +706,22 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
+  WHERE
+    t.relevance >= 0
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
-  WHERE
-    t.relevance >= 0
 ), truth_users AS (
   SELECT
     _run0,
@@ -739,8 +757,8 @@ WITH recs_in AS (
     CAST(NULL AS REAL) AS tie_gain_exp,
     CAST(NULL AS REAL) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -1019,16 +1037,22 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
+  WHERE
+    t.relevance >= 0
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
-  WHERE
-    t.relevance >= 0
 ), truth_users AS (
   SELECT
     _run0,
@@ -1061,8 +1085,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -1342,16 +1366,22 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
+  WHERE
+    t.relevance >= 0
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
-  WHERE
-    t.relevance >= 0
 ), truth_users AS (
   SELECT
     _run0,
@@ -1384,8 +1414,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -1684,16 +1714,22 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
+  WHERE
+    t.relevance >= 0
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
-  WHERE
-    t.relevance >= 0
 ), truth_users AS (
   SELECT
     _run0,
@@ -1726,8 +1762,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -2007,16 +2043,22 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
+  WHERE
+    t.relevance >= 0
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
-  WHERE
-    t.relevance >= 0
 ), truth_users AS (
   SELECT
     _run0,
@@ -2049,8 +2091,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT64) AS tie_gain_exp,
     CAST(NULL AS FLOAT64) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -2330,16 +2372,22 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
+  WHERE
+    t.relevance >= 0
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
-  WHERE
-    t.relevance >= 0
 ), truth_users AS (
   SELECT
     _run0,
@@ -2372,8 +2420,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -2658,16 +2706,22 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0 AS _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
+  WHERE
+    t.relevance >= 0
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
-  WHERE
-    t.relevance >= 0
 ), truth_users AS (
   SELECT
     _run0 AS _run0,
@@ -2703,8 +2757,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT) AS tie_gain_exp,
     CAST(NULL AS FLOAT) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0 AS _run0,

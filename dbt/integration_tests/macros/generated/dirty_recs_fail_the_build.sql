@@ -18,7 +18,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -30,7 +30,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -52,7 +52,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
@@ -288,7 +288,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -300,7 +300,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -328,7 +328,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
@@ -559,7 +559,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS REAL) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -571,7 +571,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
     CAST(COUNT(*) AS INTEGER) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -593,7 +593,7 @@ WITH recs_in AS (
     CAST(NULL AS REAL) AS tie_gain_exp,
     CAST(NULL AS REAL) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
@@ -825,7 +825,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -837,7 +837,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -859,7 +859,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
@@ -1090,7 +1090,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1102,7 +1102,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1124,7 +1124,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
@@ -1355,7 +1355,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT64) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1367,7 +1367,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INT64) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INT64) AS n_nonrel,
     CAST(COUNT(*) AS INT64) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1389,7 +1389,7 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT64) AS tie_gain_exp,
     CAST(NULL AS FLOAT64) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
@@ -1620,7 +1620,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1632,7 +1632,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1654,7 +1654,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
@@ -1890,7 +1890,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1902,7 +1902,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1924,7 +1924,7 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT) AS tie_gain_exp,
     CAST(NULL AS FLOAT) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5

@@ -25,6 +25,12 @@ WITH recs_in AS (
     _run0,
     _run1
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -32,7 +38,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -70,11 +76,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -264,6 +267,12 @@ WITH recs_in AS (
     _run0,
     _run1
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -271,7 +280,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -319,11 +328,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -508,6 +514,12 @@ WITH recs_in AS (
     _run0,
     _run1
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -515,7 +527,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -553,11 +565,8 @@ WITH recs_in AS (
     CAST(NULL AS REAL) AS tie_gain_exp,
     CAST(NULL AS REAL) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -743,6 +752,12 @@ WITH recs_in AS (
     _run0,
     _run1
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -750,7 +765,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -788,11 +803,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -977,6 +989,12 @@ WITH recs_in AS (
     _run0,
     _run1
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -984,7 +1002,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1022,11 +1040,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -1211,6 +1226,12 @@ WITH recs_in AS (
     _run0,
     _run1
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -1218,7 +1239,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1256,11 +1277,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT64) AS tie_gain_exp,
     CAST(NULL AS FLOAT64) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -1445,6 +1463,12 @@ WITH recs_in AS (
     _run0,
     _run1
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -1452,7 +1476,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1490,11 +1514,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (
@@ -1684,6 +1705,12 @@ WITH recs_in AS (
     _run0 AS _run0,
     _run1 AS _run1
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -1691,7 +1718,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1729,11 +1756,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT) AS tie_gain_exp,
     CAST(NULL AS FLOAT) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0
-    AND t._run1 = l._run1
-    AND l.user_id = t.user_id
-    AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 5
 ), list_rows AS (

@@ -18,7 +18,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -30,7 +30,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -52,7 +52,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 10
@@ -344,7 +344,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -356,7 +356,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -384,7 +384,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 10
@@ -671,7 +671,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS REAL) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -683,7 +683,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
     CAST(COUNT(*) AS INTEGER) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -705,7 +705,7 @@ WITH recs_in AS (
     CAST(NULL AS REAL) AS tie_gain_exp,
     CAST(NULL AS REAL) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 10
@@ -993,7 +993,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1005,7 +1005,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1027,7 +1027,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 10
@@ -1314,7 +1314,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1326,7 +1326,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1348,7 +1348,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 10
@@ -1635,7 +1635,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT64) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1647,7 +1647,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INT64) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INT64) AS n_nonrel,
     CAST(COUNT(*) AS INT64) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1669,7 +1669,7 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT64) AS tie_gain_exp,
     CAST(NULL AS FLOAT64) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 10
@@ -1956,7 +1956,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1968,7 +1968,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1990,7 +1990,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 10
@@ -2282,7 +2282,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -2294,7 +2294,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -2316,7 +2316,7 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT) AS tie_gain_exp,
     CAST(NULL AS FLOAT) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
   WHERE
     l.rank <= 10

@@ -23,13 +23,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -63,8 +69,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -355,13 +361,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -395,8 +407,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -682,13 +694,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -722,8 +740,8 @@ WITH recs_in AS (
     CAST(NULL AS REAL) AS tie_gain_exp,
     CAST(NULL AS REAL) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -1010,13 +1028,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1050,8 +1074,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -1337,13 +1361,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1377,8 +1407,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -1664,13 +1694,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1704,8 +1740,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT64) AS tie_gain_exp,
     CAST(NULL AS FLOAT64) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -1991,13 +2027,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2031,8 +2073,8 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0,
@@ -2323,13 +2365,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0 AS _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2363,8 +2411,8 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT) AS tie_gain_exp,
     CAST(NULL AS FLOAT) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
-    ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+  LEFT JOIN truth_judged AS t
+    ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
     _run0 AS _run0,

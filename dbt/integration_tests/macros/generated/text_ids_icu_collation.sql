@@ -18,7 +18,7 @@ WITH recs_in AS (
     item_id COLLATE "C" AS item_id,
     CAST(relevance AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -30,7 +30,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -52,7 +52,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
@@ -201,7 +201,7 @@ WITH recs_in AS (
     item_id COLLATE "binary" AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -213,7 +213,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -235,7 +235,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
@@ -379,7 +379,7 @@ WITH recs_in AS (
     item_id COLLATE "BINARY" AS item_id,
     CAST(relevance AS REAL) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -391,7 +391,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
     CAST(COUNT(*) AS INTEGER) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -413,7 +413,7 @@ WITH recs_in AS (
     CAST(NULL AS REAL) AS tie_gain_exp,
     CAST(NULL AS REAL) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
@@ -558,7 +558,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -570,7 +570,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -592,7 +592,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
@@ -736,7 +736,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE PRECISION) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -748,7 +748,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -770,7 +770,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
@@ -919,7 +919,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -931,7 +931,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -953,7 +953,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
@@ -1097,7 +1097,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS FLOAT64) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1109,7 +1109,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INT64) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INT64) AS n_nonrel,
     CAST(COUNT(*) AS INT64) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1131,7 +1131,7 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT64) AS tie_gain_exp,
     CAST(NULL AS FLOAT64) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
@@ -1275,7 +1275,7 @@ WITH recs_in AS (
     item_id AS item_id,
     CAST(relevance AS DOUBLE) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1287,7 +1287,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1309,7 +1309,7 @@ WITH recs_in AS (
     CAST(NULL AS DOUBLE) AS tie_gain_exp,
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT
@@ -1458,7 +1458,7 @@ WITH recs_in AS (
     item_id COLLATE Latin1_General_BIN2 AS item_id,
     CAST(relevance AS FLOAT) AS relevance
   FROM {{ truth }}
-), truth_runs AS (
+), truth_judged AS (
   SELECT
     t.user_id AS user_id,
     t.item_id AS item_id,
@@ -1470,7 +1470,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
-  FROM truth_runs
+  FROM truth_judged
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1492,7 +1492,7 @@ WITH recs_in AS (
     CAST(NULL AS FLOAT) AS tie_gain_exp,
     CAST(NULL AS FLOAT) AS tie_miss
   FROM list_ranked AS l
-  LEFT JOIN truth_runs AS t
+  LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 ), list_rows AS (
   SELECT

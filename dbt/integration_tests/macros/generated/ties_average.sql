@@ -23,13 +23,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -97,8 +103,8 @@ WITH recs_in AS (
       SUM(CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
       ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
-      ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
   WHERE
     rank <= 3
@@ -386,13 +392,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -454,8 +466,8 @@ WITH recs_in AS (
       SUM(CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
       ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
-      ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
   WHERE
     rank <= 3
@@ -738,13 +750,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -802,8 +820,8 @@ WITH recs_in AS (
       SUM(CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
       ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
-      ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
   WHERE
     rank <= 3
@@ -1091,13 +1109,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1159,8 +1183,8 @@ WITH recs_in AS (
       SUM(CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
       ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
-      ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
   WHERE
     rank <= 3
@@ -1443,13 +1467,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1511,8 +1541,8 @@ WITH recs_in AS (
       SUM(CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
       ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
-      ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
   WHERE
     rank <= 3
@@ -1795,13 +1825,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1863,8 +1899,8 @@ WITH recs_in AS (
       SUM(CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
       ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
-      ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS `groups`
   WHERE
     rank <= 3
@@ -2147,13 +2183,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2215,8 +2257,8 @@ WITH recs_in AS (
       SUM(CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
       ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
-      ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
   WHERE
     rank <= 3
@@ -2504,13 +2546,19 @@ WITH recs_in AS (
   SELECT DISTINCT
     _run0 AS _run0
   FROM recs_in
+), truth_judged AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance
+  FROM truth_in AS t
 ), truth_runs AS (
   SELECT
     runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_in AS t
+  FROM truth_judged AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2568,8 +2616,8 @@ WITH recs_in AS (
       SUM(CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
       ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
-    LEFT JOIN truth_runs AS t
-      ON t._run0 = l._run0 AND l.user_id = t.user_id AND l.item_id = t.item_id
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
   WHERE
     rank <= 3
