@@ -9,7 +9,9 @@
 --   baseline_in(user_id, item_id, ord)         another recommender's lists (unexpectedness, serendipity)
 --   features_in(item_id, feature, value)       item feature vectors as rows (diversity by features)
 -- `run_keys` stands for the run key columns (_run0, _run1, ...); the composer expands it, or
--- removes it when the recommendations carry no run keys. Shared truth is copied to every run.
+-- removes it when the recommendations carry no run keys. The lists are judged against truth as it
+-- is (truth_judged, once per user when truth is shared by the runs); shared truth is copied to every
+-- run only where its counts or rows are per run (truth_runs, truth_rows).
 --
 -- Output: `ranked`, one row per
 --   src 1  list position: rank 1..k of the user's list, judged against truth

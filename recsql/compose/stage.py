@@ -104,6 +104,13 @@ def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: d
         _order_ties(cte.this, ties, key)
 
 
+def _read_instead(tree: exp.Expression, table: str, other: str) -> None:
+    """``tree`` reads the CTE ``other`` where it read ``table`` (aliases kept)."""
+    for node in tree.find_all(exp.Table):
+        if node.name == table:
+            node.set("this", exp.to_identifier(other))
+
+
 def largest_cutoff(metrics: list[Metric]) -> int | None:
     """The cutoff a list is cut at for these metrics (None: the whole list)."""
     if any(m.k is None or m.spec.full_list for m in metrics):
@@ -156,9 +163,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     if second is not None:
         _ranking(plan, ctes["second_ranked"], second[0], values["second_max_k"], {})
         if second_negative == negative:  # the main list's truth serves: no second copy of truth
-            for table in ctes["second_judged"].this.find_all(exp.Table):
-                if table.name == "second_truth":
-                    table.set("this", exp.to_identifier("truth_judged"))
+            _read_instead(ctes["second_judged"].this, "second_truth", "truth_judged")
     if plan.ties == "average":
         override = sqlglot.parse_one(read_template("_ties_average")[1], read="duckdb")
         ctes["list_judged"].set("this", fold_constants(substitute(override, values, "sql/_ties_average.sql")))
@@ -194,9 +199,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
                 if join.this.name in ("truth_judged", "second_truth"):
                     join.set("on", expand_run_keys(join.args["on"], []))
     if not plan.run_cols:
-        for table in ctes["truth_users"].this.find_all(exp.Table):
-            if table.name == "truth_runs":
-                table.set("this", exp.to_identifier("truth_judged"))
+        _read_instead(ctes["truth_users"].this, "truth_runs", "truth_judged")
     for name in ("truth_runs", "truth_rows"):
         truth_runs = ctes[name].this
         if not plan.run_cols:
