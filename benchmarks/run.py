@@ -152,8 +152,9 @@ def run_tool(tool: str, recs: Path, truth: Path, work: Path, args) -> dict:
         timed_peak = peak
     out: dict = {"tool": tool, "process_s": round(elapsed, 3), "log": str(log)}
     if status == "ok" and popen.returncode != 0:
-        tail = log.read_text(errors="replace").strip().splitlines()[-5:]
-        status = f"error: exit {popen.returncode}: " + " | ".join(tail)[-600:]
+        # the exception's last line (its message), with this checkout's paths relative to it
+        last = (log.read_text(errors="replace").strip().splitlines() or [""])[-1]
+        status = f"error: exit {popen.returncode}: " + last.replace(f"{REPO}{os.sep}", "")[:600]
     if status == "ok":
         out.update(json.loads(result.read_text()))
         polled_mb = (timed_peak if timed_peak is not None else peak) / 1024 / 1024

@@ -17,7 +17,9 @@
 --   src 1  list position: rank 1..k of the user's list, judged against truth
 --   src 2  truth item: ideal_rank = position in the truth order (relevance desc, item_id asc),
 --          numbered once per truth user (truth_ordered) and copied to every run: shared truth is
---          not sorted again for each run
+--          not sorted again for each run. Only the first $ideal_max_k positions are kept when no
+--          metric reads further (every metric has a cutoff, and none reads every truth row: stage
+--          feature truth_rows); on DuckDB they come from a per-user heap (sql/_ideal_topk.duckdb.sql)
 --   src 3  list item in its re-sorted order for cutoff `cut` (feature list_ideal, ideal = list)
 --   src 4  ideal slot 1..k of gain 1 (feature slots, ideal = k_slots)
 --   src 5  item exposure of a run at cutoff `cut`, user_id NULL: the run's one "global" group
@@ -126,6 +128,7 @@ truth_rows AS (
     SELECT runs.run_keys, t.user_id, t.item_id, t.relevance,
         CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END AS hit, t.ideal_rank
     FROM truth_ordered AS t CROSS JOIN runs
+    WHERE $ideal_max_k IS NULL OR t.ideal_rank <= $ideal_max_k
 ),
 list_ideal_cuts AS (
     SELECT k FROM cutoffs

@@ -1,6 +1,7 @@
 -- name: money_recall
 -- k: required
 -- needs: price
+-- stage: truth_rows
 -- range: [0, 1]
 -- formula: Σ_{i≤k} hit_i · price_i / Σ_{relevant truth items} price; 0 when the denominator is 0
 -- cite: no canonical paper: generalised recall (Kekäläinen & Järvelin, JASIST 2002) with the item's price as its weight; on price- and profit-aware evaluation: Jannach & Adomavicius, VAMS workshop at RecSys 2017; De Biasio, Navarin & Jannach, Electronic Commerce Research and Applications 2024

@@ -112,3 +112,59 @@ def test_lists_are_judged_against_truth_as_it_is(dialect, truth_has_run_cols):
     assert keys == ({"_run0", "user_id", "item_id"} if truth_has_run_cols else {"user_id", "item_id"})
     assert not ctes["truth_judged"].args.get("joins")
     assert [j.this.name for j in ctes["truth_runs"].args["joins"]] == ["runs"]
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres", "spark"])
+@pytest.mark.parametrize("asked, cut", [
+    (["ndcg@5", "map@10", "idcg(ideal=binary)@3"], 10),
+    (["ndcg@5", "ndcg"], None),  # ndcg over the whole truth order
+    (["ndcg@5", "money_recall@5"], None),  # money_recall reads every truth row's item (stage feature truth_rows)
+])
+def test_the_truth_order_is_cut_where_no_metric_reads_further(asked, cut, dialect):
+    """The ideal order keeps the first k positions of each user's truth (k: the largest cutoff) when
+    every metric has a cutoff and none reads every truth row; on DuckDB those come from a per-user
+    heap of the largest relevances (MAX(relevance, k)) instead of ROW_NUMBER over all of truth. The
+    numbers are those of the uncut order: tests above against the reference, and tests/test_engines.py
+    across engines that run the portable SQL."""
+    items = "items" if any(m.startswith("money") for m in asked) else None
+    sql = recsql.to_sql(asked, dialect=dialect, items=items)
+    ctes = {c.alias: c.this for c in sqlglot.parse_one(sql, read=dialect).find_all(exp.CTE)}
+    where = ctes["truth_rows"].args.get("where")
+    heap = [f.args["count"].sql() for f in ctes["truth_ordered"].find_all(exp.Max) if f.args.get("count")]
+    windows = list(ctes["truth_ordered"].find_all(exp.Window))
+    if cut is None:
+        assert where is None and not heap and len(windows) == 1
+        return
+    assert where is not None and where.this.sql(dialect) == f"t.ideal_rank <= {cut}"
+    if dialect == "duckdb":
+        assert not windows and heap == [str(cut)]
+    else:
+        assert len(windows) == 1 and not heap
+
+
+def test_the_truth_heap_gives_the_sorted_orders_gains_with_ties_and_runs():
+    """Many equal relevances, truth per run, shared truth: DuckDB's heap (no item ids on the ideal
+    rows) and SQLite's ROW_NUMBER over all of truth give every user the same ndcg and idcg."""
+    truth = pd.DataFrame({"model": ["a"] * 12 + ["b"] * 12, "user_id": [1] * 6 + [2] * 6 + [1] * 6 + [2] * 6,
+                          "item_id": list(range(6)) * 4,
+                          "relevance": [2, 1, 2, 0, 1, 2, 1, 1, 1, 1, 3, 0, 0, 2, 2, 1, 1, 3, 2, 2, 2, 2, 2, 2]})
+    recs = pd.DataFrame({"model": ["a"] * 8 + ["b"] * 8, "user_id": [1, 1, 1, 1, 2, 2, 2, 2] * 2,
+                         "item_id": [5, 3, 1, 0, 4, 0, 2, 1] * 2, "score": [0.9, 0.8, 0.8, 0.1] * 4})
+    asked = ["ndcg@3", "idcg@2", "ndcg(gain=exponential)@4", "idcg(ideal=binary)@4"]
+    import sqlite3
+    for shared in (False, True):
+        t = truth[truth["model"] == "a"].drop(columns="model") if shared else truth
+        heap = recsql.evaluate(recs, t, asked, run_cols="model").per_user
+        con = sqlite3.connect(":memory:")
+        recs.to_sql("recs", con, index=False)
+        t.to_sql("truth", con, index=False)
+        portable = recsql.evaluate("recs", "truth", asked, run_cols="model", con=con).per_user
+        assert "ROW_NUMBER" in _cte_sql(recsql.to_sql(asked, dialect="sqlite", run_cols="model",
+                                                      truth_has_run_cols=not shared), "truth_ordered", "sqlite")
+        pd.testing.assert_frame_equal(heap.sort_values(["model", "user_id"]).reset_index(drop=True),
+                                      portable.sort_values(["model", "user_id"]).reset_index(drop=True),
+                                      check_dtype=False, rtol=1e-12)
+
+
+def _cte_sql(sql: str, name: str, dialect: str) -> str:
+    return next(c.this.sql(dialect) for c in sqlglot.parse_one(sql, read=dialect).find_all(exp.CTE) if c.alias == name)

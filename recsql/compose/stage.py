@@ -104,6 +104,23 @@ def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: d
         _order_ties(cte.this, ties, key)
 
 
+def _ideal_order(plan: Plan, cte: exp.CTE, values: dict) -> None:
+    """The truth order (truth_ordered) from DuckDB's per-user heap of the largest relevances
+    (sql/_ideal_topk.duckdb.sql) when no metric reads it beyond ``ideal_max_k`` positions; else the
+    portable ROW_NUMBER over all of truth."""
+    ideal_max_k = values["ideal_max_k"]
+    if plan.topk and ideal_max_k is not None and ideal_max_k <= TOPK_MAX_K:
+        name = f"_ideal_topk.{plan.topk}"
+        override = sqlglot.parse_one(read_template(name)[1], read="duckdb")
+        cte.set("this", fold_constants(substitute(override, values, f"sql/{name}.sql")))
+
+
+def ideal_cutoff(metrics: list[Metric], features: dict) -> int | None:
+    """How many positions of each user's truth order the metrics read (None: all of them): the
+    largest cutoff, unless a metric has none or reads every truth row (stage feature truth_rows)."""
+    return None if "truth_rows" in features else largest_cutoff(metrics)
+
+
 def _read_instead(tree: exp.Expression, table: str, other: str) -> None:
     """``tree`` reads the CTE ``other`` where it read ``table`` (aliases kept)."""
     for node in tree.find_all(exp.Table):
@@ -154,12 +171,14 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         "negative_unjudged": "yes" if negative else "no",
         "second_negative_unjudged": "yes" if second_negative else "no",
         "second_max_k": largest_cutoff(list(second_metrics)),
+        "ideal_max_k": ideal_cutoff(metrics, features),
     }
     stage = fold_constants(substitute(stage, values, "sql/_ranked.sql"))
     with_ = stage.args["with_"]
     ctes = {c.alias: c for c in with_.expressions}
     _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
     _order_ties(ctes["baseline_ranked"].this, plan.ties, _tie_key(plan))
+    _ideal_order(plan, ctes["truth_ordered"], values)
     if second is not None:
         _ranking(plan, ctes["second_ranked"], second[0], values["second_max_k"], {})
         if second_negative == negative:  # the main list's truth serves: no second copy of truth

@@ -161,13 +161,16 @@ class DuckDBRunner(Runner):
         if relation is None:
             return False
         try:
-            self.cursor.execute(f"DESCRIBE {relation.sql('duckdb')}").fetchall()
             # DuckDB's replacement scan reads "data/recs"."csv" as the file data/recs.csv: only a
-            # table or view of the catalog counts
-            return bool(self.cursor.execute(
-                "SELECT 1 FROM (SELECT table_name AS name FROM duckdb_tables() UNION ALL "
-                "SELECT view_name FROM duckdb_views()) WHERE lower(name) = lower(?) LIMIT 1",
-                [relation.name]).fetchall())
+            # table or view of the catalog counts. The catalog is asked first, so that a name no
+            # table has is not described (which would read, or sniff, the file it names).
+            if not self.cursor.execute(
+                    "SELECT 1 FROM (SELECT table_name AS name FROM duckdb_tables() UNION ALL "
+                    "SELECT view_name FROM duckdb_views()) WHERE lower(name) = lower(?) LIMIT 1",
+                    [relation.name]).fetchall():
+                return False
+            self.cursor.execute(f"DESCRIBE {relation.sql('duckdb')}").fetchall()
+            return True
         except duckdb.Error:
             return False
 

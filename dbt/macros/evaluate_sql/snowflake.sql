@@ -1241,7 +1241,19 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
   FROM truth_in AS t
 )
-{%- if (rs.runs == 0) %}
+{%- if (rs.runs == 0 and rs.whole == false) %}
+, truth_rows AS (
+  SELECT
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= {{ rs.max_k }}
+)
+{%- elif (rs.runs == 0 and rs.whole == true) %}
 , truth_rows AS (
   SELECT
     t.user_id AS user_id,
@@ -1251,7 +1263,21 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs == 1 and rs.whole == false) %}
+, truth_rows AS (
+  SELECT
+    runs._run0 AS _run0,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= {{ rs.max_k }}
+)
+{%- elif (rs.runs == 1 and rs.whole == true) %}
 , truth_rows AS (
   SELECT
     runs._run0 AS _run0,
@@ -1263,7 +1289,22 @@ WITH recs_in AS (
   FROM truth_ordered AS t
   CROSS JOIN runs
 )
-{%- elif (rs.runs == 2) %}
+{%- elif (rs.runs == 2 and rs.whole == false) %}
+, truth_rows AS (
+  SELECT
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= {{ rs.max_k }}
+)
+{%- elif (rs.runs == 2 and rs.whole == true) %}
 , truth_rows AS (
   SELECT
     runs._run0 AS _run0,
@@ -1276,7 +1317,23 @@ WITH recs_in AS (
   FROM truth_ordered AS t
   CROSS JOIN runs
 )
-{%- elif (rs.runs == 3) %}
+{%- elif (rs.runs == 3 and rs.whole == false) %}
+, truth_rows AS (
+  SELECT
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    runs._run2 AS _run2,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= {{ rs.max_k }}
+)
+{%- elif (rs.runs == 3 and rs.whole == true) %}
 , truth_rows AS (
   SELECT
     runs._run0 AS _run0,
@@ -1290,7 +1347,24 @@ WITH recs_in AS (
   FROM truth_ordered AS t
   CROSS JOIN runs
 )
-{%- elif (rs.runs == 4) %}
+{%- elif (rs.runs == 4 and rs.whole == false) %}
+, truth_rows AS (
+  SELECT
+    runs._run0 AS _run0,
+    runs._run1 AS _run1,
+    runs._run2 AS _run2,
+    runs._run3 AS _run3,
+    t.user_id AS user_id,
+    t.item_id AS item_id,
+    t.relevance AS relevance,
+    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
+    t.ideal_rank AS ideal_rank
+  FROM truth_ordered AS t
+  CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= {{ rs.max_k }}
+)
+{%- elif (rs.runs == 4 and rs.whole == true) %}
 , truth_rows AS (
   SELECT
     runs._run0 AS _run0,

@@ -122,6 +122,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), item_popularity AS (
   SELECT
     item_id,
@@ -434,11 +436,18 @@ WITH recs_in AS (
   FROM list_judged
 ), truth_ordered AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_in AS t
+    ideal.user_id AS user_id,
+    NULL AS item_id,
+    UNNEST(ideal.top) AS relevance,
+    UNNEST(RANGE(1, LENGTH(ideal.top) + 1)) AS ideal_rank
+  FROM (
+    SELECT
+      t.user_id AS user_id,
+      MAX(t.relevance, 5) AS top
+    FROM truth_in AS t
+    GROUP BY
+      t.user_id
+  ) AS ideal
 ), truth_rows AS (
   SELECT
     runs._run0 AS _run0,
@@ -449,6 +458,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), item_popularity AS (
   SELECT
     item_id,
@@ -763,6 +774,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), item_popularity AS (
   SELECT
     item_id,
@@ -1078,6 +1091,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), item_popularity AS (
   SELECT
     item_id,
@@ -1392,6 +1407,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), item_popularity AS (
   SELECT
     item_id,
@@ -1706,6 +1723,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), item_popularity AS (
   SELECT
     item_id,
@@ -2020,6 +2039,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), item_popularity AS (
   SELECT
     item_id,
@@ -2339,6 +2360,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), item_popularity AS (
   SELECT
     item_id AS item_id,

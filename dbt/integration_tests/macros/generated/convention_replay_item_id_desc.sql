@@ -109,6 +109,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -414,11 +416,18 @@ WITH recs_in AS (
   FROM list_judged
 ), truth_ordered AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_in AS t
+    ideal.user_id AS user_id,
+    NULL AS item_id,
+    UNNEST(ideal.top) AS relevance,
+    UNNEST(RANGE(1, LENGTH(ideal.top) + 1)) AS ideal_rank
+  FROM (
+    SELECT
+      t.user_id AS user_id,
+      MAX(t.relevance, 5) AS top
+    FROM truth_in AS t
+    GROUP BY
+      t.user_id
+  ) AS ideal
 ), truth_rows AS (
   SELECT
     runs._run0 AS _run0,
@@ -429,6 +438,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -749,6 +760,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1069,6 +1082,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1389,6 +1404,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1709,6 +1726,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -2029,6 +2048,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -2349,6 +2370,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,

@@ -84,6 +84,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     user_id,
@@ -347,11 +349,18 @@ WITH recs_in AS (
   FROM list_judged
 ), truth_ordered AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_in AS t
+    ideal.user_id AS user_id,
+    NULL AS item_id,
+    UNNEST(ideal.top) AS relevance,
+    UNNEST(RANGE(1, LENGTH(ideal.top) + 1)) AS ideal_rank
+  FROM (
+    SELECT
+      t.user_id AS user_id,
+      MAX(t.relevance, 5) AS top
+    FROM truth_in AS t
+    GROUP BY
+      t.user_id
+  ) AS ideal
 ), truth_rows AS (
   SELECT
     t.user_id AS user_id,
@@ -360,6 +369,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     user_id,
@@ -625,6 +636,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     user_id,
@@ -891,6 +904,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     user_id,
@@ -1156,6 +1171,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     user_id,
@@ -1421,6 +1438,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     user_id,
@@ -1686,6 +1705,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     user_id,
@@ -1956,6 +1977,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     user_id,

@@ -104,6 +104,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -407,11 +409,18 @@ WITH recs_in AS (
   FROM list_judged
 ), truth_ordered AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_in AS t
+    ideal.user_id AS user_id,
+    NULL AS item_id,
+    UNNEST(ideal.top) AS relevance,
+    UNNEST(RANGE(1, LENGTH(ideal.top) + 1)) AS ideal_rank
+  FROM (
+    SELECT
+      t.user_id AS user_id,
+      MAX(t.relevance, 5) AS top
+    FROM truth_in AS t
+    GROUP BY
+      t.user_id
+  ) AS ideal
 ), truth_rows AS (
   SELECT
     runs._run0 AS _run0,
@@ -422,6 +431,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -727,6 +738,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1033,6 +1046,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1338,6 +1353,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1643,6 +1660,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1948,6 +1967,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -2258,6 +2279,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,

@@ -118,6 +118,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -354,11 +356,18 @@ WITH recs_in AS (
   FROM list_judged
 ), truth_ordered AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_in AS t
+    ideal.user_id AS user_id,
+    NULL AS item_id,
+    UNNEST(ideal.top) AS relevance,
+    UNNEST(RANGE(1, LENGTH(ideal.top) + 1)) AS ideal_rank
+  FROM (
+    SELECT
+      t.user_id AS user_id,
+      MAX(t.relevance, 5) AS top
+    FROM truth_in AS t
+    GROUP BY
+      t.user_id
+  ) AS ideal
 ), truth_rows AS (
   SELECT
     runs._run0 AS _run0,
@@ -370,6 +379,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -607,6 +618,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -845,6 +858,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1082,6 +1097,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1319,6 +1336,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1556,6 +1575,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,
@@ -1798,6 +1819,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 5
 ), stacked AS (
   SELECT
     _run0,

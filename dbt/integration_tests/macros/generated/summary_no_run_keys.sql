@@ -89,6 +89,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 10
 ), stacked AS (
   SELECT
     user_id,
@@ -408,11 +410,18 @@ WITH recs_in AS (
   FROM list_judged
 ), truth_ordered AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_in AS t
+    ideal.user_id AS user_id,
+    NULL AS item_id,
+    UNNEST(ideal.top) AS relevance,
+    UNNEST(RANGE(1, LENGTH(ideal.top) + 1)) AS ideal_rank
+  FROM (
+    SELECT
+      t.user_id AS user_id,
+      MAX(t.relevance, 10) AS top
+    FROM truth_in AS t
+    GROUP BY
+      t.user_id
+  ) AS ideal
 ), truth_rows AS (
   SELECT
     t.user_id AS user_id,
@@ -421,6 +430,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 10
 ), stacked AS (
   SELECT
     user_id,
@@ -742,6 +753,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 10
 ), stacked AS (
   SELECT
     user_id,
@@ -1064,6 +1077,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 10
 ), stacked AS (
   SELECT
     user_id,
@@ -1385,6 +1400,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 10
 ), stacked AS (
   SELECT
     user_id,
@@ -1706,6 +1723,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 10
 ), stacked AS (
   SELECT
     user_id,
@@ -2027,6 +2046,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 10
 ), stacked AS (
   SELECT
     user_id,
@@ -2353,6 +2374,8 @@ WITH recs_in AS (
     CASE WHEN t.relevance >= 1 THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
+  WHERE
+    t.ideal_rank <= 10
 ), stacked AS (
   SELECT
     user_id,

@@ -139,6 +139,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 3
 ), stacked AS (
   SELECT
     _run0,
@@ -487,11 +489,18 @@ WITH recs_in AS (
   FROM list_judged
 ), truth_ordered AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CAST(ROW_NUMBER() OVER (PARTITION BY t.user_id ORDER BY t.relevance DESC, t.item_id ASC) AS BIGINT) AS ideal_rank
-  FROM truth_in AS t
+    ideal.user_id AS user_id,
+    NULL AS item_id,
+    UNNEST(ideal.top) AS relevance,
+    UNNEST(RANGE(1, LENGTH(ideal.top) + 1)) AS ideal_rank
+  FROM (
+    SELECT
+      t.user_id AS user_id,
+      MAX(t.relevance, 3) AS top
+    FROM truth_in AS t
+    GROUP BY
+      t.user_id
+  ) AS ideal
 ), truth_rows AS (
   SELECT
     runs._run0 AS _run0,
@@ -502,6 +511,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 3
 ), stacked AS (
   SELECT
     _run0,
@@ -856,6 +867,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 3
 ), stacked AS (
   SELECT
     _run0,
@@ -1219,6 +1232,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 3
 ), stacked AS (
   SELECT
     _run0,
@@ -1577,6 +1592,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 3
 ), stacked AS (
   SELECT
     _run0,
@@ -1935,6 +1952,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 3
 ), stacked AS (
   SELECT
     _run0,
@@ -2293,6 +2312,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 3
 ), stacked AS (
   SELECT
     _run0,
@@ -2652,6 +2673,8 @@ WITH recs_in AS (
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
   CROSS JOIN runs
+  WHERE
+    t.ideal_rank <= 3
 ), stacked AS (
   SELECT
     _run0,
