@@ -19,7 +19,8 @@ Every difference is a named switch with its reason:
 - ``inline``: CTEs DuckDB must not materialize. The input checks read ``truth_in`` a second time;
   a CTE read twice is materialized, its row estimate is lost and the joins after it are planned
   as if truth had one row: 10M recommendation rows then ran out of a 400 MB memory limit and 100M
-  out of 4 GB, and fit (faster) with ``truth_in AS NOT MATERIALIZED``.
+  out of 4 GB, and fit (faster) with ``truth_in AS NOT MATERIALIZED``. ``recs_in`` is written so
+  too where the top-k heaps (list_heads) are its only reader (recsql/compose/statement.py).
 - ``from_dual``: Oracle needs ``FROM DUAL`` on a SELECT without a table and has no boolean literal.
 - ``with_limit``: MariaDB refuses a WITH clause of more than 64 elements (error 4003, "Too many WITH
   elements"; :func:`recsql.compare`'s statement with global metrics has more): CTEs read once are

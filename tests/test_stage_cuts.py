@@ -6,6 +6,7 @@ compare every user's value with the plain-Python reference (tests/reference.py),
 lists and never cuts; and they check in the SQL that a running count nobody reads is not there."""
 from __future__ import annotations
 
+import duckdb
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -168,3 +169,63 @@ def test_the_truth_heap_gives_the_sorted_orders_gains_with_ties_and_runs():
 
 def _cte_sql(sql: str, name: str, dialect: str) -> str:
     return next(c.this.sql(dialect) for c in sqlglot.parse_one(sql, read=dialect).find_all(exp.CTE) if c.alias == name)
+
+
+# recs rows (run, user, item, score) for the heap's checks; None is SQL NULL
+_KEY = st.one_of(st.none(), st.integers(1, 3))
+_SCORE = st.one_of(st.none(), st.sampled_from([0.1, 0.2, 0.3, float("nan"), float("inf"), float("-inf")]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", None]), _KEY, st.one_of(st.none(), st.integers(1, 4)),
+                               _SCORE), min_size=1, max_size=30),
+       k=st.integers(1, 4), clean=st.booleans())
+def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k, clean):
+    """DuckDB ranks each list by a per-user heap (stage CTE list_heads) and counts recs' invalid rows,
+    rows and duplicate keys from the heaps, in the one scan of recs; plain Python counts them from the
+    rows: invalid = a NULL run, user, item or score, or a score NaN or ±inf; duplicates = Σ (n - 1)
+    over the (run, user, item) keys among each list's first k rows (score descending, item ascending),
+    counted on recs without invalid rows (where the order is defined)."""
+    if clean:
+        rows = [r for r in rows if None not in r and abs(r[3]) != float("inf") and r[3] == r[3]]
+        if not rows:
+            return
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2], "relevance": [1.0, 1.0]})
+    asked = [f"ndcg@{k}", f"map@{k}"]
+    sql = recsql.to_sql(asked, dialect="duckdb", run_cols="model")
+    assert "list_heads" in sql and "recs_in AS NOT MATERIALIZED" in sql
+    con = duckdb.connect()
+    con.execute("CREATE TABLE recs (model VARCHAR, user_id BIGINT, item_id BIGINT, score DOUBLE)")
+    con.executemany("INSERT INTO recs VALUES (?, ?, ?, ?)", [list(r) for r in rows])
+    con.register("truth", truth)
+    summary = con.execute(sql).df()
+    invalid = sum(1 for r in rows if None in r or r[3] != r[3] or abs(r[3]) == float("inf"))
+    assert set(summary["recs_invalid_rows"]) == {invalid}
+    if clean:
+        copies = 0
+        for key in {(r[0], r[1]) for r in rows}:
+            top = sorted((r for r in rows if (r[0], r[1]) == key), key=lambda r: (-r[3], r[2]))[:k]
+            items = [r[2] for r in top]
+            copies += len(items) - len(set(items))
+        assert set(summary["recs_duplicate_rows"]) == {copies}
+
+
+@pytest.mark.parametrize("dialect, copies", [("duckdb", 1), ("sqlite", 3)])
+def test_rows_with_a_null_item_are_invalid_and_the_heaps_do_not_rank_them(dialect, copies):
+    """Worked example: a list of six rows, the first three with a NULL item, then item 5 twice. All
+    engines count the 3 NULL items as invalid rows (which the metrics refuse). DuckDB's heaps leave
+    the NULL items out of the ranking (MIN_BY skips NULL values), so the rows its metrics read hold
+    one duplicate (item 5); the portable SQL ranks them, and counts 2 + 1 copies among its first five."""
+    import sqlite3
+    rows = [(1, None, 0.9), (1, None, 0.8), (1, None, 0.7), (1, 5, 0.6), (1, 5, 0.5), (1, 6, 0.1)]
+    con = duckdb.connect() if dialect == "duckdb" else sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE recs (user_id BIGINT, item_id BIGINT, score DOUBLE)")
+    con.executemany("INSERT INTO recs VALUES (?, ?, ?)", rows)
+    con.execute("CREATE TABLE truth (user_id BIGINT, item_id BIGINT, relevance DOUBLE)")
+    con.execute("INSERT INTO truth VALUES (1, 5, 1.0)")
+    sql = recsql.to_sql(["ndcg@5", "precision@5"], dialect=dialect)
+    assert ("list_heads" in sql) == (dialect == "duckdb")
+    cursor = con.execute(sql)
+    names = [d[0] for d in cursor.description]
+    summary = dict(zip(names, cursor.fetchall()[0]))
+    assert (summary["recs_invalid_rows"], summary["recs_duplicate_rows"]) == (3, copies)

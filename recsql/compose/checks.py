@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import sqlglot
 from sqlglot import exp
 
 from .plan import Plan, internal_runs
@@ -67,6 +68,33 @@ def _extra_copies(table: str, keys: list[str], name: str, max_rank: int | None =
     return exp.select(exp.alias_(_rows_where_sum(exp.column("n") - 1), name)).from_(groups.subquery("g"))
 
 
+# list_heads' columns for the checks: each user's invalid rows and rows, counted in the heap's scan
+_HEAD_INVALID, _HEAD_ROWS = "_invalid_rows", "_rows"
+
+
+def _heads_checks(heads: exp.Select, keys: list[str]) -> exp.Select:
+    """recs' invalid rows and row count from the per-user top-k heaps (DuckDB's stage CTE
+    list_heads, which groups every row of recs_in by run and user): the heaps' aggregate counts each
+    group's rows with a NULL key or order or a non-finite order, so recs is scanned once, by the
+    heaps, and not kept as a whole. Same counts as :func:`_invalid` over recs_in."""
+    bad = exp.or_(*[exp.Is(this=exp.column(c), expression=exp.null()) for c in [*keys, "ord"]],
+                  not_finite(exp.column("ord")))
+    heads.select(exp.alias_(_rows_where(bad), _HEAD_INVALID),
+                 exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), _HEAD_ROWS), copy=False)
+    return exp.select(exp.alias_(_rows_where_sum(exp.column(_HEAD_INVALID)), "recs_invalid_rows"),
+                      exp.alias_(_rows_where_sum(exp.column(_HEAD_ROWS)), RECS_ROWS)).from_("list_heads")
+
+
+def _heads_copies() -> exp.Select:
+    """``d`` = Σ (n - 1) over the (run, user, item) keys of the ranked rows kept, from each user's heap
+    (``top``: the item ids of its first k rows, the largest cutoff): its ids less its distinct ids.
+    Exact, like :func:`_extra_copies` over list_ranked, without grouping its rows again. A heap holds
+    no NULL id (MIN_BY leaves NULL values out, so those rows are not ranked: they are counted as
+    invalid rows, which the metrics then refuse)."""
+    copies = sqlglot.parse_one("LEN(top) - LIST_UNIQUE(top)", read="duckdb")
+    return exp.select(exp.alias_(_rows_where_sum(copies), "d")).from_("list_heads")
+
+
 def _rows_where_sum(value: exp.Expression) -> exp.Expression:
     return exp.cast(exp.Coalesce(this=exp.Sum(this=value), expressions=[exp.Literal.number(0)]), "BIGINT")
 
@@ -94,12 +122,14 @@ def uses_exponent(tree: exp.Expression) -> bool:
 
 
 def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, int | None],
-            exponent: bool = False) -> tuple[exp.Select, list[str]]:
+            exponent: bool = False, heads: exp.Select | None = None) -> tuple[exp.Select, list[str]]:
     """The ``checks`` CTE (one row, the diagnostic columns of the inputs given and read, and
     ``_recs_rows``) and the diagnostic names it holds. ``cuts``: the ranked list CTEs (list_ranked,
     second_ranked: before the join to truth, which a duplicated truth row would multiply) -> the
     largest position the metrics read from it (None: the whole list). ``exponent``: the metrics
-    raise 2 to a relevance, so a relevance above MAX_EXPONENT is invalid (2^1024 overflows a DOUBLE)."""
+    raise 2 to a relevance, so a relevance above MAX_EXPONENT is invalid (2^1024 overflows a DOUBLE).
+    ``heads``: the select of the main list's per-user top-k heaps (DuckDB, stage CTE list_heads),
+    which this adds recs' counts to: see :func:`_heads_checks`."""
     runs = internal_runs(plan)
     dedup = plan.duplicates == "best"
     parts: list[exp.Select] = []  # one-row subqueries
@@ -114,14 +144,18 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
             parts.append(_extra_copies(table, keys, name))
 
     # over the input CTEs (a de-duplicating policy's one row per key: the rows the metrics read)
-    parts.append(_invalid("recs_in", [*runs, "user_id", "item_id", "ord"], ["ord"], "recs_invalid_rows", RECS_ROWS))
+    recs_keys = [*runs, "user_id", "item_id"]
+    if heads is not None:
+        parts.append(_heads_checks(heads, recs_keys))
+    else:
+        parts.append(_invalid("recs_in", [*recs_keys, "ord"], ["ord"], "recs_invalid_rows", RECS_ROWS))
     names.append("recs_invalid_rows")
     if dedup:
         duplicates("recs_duplicate_rows", "", [])
     else:  # the ranked rows kept, of the main list and of a second view's list: the larger count
         names.append("recs_duplicate_rows")
-        per_list = union_all([_extra_copies(t, [*runs, "user_id", "item_id"], "d", cut) for t, cut in cuts.items()
-                               if t in read])
+        per_list = union_all([_heads_copies() if heads is not None and t == "list_ranked"
+                              else _extra_copies(t, recs_keys, "d", cut) for t, cut in cuts.items() if t in read])
         parts.append(exp.select(exp.alias_(exp.cast(exp.Max(this=exp.column("d")), "BIGINT"), "recs_duplicate_rows"))
                      .from_(per_list.subquery("l")))
     if plan.truth is not None and "truth_in" in read:

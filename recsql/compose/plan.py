@@ -70,6 +70,10 @@ class Plan:
     text_ids: frozenset = frozenset()  # internal id columns ("user_id", "item_id") holding strings
     topk: str | None = None  # engine whose top-k override (sql/_topk.<engine>.sql) replaces ROW_NUMBER
     inline: tuple[str, ...] = ()  # CTEs to write AS NOT MATERIALIZED (recsql/dialects.py)
+    # with topk: the main list's heaps as a CTE (list_heads) that the input checks read too, so recs is
+    # scanned once (recsql/compose/stage.py); off for the dbt package's macro, whose switches must
+    # not change which CTEs a statement has (recsql/dbt/evaluate.py)
+    heads: bool = True
     id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
     ties: str = "item_id"  # tie rule: item_id (ascending), item_id_desc, or average (expected value)
     id_order: str = "native"  # "text": tied ids compare as text, bytewise (trec_eval's strcmp), whatever their type

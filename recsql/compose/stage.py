@@ -104,6 +104,22 @@ def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: d
         _order_ties(cte.this, ties, key)
 
 
+HEADS = "list_heads"  # DuckDB's per-user top-k heaps, when the main list is ranked by them
+
+
+def _heads(with_: exp.With, ranked: exp.CTE) -> None:
+    """The main list's heaps (the top-k override's subquery ``lists``) as their own CTE,
+    :data:`HEADS`, before list_ranked, which unnests them: the input checks then read recs' row
+    counts and duplicates from the same scan (recsql/compose/checks.py), so recs is read once."""
+    lists = next((q for q in ranked.this.find_all(exp.Subquery) if q.alias == "lists"), None)
+    if lists is None:  # ranked by ROW_NUMBER
+        return
+    heads = exp.CTE(this=lists.this.copy(), alias=exp.to_identifier(HEADS))
+    lists.replace(exp.to_table(HEADS))
+    position = next(i for i, c in enumerate(with_.expressions) if c is ranked)
+    with_.set("expressions", [*with_.expressions[:position], heads, *with_.expressions[position:]])
+
+
 def _ideal_order(plan: Plan, cte: exp.CTE, values: dict) -> None:
     """The truth order (truth_ordered) from DuckDB's per-user heap of the largest relevances
     (sql/_ideal_topk.duckdb.sql) when no metric reads it beyond ``ideal_max_k`` positions; else the
@@ -177,6 +193,8 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     with_ = stage.args["with_"]
     ctes = {c.alias: c for c in with_.expressions}
     _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
+    if plan.heads:
+        _heads(with_, ctes["list_ranked"])
     _order_ties(ctes["baseline_ranked"].this, plan.ties, _tie_key(plan))
     _ideal_order(plan, ctes["truth_ordered"], values)
     if second is not None:

@@ -19,7 +19,7 @@ from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view,
                     population_condition, second_view)
 from .plan import METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs
 from .rewrite import fold_constants, prune, union_branches
-from .stage import build_stage, largest_cutoff
+from .stage import HEADS, build_stage, largest_cutoff
 
 
 _RUNNING = ("hits_cum", "nonrel_cum")  # MAP's running hits, bpref's running judged non-relevant items
@@ -113,7 +113,10 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
         "_has_recs", "_n_rel", "_n_truth", *(["_is_global"] if has_global else []),
     ).from_("per_user_raw")
-    ctes = [exp.CTE(this=q, alias=exp.to_identifier(a), **({"materialized": False} if a in plan.inline else {}))
+    # recs_in is read by the heaps alone where they serve the checks too (list_heads): never kept whole
+    heaped = any(c.alias == HEADS for c in with_.expressions)
+    ctes = [exp.CTE(this=q, alias=exp.to_identifier(a),
+                    **({"materialized": False} if a in plan.inline or (heaped and a == "recs_in") else {}))
             for a, q in inputs]
     ctes += list(with_.expressions)
     ctes.append(exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")))
@@ -122,9 +125,11 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         probe = exp.With(expressions=[c.copy() for c in ctes])
         prune(probe, exp.select("*").from_("per_user_raw"))
         main = largest_cutoff([m for m in resolved if id(m) not in on_second])
-        checks, diagnostics = input_checks(plan, needed, {c.alias for c in probe.expressions},
+        read = {c.alias for c in probe.expressions}
+        heads = next((c.this for c in ctes if c.alias == HEADS), None) if HEADS in read else None
+        checks, diagnostics = input_checks(plan, needed, read,
                                       {"list_ranked": main, "second_ranked": largest_cutoff(second_metrics)},
-                                      exponent=uses_exponent(probe))
+                                      exponent=uses_exponent(probe), heads=heads)
         ctes.append(exp.CTE(this=checks, alias=exp.to_identifier("checks")))
         flagged = flagged.join("checks", join_type="cross")
         flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in [*diagnostics, RECS_ROWS]]])

@@ -394,7 +394,8 @@ def _composed(spec: ModelSpec, dialect_name: str):
     # composition serves every dialect with the same first two.
     cache_key = (repr(spec), d.topk, d.inline)
     if cache_key not in _COMPOSED:
-        _COMPOSED[cache_key] = _statement(spec, dialect_name, collation=COLLATION_SENTINEL)
+        # no list_heads: the factorised switches (ties, tie_bounds) turn DuckDB's heaps on and off
+        _COMPOSED[cache_key] = _statement(spec, dialect_name, collation=COLLATION_SENTINEL, heads=False)
     return _COMPOSED[cache_key]
 
 

@@ -327,7 +327,7 @@ WHERE
 {%- endmacro %}
 
 {% macro duckdb__beyond_accuracy_per_user(recs, truth, items, interactions, baseline) -%}
-WITH recs_in AS (
+WITH recs_in AS NOT MATERIALIZED (
   SELECT
     model AS _run0,
     user_id AS user_id,
@@ -387,22 +387,22 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), list_heads AS (
+  SELECT
+    _run0,
+    user_id,
+    ARG_MIN(item_id, (ord, item_id), 5) AS top
+  FROM recs_in
+  GROUP BY
+    _run0,
+    user_id
 ), list_ranked AS (
   SELECT
     _run0,
     user_id,
     UNNEST(top) AS item_id,
     UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      user_id,
-      ARG_MIN(item_id, (ord, item_id), 5) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      user_id
-  ) AS lists
+  FROM list_heads
 ), list_judged AS (
   SELECT
     l._run0 AS _run0,

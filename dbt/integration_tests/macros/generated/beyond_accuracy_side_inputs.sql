@@ -660,7 +660,7 @@ GROUP BY
 {%- endmacro %}
 
 {% macro duckdb__beyond_accuracy_side_inputs(recs, truth, items, interactions, baseline) -%}
-WITH recs_in AS (
+WITH recs_in AS NOT MATERIALIZED (
   SELECT
     model AS _run0,
     user_id AS user_id,
@@ -724,22 +724,41 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), list_heads AS (
+  SELECT
+    _run0,
+    user_id,
+    ARG_MIN(item_id, (ord, item_id), 5) AS top,
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS _invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _rows
+  FROM recs_in
+  GROUP BY
+    _run0,
+    user_id
 ), list_ranked AS (
   SELECT
     _run0,
     user_id,
     UNNEST(top) AS item_id,
     UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      user_id,
-      ARG_MIN(item_id, (ord, item_id), 5) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      user_id
-  ) AS lists
+  FROM list_heads
 ), list_judged AS (
   SELECT
     l._run0 AS _run0,
@@ -1082,44 +1101,17 @@ WITH recs_in AS (
     c0._recs_rows AS _recs_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
+      CAST(COALESCE(SUM(_invalid_rows), 0) AS BIGINT) AS recs_invalid_rows,
+      CAST(COALESCE(SUM(_rows), 0) AS BIGINT) AS _recs_rows
+    FROM list_heads
   ) AS c0
   CROSS JOIN (
     SELECT
       CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
     FROM (
       SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        WHERE
-          rank <= 5
-        GROUP BY
-          _run0,
-          user_id,
-          item_id
-      ) AS g
+        CAST(COALESCE(SUM(LENGTH(top) - LIST_UNIQUE(top)), 0) AS BIGINT) AS d
+      FROM list_heads
     ) AS l
   ) AS c1
   CROSS JOIN (

@@ -278,7 +278,7 @@ FROM per_user
 {%- endmacro %}
 
 {% macro duckdb__dirty_recs_fail_the_build(recs, truth) -%}
-WITH recs_in AS (
+WITH recs_in AS NOT MATERIALIZED (
   SELECT
     user_id AS user_id,
     item_id AS item_id,
@@ -305,19 +305,37 @@ WITH recs_in AS (
   FROM truth_judged
   GROUP BY
     user_id
+), list_heads AS (
+  SELECT
+    user_id,
+    ARG_MIN(item_id, (ord, item_id), 5) AS top,
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS _invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _rows
+  FROM recs_in
+  GROUP BY
+    user_id
 ), list_ranked AS (
   SELECT
     user_id,
     UNNEST(top) AS item_id,
     UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      user_id,
-      ARG_MIN(item_id, (ord, item_id), 5) AS top
-    FROM recs_in
-    GROUP BY
-      user_id
-  ) AS lists
+  FROM list_heads
 ), list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -442,42 +460,17 @@ WITH recs_in AS (
     c0._recs_rows AS _recs_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
+      CAST(COALESCE(SUM(_invalid_rows), 0) AS BIGINT) AS recs_invalid_rows,
+      CAST(COALESCE(SUM(_rows), 0) AS BIGINT) AS _recs_rows
+    FROM list_heads
   ) AS c0
   CROSS JOIN (
     SELECT
       CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
     FROM (
       SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        WHERE
-          rank <= 5
-        GROUP BY
-          user_id,
-          item_id
-      ) AS g
+        CAST(COALESCE(SUM(LENGTH(top) - LIST_UNIQUE(top)), 0) AS BIGINT) AS d
+      FROM list_heads
     ) AS l
   ) AS c1
   CROSS JOIN (

@@ -250,7 +250,7 @@ WHERE
 {%- endmacro %}
 
 {% macro duckdb__per_user_two_run_keys(recs, truth) -%}
-WITH recs_in AS (
+WITH recs_in AS NOT MATERIALIZED (
   SELECT
     model AS _run0,
     variant AS _run1,
@@ -297,6 +297,17 @@ WITH recs_in AS (
     _run0,
     _run1,
     user_id
+), list_heads AS (
+  SELECT
+    _run0,
+    _run1,
+    user_id,
+    ARG_MIN(item_id, (ord, item_id), 5) AS top
+  FROM recs_in
+  GROUP BY
+    _run0,
+    _run1,
+    user_id
 ), list_ranked AS (
   SELECT
     _run0,
@@ -304,18 +315,7 @@ WITH recs_in AS (
     user_id,
     UNNEST(top) AS item_id,
     UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      user_id,
-      ARG_MIN(item_id, (ord, item_id), 5) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      _run1,
-      user_id
-  ) AS lists
+  FROM list_heads
 ), list_judged AS (
   SELECT
     l._run0 AS _run0,
