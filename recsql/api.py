@@ -693,7 +693,11 @@ def to_sql(
     (``"BIGINT"``) or decimals with more than 15 digits (``"DECIMAL(38, <scale>)"``), which a DOUBLE
     would tie (``evaluate`` reads it from the column's type).
 
-    >>> "ROW_NUMBER() OVER" in to_sql(["ndcg@10"], recs="db.recs", truth="db.truth")
+    On DuckDB each user's top k comes from a bounded heap; the other dialects number the rows:
+
+    >>> "ARG_MIN(item_id, (ord, item_id), 10)" in to_sql(["ndcg@10"], recs="db.recs", truth="db.truth")
+    True
+    >>> "ROW_NUMBER() OVER" in to_sql(["ndcg@10"], recs="db.recs", truth="db.truth", dialect="postgres")
     True
     """
     if output not in ("summary", "per_user"):
