@@ -186,8 +186,10 @@ def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k
     rows: invalid = a NULL run, user, item or score, or a score NaN or ±inf; duplicates = Σ (n - 1)
     over the (run, user, item) keys among each list's first k rows (score descending, item ascending),
     counted on recs without invalid rows (where the order is defined)."""
+    def invalid(row) -> bool:
+        return None in row or row[3] != row[3] or abs(row[3]) == float("inf")
     if clean:
-        rows = [r for r in rows if None not in r and abs(r[3]) != float("inf") and r[3] == r[3]]
+        rows = [r for r in rows if not invalid(r)]
         if not rows:
             return
     truth = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2], "relevance": [1.0, 1.0]})
@@ -199,8 +201,7 @@ def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k
     con.executemany("INSERT INTO recs VALUES (?, ?, ?, ?)", [list(r) for r in rows])
     con.register("truth", truth)
     summary = con.execute(sql).df()
-    invalid = sum(1 for r in rows if None in r or r[3] != r[3] or abs(r[3]) == float("inf"))
-    assert set(summary["recs_invalid_rows"]) == {invalid}
+    assert set(summary["recs_invalid_rows"]) == {sum(map(invalid, rows))}
     if clean:
         copies = 0
         for key in {(r[0], r[1]) for r in rows}:

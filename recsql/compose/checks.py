@@ -47,14 +47,18 @@ def _rows_where(condition: exp.Expression) -> exp.Expression:
     return exp.cast(exp.Coalesce(this=count, expressions=[exp.Literal.number(0)]), "BIGINT")
 
 
+def _bad_row(columns: list[str], numbers: list[str], also: exp.Expression | None = None) -> exp.Expression:
+    """A row with a NULL in ``columns`` or a non-finite value in ``numbers`` (a NULL is counted by IS
+    NULL, whatever the engine's NULL ordering), or meeting ``also``."""
+    return exp.or_(*[exp.Is(this=exp.column(c), expression=exp.null()) for c in columns],
+                   *[not_finite(exp.column(c)) for c in numbers], *([also] if also is not None else []))
+
+
 def _invalid(table: str, columns: list[str], numbers: list[str], name: str, total: str | None = None,
              also: exp.Expression | None = None) -> exp.Select:
     """One row: ``name`` = the rows of the input CTE ``table`` (internal names; one scan of each input)
-    with a NULL in ``columns`` or a non-finite value in ``numbers`` (a NULL is counted by IS NULL,
-    whatever the engine's NULL ordering) or meeting ``also``, and the row count."""
-    bad = exp.or_(*[exp.Is(this=exp.column(c), expression=exp.null()) for c in columns],
-                  *[not_finite(exp.column(c)) for c in numbers], *([also] if also is not None else []))
-    select = exp.select(exp.alias_(_rows_where(bad), name)).from_(table)
+    that are :func:`_bad_row`, and the row count."""
+    select = exp.select(exp.alias_(_rows_where(_bad_row(columns, numbers, also)), name)).from_(table)
     return select.select(exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), total)) if total else select
 
 
@@ -77,9 +81,7 @@ def _heads_checks(heads: exp.Select, keys: list[str]) -> exp.Select:
     list_heads, which groups every row of recs_in by run and user): the heaps' aggregate counts each
     group's rows with a NULL key or order or a non-finite order, so recs is scanned once, by the
     heaps, and not kept as a whole. Same counts as :func:`_invalid` over recs_in."""
-    bad = exp.or_(*[exp.Is(this=exp.column(c), expression=exp.null()) for c in [*keys, "ord"]],
-                  not_finite(exp.column("ord")))
-    heads.select(exp.alias_(_rows_where(bad), _HEAD_INVALID),
+    heads.select(exp.alias_(_rows_where(_bad_row([*keys, "ord"], ["ord"])), _HEAD_INVALID),
                  exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), _HEAD_ROWS), copy=False)
     return exp.select(exp.alias_(_rows_where_sum(exp.column(_HEAD_INVALID)), "recs_invalid_rows"),
                       exp.alias_(_rows_where_sum(exp.column(_HEAD_ROWS)), RECS_ROWS)).from_("list_heads")

@@ -114,9 +114,9 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         "_has_recs", "_n_rel", "_n_truth", *(["_is_global"] if has_global else []),
     ).from_("per_user_raw")
     # recs_in is read by the heaps alone where they serve the checks too (list_heads): never kept whole
-    heaped = any(c.alias == HEADS for c in with_.expressions)
+    heads = next((c.this for c in with_.expressions if c.alias == HEADS), None)
     ctes = [exp.CTE(this=q, alias=exp.to_identifier(a),
-                    **({"materialized": False} if a in plan.inline or (heaped and a == "recs_in") else {}))
+                    **({"materialized": False} if a in plan.inline or (heads and a == "recs_in") else {}))
             for a, q in inputs]
     ctes += list(with_.expressions)
     ctes.append(exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")))
@@ -126,10 +126,9 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         prune(probe, exp.select("*").from_("per_user_raw"))
         main = largest_cutoff([m for m in resolved if id(m) not in on_second])
         read = {c.alias for c in probe.expressions}
-        heads = next((c.this for c in ctes if c.alias == HEADS), None) if HEADS in read else None
         checks, diagnostics = input_checks(plan, needed, read,
                                       {"list_ranked": main, "second_ranked": largest_cutoff(second_metrics)},
-                                      exponent=uses_exponent(probe), heads=heads)
+                                      exponent=uses_exponent(probe), heads=heads if HEADS in read else None)
         ctes.append(exp.CTE(this=checks, alias=exp.to_identifier("checks")))
         flagged = flagged.join("checks", join_type="cross")
         flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in [*diagnostics, RECS_ROWS]]])
