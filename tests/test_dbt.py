@@ -250,15 +250,30 @@ def _var_cases() -> list[dict]:
         dict(recsql_metrics=TEXT_METRICS, recsql_recs="recs_text", recsql_truth="truth_text", recsql_run_cols=[],
              recsql_output="per_user", recsql_text_ids=["user_id", "item_id"]),
         dict(recsql_metrics=TEXT_METRICS, recsql_recs="recs_text", recsql_truth="truth_text", recsql_run_cols=[]),
+        # conventions: tie rules (trec's tied integer ids compared as text), populations, negative judgments
+        # unjudged, gains, option defaults; ir_measures without the measures it computes its own way
+        dict(recsql_metrics=CONVENTION_METRICS, recsql_run_cols=["model"], recsql_convention="trec"),
+        dict(recsql_metrics=CONVENTION_METRICS, recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
+             recsql_convention="ranx", recsql_output="per_user", recsql_threshold=2),
+        dict(recsql_metrics=[m for m in CONVENTION_METRICS if not m.startswith(("mrr@", "judged"))],
+             recsql_run_cols=["model"], recsql_convention="ir_measures", recsql_output="per_user"),
+        dict(recsql_metrics=CONVENTION_METRICS, recsql_run_cols=["model"], recsql_convention="replay"),
+        dict(recsql_metrics=[m for m in CONVENTION_METRICS if not m.startswith("ndcg")], recsql_recs="recs_single",
+             recsql_run_cols=[], recsql_convention="msr", recsql_output="per_user"),
     ]
+
+
+# Metrics whose options the conventions set (map's denominator, rbp's p, ndcg's ideal, judged's denominator).
+CONVENTION_METRICS = ["precision@1", "ndcg@3", "map@3", "mrr@5", "rbp@3", "bpref", "ndcg", "map", "judged@2", "err@3",
+                      "recall@4", "hit_rate@2"]
 
 
 def _expected_from_vars(case: dict) -> pd.DataFrame:
     options = dict(run_cols=case.get("recsql_run_cols", ["model"]), score_col=case.get("recsql_score_col", "score"),
                    rank_col=case.get("recsql_rank_col"), threshold=case.get("recsql_threshold"),
-                   population=case.get("recsql_population", "relevant"),
+                   population=case.get("recsql_population"),
                    duplicates=case.get("recsql_duplicates", "error"),
-                   ties=case.get("recsql_ties", "item_id"),
+                   ties=case.get("recsql_ties"), convention=case.get("recsql_convention", "recsql"),
                    relevance_col=case.get("recsql_relevance_col", "relevance"))
     result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed(case.get("recsql_truth", "truth")),
                              case["recsql_metrics"], **options)

@@ -10,6 +10,7 @@ generated SQL's.
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 import recsql
+from recsql.conventions import CONVENTIONS, measure_rule
 from recsql.dbt.evaluate import EXTRA_SWITCHES, MAX_RUNS, _cutoffs, _variants, refused, served, _metric
 from recsql.dbt.model import ModelSpec, render_model
 from recsql.dbt.names import output_name
@@ -193,7 +195,36 @@ def _random_call(rng: random.Random) -> dict:
         call.update(duplicates=rng.choice(["best", "max"]), recs="recs_duplicates" if runs == 1 else recs)
     if rng.random() < 0.3:  # no relevance column: every truth row has relevance 1
         call.update(relevance_col=None)
+    if rng.random() < 0.4:  # a convention: the tie rule, population and threshold its own unless given
+        call.update(convention=rng.choice([c for c in CONVENTIONS if c != "recsql"]))
+        if rng.random() < 0.5:  # metrics as the convention's users write them: its option defaults apply
+            k = rng.randint(1, 6)
+            call.update(metrics=rng.sample(BARE_METRICS, rng.randint(1, 5)) + [f"{m}@{k}" for m in rng.sample(BARE_CUT, 2)])
+        for option in ("ties", "population", "threshold"):
+            if rng.random() < 0.5:
+                call[option] = None
+        call["metrics"] = [m for m in call["metrics"] if not _own_rule(call, m)] or ["precision@3"]
     return call
+
+
+# Metrics with options a convention sets (map's denominator, rbp's p, ndcg's ideal, judged's denominator).
+BARE_METRICS = ["map", "ndcg", "rbp", "mrr", "bpref", "r_precision", "num_rel_ret", "auc"]
+BARE_CUT = ["map", "ndcg", "rbp", "judged", "precision", "recall", "hit_rate", "err"]
+
+
+def _own_rule(call: dict, metric: str) -> bool:
+    """Whether the call's convention computes ``metric`` under a tie rule, population or reading of
+    negative relevance of its own (README, Conventions): the macro refuses it
+    (:func:`test_macro_refuses_a_metric_its_convention_computes_its_own_way`)."""
+    conv = CONVENTIONS[call["convention"]]
+    rule = measure_rule(conv.measures, recsql.parse_metric(metric))
+    if rule is None:
+        return False
+    ties, population = call.get("ties") or conv.ties, call.get("population") or conv.population
+    has_relevance = call.get("relevance_col", "relevance") is not None
+    return ((rule.ties is not None and call.get("ties") is None and rule.ties != ties)
+            or (rule.population is not None and call.get("population") is None and rule.population != population)
+            or (rule.negative_unjudged is not None and has_relevance and rule.negative_unjudged != conv.negative_unjudged))
 
 
 def _render(package: Package, call: dict) -> str:
@@ -240,6 +271,67 @@ def test_macro_ties_item_id_desc():
     first, second = (got[t].sort_values(["model", "user_id"]).reset_index(drop=True) for t in EXTRA_SWITCHES["ties"])
     changed = [m for m in map(output_name, metrics) if not np.allclose(first[m], second[m], equal_nan=True)]
     assert changed, "ties='item_id_desc' gave ties='item_id''s numbers"
+
+
+# Integer item ids whose order as text differs from their order as numbers ('9' after '10'), tied; a
+# negative judgment (unjudged under trec and ir_measures), judgments below the threshold (no gain under ranx).
+TIED_RECS = pd.DataFrame({"user_id": [1, 1, 1, 1, 2, 2, 2], "item_id": [9, 10, 100, 7, 9, 10, 11],
+                          "score": [0.5, 0.5, 0.4, 0.3, 0.9, 0.9, 0.9]})
+TIED_TRUTH = pd.DataFrame({"user_id": [1, 1, 1, 1, 2, 2, 3], "item_id": [9, 10, 100, 8, 10, 12, 1],
+                           "relevance": [1, -1, 2, 3, 1, 0, 1]})
+CONVENTION_METRICS = ["precision@1", "ndcg@3", "map@3", "mrr", "rbp@3", "bpref", "ndcg", "map", "judged@2", "err@3"]
+
+
+@pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
+def test_macro_conventions(adapter):
+    """convention= as in recsql.evaluate: each convention's tie rule (trec and ir_measures order tied
+    integer ids as text, '9' after '10'), population, reading of negative relevance, gains and option
+    defaults give recsql.evaluate's numbers, per user and summarised; under trec the tie rule differs
+    from ties='item_id_desc' on these ids, so the ids are compared as text."""
+    package = Package(adapter)
+    con = _duckdb() if adapter == "duckdb" else _sqlite()
+    for name, frame in (("tied_recs", TIED_RECS), ("tied_truth", TIED_TRUTH)):
+        if adapter == "duckdb":
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
+        else:
+            frame.to_sql(name, con, index=False)
+    got = {}
+    for convention in CONVENTIONS:
+        for output in ("per_user", "summary"):
+            metrics = [m for m in CONVENTION_METRICS if not _own_rule(dict(convention=convention), m)]
+            sql = package.evaluate(recs="tied_recs", truth="tied_truth", metrics=metrics, output=output,
+                                   convention=convention)
+            expected = recsql.evaluate(TIED_RECS, TIED_TRUTH, metrics, convention=convention)
+            frame = expected.per_user if output == "per_user" else expected.summary
+            frame = frame.rename(columns={m.column: output_name(m.column) for m in expected.metrics})
+            got[convention, output] = _fetch(con, sql)
+            _same(got[convention, output], frame, ["user_id"] if output == "per_user" else [], f"{convention} {output}")
+    as_numbers = _fetch(con, package.evaluate(recs="tied_recs", truth="tied_truth", metrics=["precision@1"],
+                                              output="per_user", ties="item_id_desc", population="judged"))
+    trec = got["trec", "per_user"].sort_values("user_id")
+    # user 1: 9 (relevant) before 10 as text, 10 (judged -1) first as numbers; user 2: 9 first as text,
+    # 11 as numbers, neither relevant; user 3: no list
+    assert list(trec["precision_at_1"]) == [1.0, 0.0, 0.0]
+    assert list(as_numbers.sort_values("user_id")["precision_at_1"]) == [0.0, 0.0, 0.0]
+
+
+def test_macro_refuses_a_metric_its_convention_computes_its_own_way():
+    """A metric a convention computes unlike its others (ir_measures' RR@k and Judged@k: another tie
+    rule and reading of negative judgments; Microsoft Recommenders' ndcg: another population) is a
+    compiler error naming what to do; with population= given, msr's ndcg is the plain one."""
+    package = Package("duckdb")
+    con = _duckdb()
+    for convention, metric, options in (("ir_measures", "mrr@5", {}), ("ir_measures", "judged@5", {}),
+                                        ("ir_measures", "mrr@5", {"ties": "item_id"}), ("msr", "ndcg@5", {})):
+        with pytest.raises(CompilerError, match=f"convention='{convention}' computes '{re.escape(metric)}' unlike its "
+                                                "other metrics.*`recsql dbt model`"):
+            package.evaluate(recs="recs", truth="truth", metrics=["precision@3", metric], run_cols=["model"],
+                             convention=convention, **options)
+    call = dict(recs="recs", metrics=["ndcg@5", "map@5"], run_cols=["model"], output="summary", convention="msr",
+                population="intersection")
+    _same(_fetch(con, _render(package, call)), _expected_call(call), ["model"], str(call))
+    call = dict(call, convention="ir_measures", metrics=["mrr", "map@5"], population=None)  # RR without a cutoff: as trec
+    _same(_fetch(con, _render(package, call)), _expected_call(call), ["model"], str(call))
 
 
 TEXT_METRICS = ["ndcg@3", "precision@2", "recall@4", "mrr", "hit_rate@1", "map@4"]

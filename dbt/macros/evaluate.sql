@@ -38,11 +38,19 @@
 {%- endmacro %}
 
 {% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
-                  score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population='relevant',
-                  duplicates='error', convention='recsql', ties='item_id', items=none, interactions=none, catalog=none,
+                  score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population=none,
+                  duplicates='error', convention='recsql', ties=none, items=none, interactions=none, catalog=none,
                   baseline=none, item_features=none, column_names='safe', text_ids=none) -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
+  {%- set conventions = recsql._registry().conventions -%}
+  {%- if convention not in conventions -%}
+    {{ recsql._fail("convention='" ~ convention ~ "' is not valid; choose one of " ~ (conventions.keys() | list | join(', '))) }}
+  {%- endif -%}
+  {%- set conv = conventions[convention] -%}
+  {%- set explicit = {'ties': ties is not none, 'population': population is not none} -%}
+  {%- set population = conv.population if population is none else population -%}
+  {%- set ties = conv.ties if ties is none else ties -%}
   {%- if population not in recsql._registry().populations -%}
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
@@ -50,7 +58,6 @@
   {%- if duplicates not in ['error', 'best', 'max'] -%}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
-  {%- if convention != 'recsql' -%}{%- do later.append("convention='" ~ convention ~ "'") -%}{%- endif -%}
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
@@ -68,11 +75,20 @@
   {%- if (score_col is none) == (rank_col is none) and rank_col is not none -%}
     {{ recsql._fail("pass score_col or rank_col, not both (score_col=none with rank_col)") }}
   {%- endif -%}
-  {%- set threshold = 1 if threshold is none else threshold -%}
+  {%- if threshold is none -%}{%- set threshold = -1.7976931348623157e308 if conv.every_row_relevant else 1 -%}{%- endif -%}
   {%- if not modules.re.match('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$', threshold | string) -%}
     {{ recsql._fail("threshold must be a number, got " ~ threshold) }}
   {%- endif -%}
-  {%- set parsed = recsql._parse_metrics(metrics, column_names) -%}
+  {%- set parsed = recsql._parse_metrics(metrics, column_names, convention) -%}
+  {%- set negative = conv.negative if relevance_col is not none else 'no' -%}
+  {%- for m in parsed -%}
+    {%- set rule = conv.measures.get(m.name ~ '@k') if (m.has_k and (m.name ~ '@k') in conv.measures) else conv.measures.get(m.name) -%}
+    {%- if rule is not none and ((rule.ties is not none and not explicit.ties and rule.ties != ties)
+          or (rule.population is not none and not explicit.population and rule.population != population)
+          or (rule.negative is not none and relevance_col is not none and rule.negative != negative)) -%}
+      {{ recsql._fail("convention='" ~ convention ~ "' computes '" ~ m.column ~ "' unlike its other metrics (its own tie rule, population or reading of negative relevance: README, Conventions), which recsql.evaluate does not do in dbt yet; evaluate it in a model of its own with ties= and population= given, or write a model with `recsql dbt model`") }}
+    {%- endif -%}
+  {%- endfor -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
   {%- set features = {} -%}{%- set bounds = [] -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
@@ -103,9 +119,11 @@
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
       'relevance': 'column' if relevance_col is not none else 'none',
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
+      'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
   {%- do rs.update({'text': recsql._text_ids(text_ids, recs, user_col, item_col, rs.run_cols)}) -%}
+  {%- do rs.update({'id_cast': 'on' if conv.id_order == 'text' and not rs.text.item_id else 'off'}) -%}
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}

@@ -4,7 +4,7 @@
   {{ exceptions.raise_compiler_error("recsql.evaluate: " ~ message) }}
 {%- endmacro %}
 
-{% macro _parse_metric(text, registry, column_names) -%}
+{% macro _parse_metric(text, registry, column_names, convention='recsql') -%}
   {%- set re = modules.re -%}
   {%- if text is not string -%}{{ recsql._fail("a metric is a string like 'ndcg@10', got " ~ text) }}{%- endif -%}
   {%- set found = re.match('^\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*(\\(([^()]*)\\))?\\s*(@\\s*([^\\s]*))?\\s*$', text) -%}
@@ -29,8 +29,9 @@
     {%- endfor -%}
   {%- endif -%}
   {%- set choices = {} -%}{%- set numbers = {} -%}{%- set shown = [] -%}
+  {%- set defaults = registry.conventions[convention].defaults.get(name, {}) -%}
   {%- for option, param in spec.params.items() -%}
-    {%- set value = given.get(option, param.default) -%}
+    {%- set value = given.get(option, defaults.get(option, param.default)) -%}
     {%- if param.kind == 'number' and value != 'auto' -%}
       {%- if not re.match('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$', value) -%}
         {{ recsql._fail("metric '" ~ text ~ "': option " ~ option ~ "=" ~ value ~ " must be a finite number" ~ (" or 'auto'" if param.default == 'auto' else '')) }}
@@ -82,7 +83,7 @@
              'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(','))}) }}
 {%- endmacro %}
 
-{% macro _parse_metrics(metrics, column_names='safe') -%}
+{% macro _parse_metrics(metrics, column_names='safe', convention='recsql') -%}
   {%- set registry = recsql._registry() -%}
   {%- if metrics is string -%}{%- set metrics = [metrics] -%}{%- endif -%}
   {%- if metrics is mapping or metrics is not iterable or metrics | length == 0 -%}
@@ -90,7 +91,7 @@
   {%- endif -%}
   {%- set parsed = [] -%}{%- set keys = [] -%}{%- set columns = {} -%}
   {%- for text in metrics -%}
-    {%- set m = recsql._parse_metric(text, registry, column_names) -%}
+    {%- set m = recsql._parse_metric(text, registry, column_names, convention) -%}
     {%- if m.key not in keys -%}
       {%- if m.column_sql in columns -%}
         {{ recsql._fail("metrics '" ~ columns[m.column_sql] ~ "' and '" ~ m.column ~ "' get the same column name " ~ m.column_sql ~ "; ask for one, or pass column_names='as_asked'") }}

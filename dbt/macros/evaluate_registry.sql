@@ -12,6 +12,117 @@
   "rr": "mrr",
   "success": "hit_rate"
  },
+ "conventions": {
+  "ir_measures": {
+   "defaults": {
+    "judged": {
+     "denominator": "list"
+    },
+    "map": {
+     "denominator": "relevant"
+    }
+   },
+   "every_row_relevant": false,
+   "gain": "all",
+   "id_order": "text",
+   "measures": {
+    "judged": {
+     "negative": "no",
+     "population": none,
+     "ties": "item_id"
+    },
+    "mrr@k": {
+     "negative": "no",
+     "population": none,
+     "ties": "item_id"
+    }
+   },
+   "negative": "yes",
+   "population": "judged",
+   "ties": "item_id_desc"
+  },
+  "msr": {
+   "defaults": {
+    "map": {
+     "denominator": "min"
+    },
+    "ndcg": {
+     "ideal": "binary"
+    }
+   },
+   "every_row_relevant": true,
+   "gain": "all",
+   "id_order": "native",
+   "measures": {
+    "ndcg": {
+     "negative": none,
+     "population": "relevant",
+     "ties": none
+    }
+   },
+   "negative": "no",
+   "population": "intersection",
+   "ties": "item_id"
+  },
+  "ranx": {
+   "defaults": {
+    "map": {
+     "denominator": "relevant"
+    }
+   },
+   "every_row_relevant": false,
+   "gain": "relevant",
+   "id_order": "text",
+   "measures": {},
+   "negative": "no",
+   "population": "judged",
+   "ties": "item_id"
+  },
+  "recsql": {
+   "defaults": {},
+   "every_row_relevant": false,
+   "gain": "all",
+   "id_order": "native",
+   "measures": {},
+   "negative": "no",
+   "population": "relevant",
+   "ties": "item_id"
+  },
+  "replay": {
+   "defaults": {
+    "map": {
+     "denominator": "min"
+    },
+    "ndcg": {
+     "ideal": "binary"
+    }
+   },
+   "every_row_relevant": true,
+   "gain": "all",
+   "id_order": "native",
+   "measures": {},
+   "negative": "no",
+   "population": "relevant",
+   "ties": "item_id_desc"
+  },
+  "trec": {
+   "defaults": {
+    "map": {
+     "denominator": "relevant"
+    },
+    "rbp": {
+     "p": "0.9"
+    }
+   },
+   "every_row_relevant": false,
+   "gain": "all",
+   "id_order": "text",
+   "measures": {},
+   "negative": "yes",
+   "population": "judged",
+   "ties": "item_id_desc"
+  }
+ },
  "exponent": [
   "cg|exponential",
   "dcg|jarvelin|exponential",

@@ -6,7 +6,8 @@ module writes, from the composer and the ``sql/`` templates (never by hand), per
 - ``<adapter>__recsql_evaluate_sql``: the composed statement, each CTE written once per variant of
   the *switches* it depends on (number of run keys, score or rank, population, output, whole list or
   cut, exponential gains; and, factorised, the duplicates policy, a missing relevance column, the
-  tie rule: item_id or item_id_desc, and auc's tie-group bounds),
+  tie rule: item_id or item_id_desc, auc's tie-group bounds, and what a convention sets: negative
+  relevance unjudged, no gain below the threshold, tied ids compared as text),
   with every value substituted as a Jinja expression (column names, the relevance threshold, the
   list's cutoff) and the metric projections as a loop over the parsed metrics;
 - ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
@@ -17,10 +18,11 @@ expressions; every statement is composed a second time with other sentinels and 
 once both are replaced, so a sentinel can never replace a number that happens to be equal to it.
 
 The base switches (:data:`BASE_SWITCHES`) are composed for every combination of their values. The
-extra switches (:data:`EXTRA_SWITCHES`) are factorised (:func:`_factorised`): each assignment of them
-is composed at a few base keys (:data:`PROBES`) to find the CTEs it changes, and only those CTEs are
-composed again, at every value of the base switches they depend on; the macro picks them by
-``rs.<switch>`` before the base text. tests/test_dbt_macro.py renders the package with jinja2 for
+extra switches (:data:`EXTRA_SWITCHES`) are factorised (:func:`_factorised`): they are grouped by the
+CTEs they change (:func:`switch_groups`), each assignment of one group's switches is composed at a few
+base keys (:data:`PROBES`) to find the CTEs it changes, and only those CTEs are composed again, at
+every value of the base switches they depend on; the macro picks them by ``rs.<switch>`` before the
+base text. :func:`_check_groups` checks that switches of different groups leave each other's CTEs alone. tests/test_dbt_macro.py renders the package with jinja2 for
 random calls and compares the numbers with recsql.evaluate's: that is what makes factorising safe.
 
 Text ids: every id is composed as text under a placeholder collation (:data:`COLLATION_SENTINEL`),
@@ -38,7 +40,8 @@ The metrics it serves (:func:`served`) are those whose SQL reads only recs and t
 other optional part of the stage than those and the tie bounds; the others raise a compiler error naming ``recsql dbt model``,
 as do ``ties='average'`` (the composer gives its expected value over tied positions for a few
 metrics only, and refuses the representative metric lists the statements are composed with),
-``convention`` and side inputs.
+a metric its convention ranks or averages unlike its others (a second view of the list, or its own
+population: the macro of recsql/dbt/jinja.py refuses it) and side inputs.
 """
 from __future__ import annotations
 
@@ -71,6 +74,7 @@ RUN_SENTINEL = "recsql_c_run{}"
 # Every id is composed as text under this collation (text_ids): :func:`_collated` writes each COLLATE
 # behind the macro's `rs.text.<id>` (user_id, item_id, run0..run3) with the adapter's binary collation.
 COLLATION_SENTINEL = "recsql_collate"
+ALWAYS = "always"  # the collation marker of an id cast to text: collated whatever rs.text says
 MAX_RUNS = 4
 MARK = {"raw": "recsql_metrics_raw", "flagged": "recsql_metrics_flagged", "final": "recsql_metrics_final",
         "column": "recsql_metric_column"}
@@ -83,8 +87,13 @@ BASE_SWITCHES = ("runs", "order", "population", "output", "whole", "exponent")
 # tie_bounds='on' (auc: the first and last position of each tie group) changes list_ranked (a window,
 # which keeps the order key), list_judged and list_rows; the stacked and ranked CTEs that carry the
 # bounds on are the wide statement's, which has an auc metric (the macro sets rs.wide).
+# The convention switches (README, "Conventions"): negative='yes' reads a relevance below 0 as unjudged
+# (truth_judged, truth_ordered); gain='relevant' gives judgments below the threshold no gain (ranked);
+# id_cast='on' orders tied items by their id's text, bytewise, when the item id is not text already
+# (list_ranked; the item id is then composed as a non-text id, so its COLLATE leaves recs_in and truth_in).
 EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"), "ties": ("item_id", "item_id_desc"),
-                  "tie_bounds": ("off", "on")}
+                  "tie_bounds": ("off", "on"), "negative": ("no", "yes"), "gain": ("all", "relevant"),
+                  "id_cast": ("off", "on")}
 # The part of the stage served by a factorised switch of the same name (not by recsql.dbt.features).
 BOUNDS = "tie_bounds"
 SWITCHES = (*BASE_SWITCHES, *EXTRA_SWITCHES)
@@ -206,8 +215,15 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide]
     if wide or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
         metrics = metrics + ["auc" if key["whole"] else f"auc@{SENTINELS['max_k'][sentinel]}"]
+    items = () if key["id_cast"] == "on" else (COLUMNS["item_col"],)
     return ModelSpec("recsql_evaluate", metrics, output=key["output"], options=options,
-                     text_ids=(COLUMNS["user_col"], COLUMNS["item_col"], *runs))
+                     text_ids=(COLUMNS["user_col"], *items, *runs))
+
+
+def _plan_fields(key: dict) -> dict:
+    """The plan's fields a key's convention switches set (:func:`recsql.dbt.model._statement`'s ``plan``)."""
+    return {"negative_unjudged": key["negative"] == "yes", "gain_rule": key["gain"],
+            "id_order": "text" if key["id_cast"] == "on" else "native"}
 
 
 def _keys() -> list[dict]:
@@ -292,7 +308,10 @@ def _jinja_values(text: str, sentinel: int) -> str:
 
 
 def _id_key(column: exp.Expression) -> str:
-    """The macro's ``rs.text`` key of an id column sentinel (user_id, item_id, run0...)."""
+    """The macro's ``rs.text`` key of an id column sentinel (user_id, item_id, run0...); ``always`` for
+    an id cast to text (id_cast: tied items ordered by their id's text), collated whatever its type."""
+    if isinstance(column, exp.Cast) and isinstance(column.this, exp.Column) and column.this.name == "item_id":
+        return ALWAYS
     name = column.name if isinstance(column, exp.Column) else ""
     keys = {COLUMNS["user_col"]: "user_id", COLUMNS["item_col"]: "item_id",
             **{RUN_SENTINEL.format(i): f"run{i}" for i in range(MAX_RUNS)}}
@@ -330,7 +349,8 @@ def _jinja_collations(text: str, dialect_name: str) -> str:
     if not suffix:
         return text
     return re.sub(r" COLLATE " + COLLATION_SENTINEL + r"_(\w+)",
-                  lambda m: "{% if rs.text." + m.group(1) + " %}" + suffix + "{% endif %}", text)
+                  lambda m: suffix if m.group(1) == ALWAYS else "{% if rs.text." + m.group(1) + " %}" + suffix + "{% endif %}",
+                  text)
 
 
 def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozenset = frozenset()
@@ -338,7 +358,7 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
     """(CTE name or '' for the final select, Jinja text) of the statement for one switch key, with the
     optional stage parts ``wide`` (:mod:`recsql.dbt.features`)."""
     spec = _spec(key, sentinel, wide)
-    statement, parsed = _composed(spec, dialect_name)
+    statement, parsed = _composed(spec, dialect_name, _plan_fields(key))
     statement, pieces = _marked(statement, parsed)
     statement = _collated(statement, dialect_name)
     _unquote(statement)
@@ -385,17 +405,18 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
 _COMPOSED: dict = {}
 
 
-def _composed(spec: ModelSpec, dialect_name: str):
-    """The composer's statement (shared by dialects whose plan is the same)."""
+def _composed(spec: ModelSpec, dialect_name: str, plan: dict):
+    """The composer's statement (shared by dialects whose plan is the same), ``plan``: fields of the plan
+    the convention switches set."""
     d = get_dialect(dialect_name)
     # The plan differs between dialects only in DuckDB's top-k and inlining, the binary collation of
     # text ids and the type ids are cast to when a convention orders them as text: the macro composes
     # a placeholder collation (written per adapter by _jinja_collations) and no convention, so one
     # composition serves every dialect with the same first two.
-    cache_key = (repr(spec), d.topk, d.inline)
+    cache_key = (repr(spec), d.topk, d.inline, tuple(sorted(plan.items())), d.id_text)
     if cache_key not in _COMPOSED:
         # no list_heads: the factorised switches (ties, tie_bounds) turn DuckDB's heaps on and off
-        _COMPOSED[cache_key] = _statement(spec, dialect_name, collation=COLLATION_SENTINEL, heads=False)
+        _COMPOSED[cache_key] = _statement(spec, dialect_name, collation=COLLATION_SENTINEL, heads=False, plan=plan)
     return _COMPOSED[cache_key]
 
 
@@ -457,39 +478,107 @@ def _rendered(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str, st
     return tuple(first)
 
 
-def _factorised(target: str, keys: list[dict], variants: list[dict[str, str]], dims: dict[str, list[str]]
-                ) -> dict[str, list[tuple[dict, list[dict], dict[int, str | None]]]]:
+Extra = dict  # CTE name -> [(assignment, base keys, texts at those keys)]
+# The CTEs the optional stage parts change besides their own: taken from the wide statement when any is asked.
+WIDE_CTES = ("stacked", "ranked")
+
+
+def _changed(target: str, assignment: dict, wide: frozenset, kept) -> set[str]:
+    """The CTEs (among ``kept``) an assignment of extra switches changes at the :data:`PROBES` base
+    keys, in the statement with the stage parts ``wide``; a CTE it adds or removes is refused."""
+    changed: set[str] = set()
+    for probe in PROBES:
+        at = _parts({**probe, **DEFAULTS}, target, wide)
+        varied = _parts({**probe, **DEFAULTS, **assignment}, target, wide)
+        if set(varied) != set(at):
+            raise RuntimeError(f"{assignment} changes which CTEs the statement has ({sorted(set(varied) ^ set(at))})")
+        changed |= {n for n in at if _material(varied[n], assignment) != _material(at[n], assignment) and kept(n, assignment)}
+    return changed
+
+
+_ITEM_COLLATE = re.compile(r"\{% if rs\.text\.item_id %\}.*?\{% endif %\}")
+
+
+def _material(text: str | None, assignment: dict) -> str | None:
+    """A CTE's text as the macro renders it under an assignment: with id_cast='on' (set only when the
+    item id is not text) the item id's COLLATE, written behind ``rs.text.item_id``, is never written;
+    the item id composed as a non-text id drops it, and that is no change."""
+    if text is None or assignment.get("id_cast") != "on":
+        return text
+    return _ITEM_COLLATE.sub("", text)
+
+
+def _narrow_kept(owner: dict[str, str]):
+    """Which CTEs the statement without stage parts gives the macro under an assignment: not a part's
+    own, and ``stacked``/``ranked`` only while no part is asked (tie_bounds='on' asks one)."""
+    return lambda name, assignment: name not in owner and (name not in WIDE_CTES or assignment.get(BOUNDS, "off") == "off")
+
+
+def _wide_kept(owner: dict[str, str]):
+    """Which CTEs the wide statement gives the macro: the parts' own, ``stacked`` and ``ranked``."""
+    return lambda name, assignment: name in owner or name in WIDE_CTES
+
+
+def switch_groups(target: str, owner: dict[str, str]) -> list[tuple[str, ...]]:
+    """The extra switches in groups changing disjoint sets of CTEs (each switch's values alone, at the
+    probes, with and without the stage parts): a CTE's branches are the assignments of its group's
+    switches only, so the generator composes the product of each group's values, not of all."""
+    every = frozenset(feat.FEATURES)
+    touched = {}
+    for switch, values in EXTRA_SWITCHES.items():
+        touched[switch] = set()
+        for value in values[1:]:
+            touched[switch] |= _changed(target, {switch: value}, frozenset(), _narrow_kept(owner))
+            touched[switch] |= _changed(target, {switch: value}, every, _wide_kept(owner))
+    groups: list[tuple[set[str], list[str]]] = []
+    for switch in EXTRA_SWITCHES:
+        ctes, members = set(touched[switch]), [switch]
+        for group in [g for g in groups if g[0] & ctes]:
+            groups.remove(group)
+            ctes |= group[0]
+            members = group[1] + members
+        groups.append((ctes, members))
+    return [tuple(s for s in EXTRA_SWITCHES if s in members) for _, members in groups]
+
+
+def _factorised(target: str, keys: list[dict], dims: dict[str, list[str]], groups: list[tuple[str, ...]],
+                wide: frozenset, kept) -> Extra:
     """The extra switches (:data:`EXTRA_SWITCHES`) without composing every key for each of their values:
-    for each assignment of them but the defaults, the CTEs it changes at the :data:`PROBES` base keys,
-    and each such CTE composed at every value of the base switches it depends on (``dims``). A CTE
-    the assignment adds, or removes at one probe only, is refused: it would need its own dimensions.
-    Returns CTE name -> [(assignment, base keys, texts at those keys)]. tests/test_dbt_macro.py renders
-    the result for random calls and compares with recsql.evaluate: what makes factorising safe."""
-    base = {tuple(k[o] for o in BASE_SWITCHES): v for k, v in zip(keys, variants)}
-    out: dict[str, list] = {}
-    assignments = [dict(zip(EXTRA_SWITCHES, combo)) for combo in itertools.product(*EXTRA_SWITCHES.values())]
-    for assignment in assignments[1:]:
-        changed: set[str] = set()
-        for probe in PROBES:
-            at = base[tuple(probe[o] for o in BASE_SWITCHES)]
-            varied = _parts({**probe, **assignment}, target)
-            if set(varied) != set(at):
-                raise RuntimeError(f"{assignment} changes which CTEs the statement has ({sorted(set(varied) ^ set(at))})")
-            changed |= {n for n in at if varied[n] != at[n]}
-        if assignment[BOUNDS] == "on":  # the wide statement's stacked and ranked carry the bounds
-            changed -= set(WIDE_CTES)
-        for name in changed:
-            chosen: dict[tuple, int] = {}
-            for i, key in enumerate(keys):
-                chosen.setdefault(tuple(key[d] for d in dims[name]), i)
-            sub_keys = [keys[i] for i in chosen.values()]
-            texts = {j: _parts({**key, **assignment}, target).get(name) for j, key in enumerate(sub_keys)}
-            out.setdefault(name, []).append((assignment, sub_keys, texts))
+    for each assignment of a group's switches but the defaults (the other switches at theirs), the CTEs
+    it changes at the :data:`PROBES` base keys, and each such CTE composed at every value of the base
+    switches it depends on (``dims``). tests/test_dbt_macro.py renders the result for random calls and
+    compares with recsql.evaluate: what makes factorising safe; :func:`_check_groups` checks at the
+    probes that the groups' switches do not change each other's CTEs."""
+    out: Extra = {}
+    for group in groups:
+        assignments = [dict(zip(group, combo)) for combo in itertools.product(*(EXTRA_SWITCHES[s] for s in group))]
+        for assignment in assignments[1:]:
+            for name in _changed(target, assignment, wide, kept):
+                chosen: dict[tuple, int] = {}
+                for i, key in enumerate(keys):
+                    chosen.setdefault(tuple(key[d] for d in dims[name]), i)
+                sub_keys = [keys[i] for i in chosen.values()]
+                texts = {j: _parts({**key, **assignment}, target, wide).get(name) for j, key in enumerate(sub_keys)}
+                out.setdefault(name, []).append((assignment, sub_keys, texts))
     return out
 
 
-# The CTEs the optional stage parts change besides their own: taken from the wide statement when any is asked.
-WIDE_CTES = ("stacked", "ranked")
+def _check_groups(target: str, groups: list[tuple[str, ...]], wide: frozenset, kept) -> None:
+    """Every switch at its last value together gives, at each probe, each CTE the text its own group's
+    assignment gives it: switches of different groups do not interact."""
+    combined = {s: values[-1] for s, values in EXTRA_SWITCHES.items()}
+    # the macro sets negative='yes' only with a relevance column (without one no relevance is negative)
+    for together in ({**combined, "negative": "no"}, {**combined, BOUNDS: "off", "relevance": "column"}):
+        for probe in PROBES:
+            varied = _parts({**probe, **together}, target, wide)
+            for name, text in varied.items():
+                if not kept(name, together):
+                    continue
+                owners = [g for g in groups if name in _changed(target, {s: together[s] for s in g}, wide, kept)]
+                expected = (_parts({**probe, **DEFAULTS, **{s: together[s] for s in owners[0]}}, target, wide)[name]
+                            if len(owners) == 1 else _parts({**probe, **DEFAULTS}, target, wide)[name])
+                if len(owners) > 1 or _material(text, together) != _material(expected, together):
+                    raise RuntimeError(f"switches of different groups change {name} together ({together})")
 
 
 def _feature_ctes(target: str, base: dict[str, str], key: dict) -> dict[str, str]:
@@ -525,35 +614,43 @@ def statement_macro(adapter_name: str) -> str:
     order = [n for n in order if n] + [""]
     dims = {name: _dims({i: v.get(name) for i, v in enumerate(variants)}, keys) for name in order}
     wide_dims = {name: _dims({i: v.get(name) for i, v in enumerate(wide)}, keys) for name in (*owner, *WIDE_CTES)}
-    extra = _factorised(target, keys, variants, dims)
+    groups = switch_groups(target, owner)
+    narrow_kept, wide_kept = _narrow_kept(owner), _wide_kept(owner)
+    extra = _factorised(target, keys, dims, groups, frozenset(), narrow_kept)
+    wide_extra = _factorised(target, keys, wide_dims, groups, every, wide_kept)
+    _check_groups(target, groups, frozenset(), narrow_kept)
+    _check_groups(target, groups, every, wide_kept)
 
     def framed(position: int, name: str, texts: dict[int, str | None]) -> dict[int, str | None]:
         if not name:
             return texts
         return {i: (None if t is None else ("WITH " if position == 0 else ", ") + t + "\n") for i, t in texts.items()}
 
+    def branched(position: int, name: str, statements: list[dict[str, str]], name_dims: list[str], changes: Extra) -> str:
+        """A CTE's text per base key, and before it one branch per text an assignment of extra switches gives it."""
+        text = _cte_text(name, framed(position, name, {i: v.get(name) for i, v in enumerate(statements)}), keys, name_dims)
+        if name not in changes:
+            return text
+        tests: dict[str, list[str]] = {}
+        for assignment, sub_keys, texts in changes[name]:
+            branch = _cte_text(name, framed(position, name, texts), sub_keys, name_dims)
+            tests.setdefault(branch, []).append(" and ".join(f"rs.{s} == {v!r}" for s, v in assignment.items()))
+        branches = [("{%- if " if n == 0 else "{%- elif ") + " or ".join(f"({t})" for t in conditions) + " %}\n" + branch
+                    for n, (branch, conditions) in enumerate(tests.items())]
+        return "".join(branches) + "{%- else %}\n" + text + "{%- endif %}\n"
+
     body = []
     for position, name in enumerate(order):
         if name in owner:  # a feature's own CTE
-            text = _cte_text(name, framed(position, name, {i: v.get(name) for i, v in enumerate(wide)}), keys,
-                             wide_dims[name])
+            text = branched(position, name, wide, wide_dims[name], wide_extra)
             body.append(f"{{%- if rs.features.{owner[name]} %}}\n{text}{{%- endif %}}\n")
             continue
-        text = _cte_text(name, framed(position, name, {i: v.get(name) for i, v in enumerate(variants)}), keys, dims[name])
+        text = branched(position, name, variants, dims[name], extra)
         if name in WIDE_CTES:
-            with_features = _cte_text(name, framed(position, name, {i: v.get(name) for i, v in enumerate(wide)}), keys,
-                                      wide_dims[name])
+            with_features = branched(position, name, wide, wide_dims[name], wide_extra)
             text = "{%- if rs.wide %}\n" + with_features + "{%- else %}\n" + text + "{%- endif %}\n"
-        if name in extra and name in WIDE_CTES:
-            raise RuntimeError(f"{name} is changed by a factorised switch and by the stage features")
-        if name in extra:  # one branch per text, for every assignment giving it (a CTE one switch leaves alone)
-            tests: dict[str, list[str]] = {}
-            for assignment, sub_keys, texts in extra[name]:
-                branch = _cte_text(name, framed(position, name, texts), sub_keys, dims[name])
-                tests.setdefault(branch, []).append(" and ".join(f"rs.{s} == {v!r}" for s, v in assignment.items()))
-            branches = [("{%- if " if n == 0 else "{%- elif ") + " or ".join(f"({t})" for t in conditions) + " %}\n" + branch
-                        for n, (branch, conditions) in enumerate(tests.items())]
-            text = "".join(branches) + "{%- else %}\n" + text + "{%- endif %}\n"
+        elif name in wide_extra:
+            raise RuntimeError(f"{name} is changed by a factorised switch in the wide statement only")
         body.append(text)
     _rendered.cache_clear()  # an adapter's texts serve only its own macro
     return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth) -%}}\n" + "".join(body)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 
+from ..conventions import CONVENTIONS
 from ..metrics import _INTERVAL_RE, registry
 from ..compose import TIES
 from ..compose.plan import MAX_SLOTS
@@ -55,10 +56,18 @@ def _facts() -> dict:
                 if not refused(metric) and raises_to_relevance(str(metric)):
                     exponent.append(key)
     aliases = {a: s.name for s in registry().values() for a in s.aliases}
+    conventions = {name: {"ties": c.ties, "population": c.population, "negative": "yes" if c.negative_unjudged else "no",
+                          "gain": c.gain_rule, "id_order": c.id_order, "every_row_relevant": c.every_truth_row_relevant,
+                          "defaults": c.defaults,
+                          "measures": {key: {"ties": r.ties, "population": r.population,
+                                             "negative": None if r.negative_unjudged is None
+                                             else ("yes" if r.negative_unjudged else "no")}
+                                       for key, r in c.measures.items()}}
+                   for name, c in CONVENTIONS.items()}
     return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
             "features": features, "stage_parts": list(feat.FEATURES), "max_slots": MAX_SLOTS,
             "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
-            "served_ties": list(EXTRA_SWITCHES["ties"])}
+            "served_ties": list(EXTRA_SWITCHES["ties"]), "conventions": conventions}
 
 
 def registry_macro() -> str:
@@ -66,6 +75,7 @@ def registry_macro() -> str:
     text = json.dumps(_facts(), sort_keys=True, indent=1).replace("true", "True").replace("false", "False")
     text = re.sub(r"\bTrue\b", "true", text)
     text = re.sub(r"\bFalse\b", "false", text)
+    text = re.sub(r'(?<=": )null(?=,?\n)', "none", text)  # JSON's null as Jinja's none (a value, not in a string)
     return (f"{{# {GENERATED} #}}\n{{# The metric registry of recsql (recsql/metrics.py), read by recsql._parse_metrics. #}}\n"
             "{% macro _registry() -%}\n{{ return(" + text + ") }}\n{%- endmacro %}\n")
 
@@ -76,7 +86,7 @@ PARSER = r"""{# GENERATED #}
   {{ exceptions.raise_compiler_error("recsql.evaluate: " ~ message) }}
 {%- endmacro %}
 
-{% macro _parse_metric(text, registry, column_names) -%}
+{% macro _parse_metric(text, registry, column_names, convention='recsql') -%}
   {%- set re = modules.re -%}
   {%- if text is not string -%}{{ recsql._fail("a metric is a string like 'ndcg@10', got " ~ text) }}{%- endif -%}
   {%- set found = re.match('^\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*(\\(([^()]*)\\))?\\s*(@\\s*([^\\s]*))?\\s*$', text) -%}
@@ -101,8 +111,9 @@ PARSER = r"""{# GENERATED #}
     {%- endfor -%}
   {%- endif -%}
   {%- set choices = {} -%}{%- set numbers = {} -%}{%- set shown = [] -%}
+  {%- set defaults = registry.conventions[convention].defaults.get(name, {}) -%}
   {%- for option, param in spec.params.items() -%}
-    {%- set value = given.get(option, param.default) -%}
+    {%- set value = given.get(option, defaults.get(option, param.default)) -%}
     {%- if param.kind == 'number' and value != 'auto' -%}
       {%- if not re.match('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$', value) -%}
         {{ recsql._fail("metric '" ~ text ~ "': option " ~ option ~ "=" ~ value ~ " must be a finite number" ~ (" or 'auto'" if param.default == 'auto' else '')) }}
@@ -154,7 +165,7 @@ PARSER = r"""{# GENERATED #}
              'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(','))}) }}
 {%- endmacro %}
 
-{% macro _parse_metrics(metrics, column_names='safe') -%}
+{% macro _parse_metrics(metrics, column_names='safe', convention='recsql') -%}
   {%- set registry = recsql._registry() -%}
   {%- if metrics is string -%}{%- set metrics = [metrics] -%}{%- endif -%}
   {%- if metrics is mapping or metrics is not iterable or metrics | length == 0 -%}
@@ -162,7 +173,7 @@ PARSER = r"""{# GENERATED #}
   {%- endif -%}
   {%- set parsed = [] -%}{%- set keys = [] -%}{%- set columns = {} -%}
   {%- for text in metrics -%}
-    {%- set m = recsql._parse_metric(text, registry, column_names) -%}
+    {%- set m = recsql._parse_metric(text, registry, column_names, convention) -%}
     {%- if m.key not in keys -%}
       {%- if m.column_sql in columns -%}
         {{ recsql._fail("metrics '" ~ columns[m.column_sql] ~ "' and '" ~ m.column ~ "' get the same column name " ~ m.column_sql ~ "; ask for one, or pass column_names='as_asked'") }}
@@ -216,11 +227,19 @@ EVALUATE = r"""{# GENERATED #}
 {%- endmacro %}
 
 {% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
-                  score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population='relevant',
-                  duplicates='error', convention='recsql', ties='item_id', items=none, interactions=none, catalog=none,
+                  score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population=none,
+                  duplicates='error', convention='recsql', ties=none, items=none, interactions=none, catalog=none,
                   baseline=none, item_features=none, column_names='safe', text_ids=none) -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
+  {%- set conventions = recsql._registry().conventions -%}
+  {%- if convention not in conventions -%}
+    {{ recsql._fail("convention='" ~ convention ~ "' is not valid; choose one of " ~ (conventions.keys() | list | join(', '))) }}
+  {%- endif -%}
+  {%- set conv = conventions[convention] -%}
+  {%- set explicit = {'ties': ties is not none, 'population': population is not none} -%}
+  {%- set population = conv.population if population is none else population -%}
+  {%- set ties = conv.ties if ties is none else ties -%}
   {%- if population not in recsql._registry().populations -%}
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
@@ -228,7 +247,6 @@ EVALUATE = r"""{# GENERATED #}
   {%- if duplicates not in ['error', 'best', 'max'] -%}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
-  {%- if convention != 'recsql' -%}{%- do later.append("convention='" ~ convention ~ "'") -%}{%- endif -%}
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
@@ -246,11 +264,20 @@ EVALUATE = r"""{# GENERATED #}
   {%- if (score_col is none) == (rank_col is none) and rank_col is not none -%}
     {{ recsql._fail("pass score_col or rank_col, not both (score_col=none with rank_col)") }}
   {%- endif -%}
-  {%- set threshold = 1 if threshold is none else threshold -%}
+  {%- if threshold is none -%}{%- set threshold = -1.7976931348623157e308 if conv.every_row_relevant else 1 -%}{%- endif -%}
   {%- if not modules.re.match('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$', threshold | string) -%}
     {{ recsql._fail("threshold must be a number, got " ~ threshold) }}
   {%- endif -%}
-  {%- set parsed = recsql._parse_metrics(metrics, column_names) -%}
+  {%- set parsed = recsql._parse_metrics(metrics, column_names, convention) -%}
+  {%- set negative = conv.negative if relevance_col is not none else 'no' -%}
+  {%- for m in parsed -%}
+    {%- set rule = conv.measures.get(m.name ~ '@k') if (m.has_k and (m.name ~ '@k') in conv.measures) else conv.measures.get(m.name) -%}
+    {%- if rule is not none and ((rule.ties is not none and not explicit.ties and rule.ties != ties)
+          or (rule.population is not none and not explicit.population and rule.population != population)
+          or (rule.negative is not none and relevance_col is not none and rule.negative != negative)) -%}
+      {{ recsql._fail("convention='" ~ convention ~ "' computes '" ~ m.column ~ "' unlike its other metrics (its own tie rule, population or reading of negative relevance: README, Conventions), which recsql.evaluate does not do in dbt yet; evaluate it in a model of its own with ties= and population= given, or write a model with `recsql dbt model`") }}
+    {%- endif -%}
+  {%- endfor -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
   {%- set features = {} -%}{%- set bounds = [] -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
@@ -281,9 +308,11 @@ EVALUATE = r"""{# GENERATED #}
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
       'relevance': 'column' if relevance_col is not none else 'none',
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
+      'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
   {%- do rs.update({'text': recsql._text_ids(text_ids, recs, user_col, item_col, rs.run_cols)}) -%}
+  {%- do rs.update({'id_cast': 'on' if conv.id_order == 'text' and not rs.text.item_id else 'off'}) -%}
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}

@@ -70,11 +70,12 @@ class ModelSpec:
         return [r for r in ROLES if r in self.inputs]
 
 
-def _statement(spec: ModelSpec, dialect: str, collation: str | None = None, heads: bool = True
-               ) -> tuple[exp.Select, list]:
+def _statement(spec: ModelSpec, dialect: str, collation: str | None = None, heads: bool = True,
+               plan: dict | None = None) -> tuple[exp.Select, list]:
     """The composer's statement for the spec (as :func:`recsql.to_sql` builds it) and the metrics;
     ``collation``: the binary collation of text ids instead of the dialect's (the package macro's
-    placeholder, recsql/dbt/evaluate.py); ``heads``: DuckDB's top-k heaps as their own CTE (Plan.heads)."""
+    placeholder, recsql/dbt/evaluate.py); ``heads``: DuckDB's top-k heaps as their own CTE (Plan.heads);
+    ``plan``: fields of the plan set one by one (the package macro's convention switches)."""
     parsed = parse_metrics(spec.metrics)
     # the inputs and options as recsql.Inputs describes and checks them for evaluate and to_sql
     described = Inputs(**{role: _PLACEHOLDER.format(role) for role in spec.inputs}, **spec.options)
@@ -88,7 +89,7 @@ def _statement(spec: ModelSpec, dialect: str, collation: str | None = None, head
         raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {cols['user_col']!r} and/or {cols['item_col']!r}")
     plan = api._plan(relations, cols, dialect, truth_has_runs=spec.truth_has_run_cols and bool(cols["run_cols"]),
                      text_ids=frozenset(named[c] for c in spec.text_ids),
-                     heads=heads, **({"id_collation": collation} if collation else {}))
+                     heads=heads, **({"id_collation": collation} if collation else {}), **(plan or {}))
     return without_empty(compose(plan, parsed, output=spec.output)), parsed
 
 

@@ -10,9 +10,10 @@
     score_col=var('recsql_score_col', 'score'),
     rank_col=var('recsql_rank_col', none),
     threshold=var('recsql_threshold', none),
-    population=var('recsql_population', 'relevant'),
+    population=var('recsql_population', none),
     duplicates=var('recsql_duplicates', 'error'),
-    ties=var('recsql_ties', 'item_id'),
+    ties=var('recsql_ties', none),
+    convention=var('recsql_convention', 'recsql'),
     relevance_col=var('recsql_relevance_col', 'relevance'),
     column_names=var('recsql_column_names', 'safe'),
     text_ids=var('recsql_text_ids', none)) }}
