@@ -260,7 +260,15 @@ def _var_cases() -> list[dict]:
         dict(recsql_metrics=CONVENTION_METRICS, recsql_run_cols=["model"], recsql_convention="replay"),
         dict(recsql_metrics=[m for m in CONVENTION_METRICS if not m.startswith("ndcg")], recsql_recs="recs_single",
              recsql_run_cols=[], recsql_convention="msr", recsql_output="per_user"),
+        # ties='average': the expected value over tied positions, for the metrics that have one
+        dict(recsql_metrics=AVERAGE_METRICS, recsql_run_cols=["model"], recsql_ties="average", recsql_output="per_user"),
+        dict(recsql_metrics=AVERAGE_METRICS, recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
+             recsql_ties="average", recsql_threshold=2),
     ]
+
+
+AVERAGE_METRICS = ["precision@2", "recall@3", "hit_rate@1", "ndcg@3", "ndcg(gain=exponential)@4", "dcg@3", "cg@2",
+                   "f1@3", "rbp(p=0.7)@5", "num_rel_ret@2", "ndcg(ideal=k_slots)@3", "ndcg", "rbp"]
 
 
 # Metrics whose options the conventions set (map's denominator, rbp's p, ndcg's ideal, judged's denominator).

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 import recsql
 from recsql.conventions import CONVENTIONS, measure_rule
-from recsql.dbt.evaluate import EXTRA_SWITCHES, MAX_RUNS, _cutoffs, _variants, refused, served, _metric
+from recsql.dbt.evaluate import EXTRA_SWITCHES, MAX_RUNS, _cutoffs, _variants, averaged, refused, served, _metric
 from recsql.dbt.model import ModelSpec, render_model
 from recsql.dbt.names import output_name
 from recsql.dbt.package import read_specs
@@ -204,6 +204,8 @@ def _random_call(rng: random.Random) -> dict:
             if rng.random() < 0.5:
                 call[option] = None
         call["metrics"] = [m for m in call["metrics"] if not _own_rule(call, m)] or ["precision@3"]
+    if call.get("ties") == "average":  # the metrics with an exact expected value over tied positions
+        call["metrics"] = [m for m in call["metrics"] if averaged(recsql.parse_metric(m))] or ["precision@3"]
     return call
 
 
@@ -264,13 +266,43 @@ def test_macro_ties_item_id_desc():
     con = _duckdb()
     metrics = ["precision@1", "ndcg@3", "mrr@5", "map@5", "auc@5"]
     got = {}
-    for ties in EXTRA_SWITCHES["ties"]:
+    for ties in ("item_id", "item_id_desc"):
         call = dict(recs="recs", metrics=metrics, run_cols=["model"], output="per_user", ties=ties)
         got[ties] = _fetch(con, _render(package, call))
         _same(got[ties], _expected_call(call), ["model", "user_id"], ties)
-    first, second = (got[t].sort_values(["model", "user_id"]).reset_index(drop=True) for t in EXTRA_SWITCHES["ties"])
+    first, second = (got[t].sort_values(["model", "user_id"]).reset_index(drop=True) for t in ("item_id", "item_id_desc"))
     changed = [m for m in map(output_name, metrics) if not np.allclose(first[m], second[m], equal_nan=True)]
     assert changed, "ties='item_id_desc' gave ties='item_id''s numbers"
+
+
+AVERAGE_CASES = [["precision@2", "recall@3", "hit_rate@1", "hit_rate@3", "ndcg@3", "num_rel_ret@2"],
+                 ["ndcg(gain=exponential)@4", "dcg(discount=jarvelin)@3", "cg@2", "f1@3", "rbp(p=0.7)@5"],
+                 ["ndcg", "rbp", "idcg", "num_rel_ret"], ["ndcg(ideal=k_slots)@3", "idcg(ideal=k_slots)@4", "precision@1"]]
+
+
+@pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
+def test_macro_ties_average(adapter):
+    """ties='average': the expected value over every order of tied items (the seeds' lists have tied
+    scores), for each metric that has one, cut or whole, k slots included, with 0-2 run keys, both
+    outputs, score or rank and a convention: recsql.evaluate's numbers; they differ from ties='item_id''s."""
+    package = Package(adapter)
+    con = _duckdb() if adapter == "duckdb" else _sqlite()
+    differs = set()
+    for n, metrics in enumerate(AVERAGE_CASES):
+        for output in ("summary", "per_user"):
+            for runs in (0, 1, 2):
+                recs, run_cols = BY_RUNS[runs]
+                call = dict(recs=recs, metrics=metrics, run_cols=run_cols, output=output, ties="average",
+                            **({"convention": "trec"} if n == 1 else {}), **({"rank_col": "score", "score_col": None} if n == 2 else {}))
+                sql = _render(package, call)
+                keys = run_cols + (["user_id"] if output == "per_user" else [])
+                got = _fetch(con, sql)
+                _same(got, _expected_call(call), keys, str(call))
+                if output == "per_user":
+                    fixed = _fetch(con, _render(package, {**call, "ties": "item_id"}))
+                    got, fixed = (f.sort_values(keys).reset_index(drop=True) for f in (got, fixed))
+                    differs |= {m for m in map(output_name, metrics) if not np.allclose(got[m], fixed[m], equal_nan=True)}
+    assert {"hit_rate_at_1", "precision_at_2", "ndcg_at_3"} <= differs, differs
 
 
 # Integer item ids whose order as text differs from their order as numbers ('9' after '10'), tied; a
@@ -415,12 +447,17 @@ def test_macro_refuses_what_it_does_not_serve():
     # options it does not serve, or not valid for evaluate either
     refusals = [(dict(metrics=["ndcg(ideal=list)"]), "metric 'ndcg\\(ideal=list\\)' needs a cutoff with these options"),
                 (dict(metrics=["ndcg(ideal=k_slots)@10001"]), "ideal=k_slots supports k <= 10000 .*; got k = 10001"),
-                (dict(ties="average"), "ties='average' is not available in recsql.evaluate yet; .*`recsql dbt model`"),
                 (dict(ties="random"), "ties='random' is not valid; choose one of item_id, item_id_desc, average"),
                 (dict(run_cols=[f"r{i}" for i in range(MAX_RUNS + 1)]), f"at most {MAX_RUNS} run columns")]
     for options, message in refusals:
         with pytest.raises(CompilerError, match=message):
             package.evaluate(recs="recs", truth="truth", **{"metrics": ["ndcg@5"], "run_cols": ["model"], **options})
+    for metric in ("map@5", "ndcg(ideal=list)@5", "auc@5", "err@3"):  # no exact expected value under ties='average'
+        with pytest.raises(recsql.RecsqlError) as python:
+            recsql.to_sql(["ndcg@5", metric], "recs", "truth", ties="average")
+        with pytest.raises(CompilerError) as macro:
+            package.evaluate(recs="recs", truth="truth", metrics=["ndcg@5", metric], ties="average")
+        assert str(macro.value) == f"recsql.evaluate: {python.value}"
 
 
 def test_model_takes_evaluates_inputs_and_options():

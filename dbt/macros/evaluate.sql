@@ -82,6 +82,10 @@
   {%- set parsed = recsql._parse_metrics(metrics, column_names, convention) -%}
   {%- set negative = conv.negative if relevance_col is not none else 'no' -%}
   {%- for m in parsed -%}
+    {%- if ties == 'average' and m.variant not in recsql._registry().average -%}
+      {{ recsql._fail("metric '" ~ m.canonical ~ "' has no exact expected value under ties='average'; metrics that do: " ~ (recsql._registry().average_metrics | join(', ')) ~ " (ndcg/idcg not with ideal=list). Use ties='item_id' (deterministic) for the others") }}
+    {%- endif -%}
+    {%- do m.update({'average': ties == 'average'}) -%}
     {%- set rule = conv.measures.get(m.name ~ '@k') if (m.has_k and (m.name ~ '@k') in conv.measures) else conv.measures.get(m.name) -%}
     {%- if rule is not none and ((rule.ties is not none and not explicit.ties and rule.ties != ties)
           or (rule.population is not none and not explicit.population and rule.population != population)

@@ -18,11 +18,11 @@ expressions; every statement is composed a second time with other sentinels and 
 once both are replaced, so a sentinel can never replace a number that happens to be equal to it.
 
 The base switches (:data:`BASE_SWITCHES`) are composed for every combination of their values. The
-extra switches (:data:`EXTRA_SWITCHES`) are factorised (:func:`_factorised`): they are grouped by the
-CTEs they change (:func:`switch_groups`), each assignment of one group's switches is composed at a few
-base keys (:data:`PROBES`) to find the CTEs it changes, and only those CTEs are composed again, at
-every value of the base switches they depend on; the macro picks them by ``rs.<switch>`` before the
-base text. :func:`_check_groups` checks that switches of different groups leave each other's CTEs alone. tests/test_dbt_macro.py renders the package with jinja2 for
+extra switches (:data:`EXTRA_SWITCHES`) are factorised (:func:`_factorised`): each switch alone is
+composed at a few base keys (:data:`PROBES`) to find the CTEs it changes (:func:`switches_of`), and
+each CTE is composed again for each combination of its own switches' values, at every value of the
+base switches it depends on; the macro picks it by ``rs.<switch>`` before the base text.
+:func:`_check_switches` checks that a switch leaves the CTEs it does not change alone in combination too. tests/test_dbt_macro.py renders the package with jinja2 for
 random calls and compares the numbers with recsql.evaluate's: that is what makes factorising safe.
 
 Text ids: every id is composed as text under a placeholder collation (:data:`COLLATION_SENTINEL`),
@@ -58,7 +58,7 @@ from ..compose.inputs import collation as id_collation
 from ..compose.stage import stage_features
 from ..dialects import _native_window_nulls, dialect as get_dialect
 from ..errors import RecsqlError
-from ..metrics import Metric, registry
+from ..metrics import Metric, parse_metric, registry
 from . import features as feat
 from .adapters import ADAPTERS, DEFAULT, adapter
 from .model import GENERATED, ModelSpec, _comment, _jinja_relations, _statement, _unquote
@@ -91,7 +91,8 @@ BASE_SWITCHES = ("runs", "order", "population", "output", "whole", "exponent")
 # (truth_judged, truth_ordered); gain='relevant' gives judgments below the threshold no gain (ranked);
 # id_cast='on' orders tied items by their id's text, bytewise, when the item id is not text already
 # (list_ranked; the item id is then composed as a non-text id, so its COLLATE leaves recs_in and truth_in).
-EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"), "ties": ("item_id", "item_id_desc"),
+EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"),
+                  "ties": ("item_id", "item_id_desc", "average"),
                   "tie_bounds": ("off", "on"), "negative": ("no", "yes"), "gain": ("all", "relevant"),
                   "id_cast": ("off", "on")}
 # The part of the stage served by a factorised switch of the same name (not by recsql.dbt.features).
@@ -145,9 +146,10 @@ def served(name: str, options: dict[str, str]) -> str:
 
 
 @lru_cache(maxsize=None)
-def _representatives(whole: bool, exponent: bool, k: int) -> list[str]:
+def _representatives(whole: bool, exponent: bool, k: int, average: bool = False) -> list[str]:
     """A metric list reading every column of the stage the served metrics read: the whole list
-    (``whole``) or cut at ``k``, with or without exponential gains."""
+    (``whole``) or cut at ``k``, with or without exponential gains; under ties='average' (``average``)
+    of the metrics exact under it (the composer refuses the others)."""
     out = []
     for name in registry():
         spec = registry()[name]
@@ -158,13 +160,26 @@ def _representatives(whole: bool, exponent: bool, k: int) -> list[str]:
                 if not with_k and not whole:
                     continue
                 metric = _metric(name, k if with_k else None, options, NUMBER_SENTINELS[0])
-                if refused(metric):
+                if refused(metric) or (average and not averaged(metric)):
                     continue
                 if exponent or not raises_to_relevance(str(metric)):
                     out.append(metric)
     if exponent and not any(raises_to_relevance(str(m)) for m in out):
         raise RuntimeError("no served metric uses exponential gains")
-    return _cover(out)
+    chosen = _cover(out, "average" if average else "item_id")
+    if whole and all(parse_metric(m).k is not None for m in chosen):  # the whole list read: a metric without a cutoff
+        chosen.append(next(str(m) for m in out if m.k is None))
+    return chosen
+
+
+def averaged(metric: Metric) -> bool:
+    """Whether the metric has an exact expected value under ties='average' (its ``ties:`` header)."""
+    return metric.spec.supports_ties("average", metric.all_options())
+
+
+# The optional stage parts a metric exact under ties='average' can need (k slots); the others' metrics
+# (err, pfound, kendall, spearman, ndcg(ideal=list)) and auc's tie bounds are refused under it.
+AVERAGE_FEATURES = frozenset(f for f, m in feat.metrics(0).items() if averaged(parse_metric(m)))
 
 
 def refused(metric: Metric) -> str:
@@ -178,10 +193,11 @@ def refused(metric: Metric) -> str:
     return ""
 
 
-def _cover(metrics: list[Metric]) -> list[str]:
-    """Few metrics reading together every stage column ``metrics`` read (greedy set cover), one summed
-    and one averaged metric among them (the final select's two forms), an exponential one if any."""
-    read = {str(m): {c.name for c in metric_expression(m).find_all(exp.Column)} for m in metrics}
+def _cover(metrics: list[Metric], ties: str) -> list[str]:
+    """Few metrics reading together every stage column ``metrics`` read under the tie rule ``ties``
+    (greedy set cover), one summed and one averaged metric among them (the final select's two forms),
+    an exponential one if any."""
+    read = {str(m): {c.name for c in metric_expression(m, {"ties": ties}).find_all(exp.Column)} for m in metrics}
     chosen = [next(str(m) for m in metrics if m.spec.summary == "sum"), next(str(m) for m in metrics if m.spec.summary == "mean")]
     chosen += [str(m) for m in metrics if raises_to_relevance(str(m))][:1]
     covered = set().union(*(read[m] for m in chosen))
@@ -211,9 +227,10 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
         options.update(score_col=None, rank_col=COLUMNS["rank_col"])
     else:
         options.update(score_col=COLUMNS["score_col"])
-    metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel])
-    metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide]
-    if wide or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
+    average = key["ties"] == "average"
+    metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel], average)
+    metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide and (f in AVERAGE_FEATURES or not average)]
+    if (wide and not average) or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
         metrics = metrics + ["auc" if key["whole"] else f"auc@{SENTINELS['max_k'][sentinel]}"]
     items = () if key["id_cast"] == "on" else (COLUMNS["item_col"],)
     return ModelSpec("recsql_evaluate", metrics, output=key["output"], options=options,
@@ -478,22 +495,30 @@ def _rendered(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str, st
     return tuple(first)
 
 
-Extra = dict  # CTE name -> [(assignment, base keys, texts at those keys)]
+Extra = dict  # CTE name -> [(assignment, base keys, texts at those keys, the base switches they depend on)]
 # The CTEs the optional stage parts change besides their own: taken from the wide statement when any is asked.
 WIDE_CTES = ("stacked", "ranked")
 
 
-def _changed(target: str, assignment: dict, wide: frozenset, kept) -> set[str]:
+def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[str, str] | None = None) -> set[str]:
     """The CTEs (among ``kept``) an assignment of extra switches changes at the :data:`PROBES` base
-    keys, in the statement with the stage parts ``wide``; a CTE it adds or removes is refused."""
+    keys, in the statement with the stage parts ``wide``; a CTE it adds or removes is refused, but for
+    the own CTEs of a stage part that ties='average' cannot have (``owner``: CTE -> part), never written then."""
+    unavailable = {n for n, f in (owner or {}).items() if f not in AVERAGE_FEATURES} if assignment.get("ties") == "average" else set()
     changed: set[str] = set()
     for probe in PROBES:
         at = _parts({**probe, **DEFAULTS}, target, wide)
         varied = _parts({**probe, **DEFAULTS, **assignment}, target, wide)
-        if set(varied) != set(at):
+        if set(varied) - set(at) or set(at) - set(varied) - unavailable:
             raise RuntimeError(f"{assignment} changes which CTEs the statement has ({sorted(set(varied) ^ set(at))})")
-        changed |= {n for n in at if _material(varied[n], assignment) != _material(at[n], assignment) and kept(n, assignment)}
+        changed |= {n for n in varied if _material(varied[n], assignment) != _material(at[n], assignment) and kept(n, assignment)}
     return changed
+
+
+def possible(assignment: dict) -> bool:
+    """Whether the macro can set these switch values together: auc's tie bounds are never asked under
+    ties='average' (auc has no exact expected value there)."""
+    return not (assignment.get("ties") == "average" and assignment.get(BOUNDS) == "on")
 
 
 _ITEM_COLLATE = re.compile(r"\{% if rs\.text\.item_id %\}.*?\{% endif %\}")
@@ -519,66 +544,97 @@ def _wide_kept(owner: dict[str, str]):
     return lambda name, assignment: name in owner or name in WIDE_CTES
 
 
-def switch_groups(target: str, owner: dict[str, str]) -> list[tuple[str, ...]]:
-    """The extra switches in groups changing disjoint sets of CTEs (each switch's values alone, at the
-    probes, with and without the stage parts): a CTE's branches are the assignments of its group's
-    switches only, so the generator composes the product of each group's values, not of all."""
-    every = frozenset(feat.FEATURES)
-    touched = {}
+def switches_of(target: str, wide: frozenset, kept, owner: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """CTE -> the extra switches that change it (each switch's values alone, at the probes, in the
+    statement with the stage parts ``wide``). A CTE's branches are the combinations of its own
+    switches only, so the generator composes, per CTE, the product of those switches' values and not
+    of all (:func:`_check_switches` checks that the others leave it alone in combination too)."""
+    touched: dict[str, list[str]] = {}
     for switch, values in EXTRA_SWITCHES.items():
-        touched[switch] = set()
         for value in values[1:]:
-            touched[switch] |= _changed(target, {switch: value}, frozenset(), _narrow_kept(owner))
-            touched[switch] |= _changed(target, {switch: value}, every, _wide_kept(owner))
-    groups: list[tuple[set[str], list[str]]] = []
-    for switch in EXTRA_SWITCHES:
-        ctes, members = set(touched[switch]), [switch]
-        for group in [g for g in groups if g[0] & ctes]:
-            groups.remove(group)
-            ctes |= group[0]
-            members = group[1] + members
-        groups.append((ctes, members))
-    return [tuple(s for s in EXTRA_SWITCHES if s in members) for _, members in groups]
+            for name in _changed(target, {switch: value}, wide, kept, owner):
+                if switch not in touched.setdefault(name, []):
+                    touched[name].append(switch)
+    # and those that change it only together with others (gains change the averaged list_judged)
+    for together in _COMBINED:
+        for switch in together:
+            alone = {**together, switch: DEFAULTS[switch]}
+            if together[switch] == DEFAULTS[switch] or not possible(alone):
+                continue
+            for probe in PROBES:
+                varied, other = _parts({**probe, **together}, target, wide), _parts({**probe, **alone}, target, wide)
+                for name in varied:
+                    if (name in other and kept(name, together) and _material(varied[name], together) != _material(other[name], together)
+                            and switch not in touched.setdefault(name, [])):
+                        touched[name].append(switch)
+    return {name: tuple(s for s in EXTRA_SWITCHES if s in switches) for name, switches in touched.items()}
 
 
-def _factorised(target: str, keys: list[dict], dims: dict[str, list[str]], groups: list[tuple[str, ...]],
-                wide: frozenset, kept) -> Extra:
+# Every switch away from its default, as the macro can set them together: negative='yes' only with a
+# relevance column (without one no relevance is negative), no tie bounds under ties='average'.
+_LAST = {s: values[-1] for s, values in EXTRA_SWITCHES.items()}
+_COMBINED = ({**_LAST, "negative": "no", "ties": "item_id_desc"}, {**_LAST, BOUNDS: "off", "relevance": "column"})
+
+
+def _factorised(target: str, keys: list[dict], dims: dict[str, list[str]], switches: dict[str, tuple[str, ...]],
+                wide: frozenset, kept, owner: dict[str, str]) -> Extra:
     """The extra switches (:data:`EXTRA_SWITCHES`) without composing every key for each of their values:
-    for each assignment of a group's switches but the defaults (the other switches at theirs), the CTEs
-    it changes at the :data:`PROBES` base keys, and each such CTE composed at every value of the base
-    switches it depends on (``dims``). tests/test_dbt_macro.py renders the result for random calls and
-    compares with recsql.evaluate: what makes factorising safe; :func:`_check_groups` checks at the
-    probes that the groups' switches do not change each other's CTEs."""
+    for each CTE, each combination of the values of its own switches (:func:`switches_of`) but the
+    defaults (the other switches at theirs) that changes it at the :data:`PROBES` base keys, the CTE
+    composed at every value of the base switches it depends on (``dims``). tests/test_dbt_macro.py
+    renders the result for random calls and compares with recsql.evaluate: what makes factorising safe."""
     out: Extra = {}
-    for group in groups:
-        assignments = [dict(zip(group, combo)) for combo in itertools.product(*(EXTRA_SWITCHES[s] for s in group))]
-        for assignment in assignments[1:]:
-            for name in _changed(target, assignment, wide, kept):
-                chosen: dict[tuple, int] = {}
-                for i, key in enumerate(keys):
-                    chosen.setdefault(tuple(key[d] for d in dims[name]), i)
-                sub_keys = [keys[i] for i in chosen.values()]
-                texts = {j: _parts({**key, **assignment}, target, wide).get(name) for j, key in enumerate(sub_keys)}
-                out.setdefault(name, []).append((assignment, sub_keys, texts))
+    for name, own in switches.items():
+        assignments = [dict(zip(own, combo)) for combo in itertools.product(*(EXTRA_SWITCHES[s] for s in own))]
+        for assignment in [a for a in assignments[1:] if possible(a)]:
+            if name not in _changed(target, assignment, wide, kept, owner):
+                continue
+            name_dims = [*dims[name], *_more_dims(target, name, assignment, wide, dims[name])]
+            chosen: dict[tuple, int] = {}
+            for i, key in enumerate(keys):
+                chosen.setdefault(tuple(key[d] for d in name_dims), i)
+            sub_keys = [keys[i] for i in chosen.values()]
+            texts = {j: _parts({**key, **assignment}, target, wide).get(name) for j, key in enumerate(sub_keys)}
+            out.setdefault(name, []).append((assignment, sub_keys, texts, name_dims))
     return out
 
 
-def _check_groups(target: str, groups: list[tuple[str, ...]], wide: frozenset, kept) -> None:
-    """Every switch at its last value together gives, at each probe, each CTE the text its own group's
-    assignment gives it: switches of different groups do not interact."""
-    combined = {s: values[-1] for s, values in EXTRA_SWITCHES.items()}
-    # the macro sets negative='yes' only with a relevance column (without one no relevance is negative)
-    for together in ({**combined, "negative": "no"}, {**combined, BOUNDS: "off", "relevance": "column"}):
+_BASE_VALUES = {"runs": tuple(range(MAX_RUNS + 1)), "order": ("score", "rank"), "population": POPULATIONS,
+                "output": ("summary", "per_user"), "whole": (False, True), "exponent": (False, True)}
+
+
+def _more_dims(target: str, name: str, assignment: dict, wide: frozenset, dims: list[str]) -> list[str]:
+    """The base switches besides ``dims`` (those the CTE depends on at the defaults) that its text
+    depends on under an assignment of extra switches (under ties='average' ``stacked`` carries the
+    exponential gains only when they are read): each other value of each switch, from each probe."""
+    more = []
+    for switch, values in _BASE_VALUES.items():
+        if switch in dims:
+            continue
+        for probe in PROBES:
+            at = _parts({**probe, **DEFAULTS, **assignment}, target, wide).get(name)
+            flips = [{**probe, switch: v} for v in values if v != probe[switch]]
+            if any(_parts({**f, **DEFAULTS, **assignment}, target, wide).get(name) != at for f in flips
+                   if not (f["output"] == "per_user" and f["exponent"])):
+                more.append(switch)
+                break
+    return more
+
+
+def _check_switches(target: str, switches: dict[str, tuple[str, ...]], wide: frozenset, kept) -> None:
+    """Every switch set away from its default together gives, at each probe, each CTE the text the
+    same values of its own switches alone give it: a switch leaves the CTEs it does not change alone
+    in combination too."""
+    for together in _COMBINED:
         for probe in PROBES:
             varied = _parts({**probe, **together}, target, wide)
             for name, text in varied.items():
                 if not kept(name, together):
                     continue
-                owners = [g for g in groups if name in _changed(target, {s: together[s] for s in g}, wide, kept)]
-                expected = (_parts({**probe, **DEFAULTS, **{s: together[s] for s in owners[0]}}, target, wide)[name]
-                            if len(owners) == 1 else _parts({**probe, **DEFAULTS}, target, wide)[name])
-                if len(owners) > 1 or _material(text, together) != _material(expected, together):
-                    raise RuntimeError(f"switches of different groups change {name} together ({together})")
+                own = {s: together[s] for s in switches.get(name, ())}
+                expected = _parts({**probe, **DEFAULTS, **own}, target, wide)[name]
+                if _material(text, together) != _material(expected, together):
+                    raise RuntimeError(f"switches other than {sorted(own)} change {name} in combination ({together})")
 
 
 def _feature_ctes(target: str, base: dict[str, str], key: dict) -> dict[str, str]:
@@ -614,12 +670,13 @@ def statement_macro(adapter_name: str) -> str:
     order = [n for n in order if n] + [""]
     dims = {name: _dims({i: v.get(name) for i, v in enumerate(variants)}, keys) for name in order}
     wide_dims = {name: _dims({i: v.get(name) for i, v in enumerate(wide)}, keys) for name in (*owner, *WIDE_CTES)}
-    groups = switch_groups(target, owner)
     narrow_kept, wide_kept = _narrow_kept(owner), _wide_kept(owner)
-    extra = _factorised(target, keys, dims, groups, frozenset(), narrow_kept)
-    wide_extra = _factorised(target, keys, wide_dims, groups, every, wide_kept)
-    _check_groups(target, groups, frozenset(), narrow_kept)
-    _check_groups(target, groups, every, wide_kept)
+    narrow_switches = switches_of(target, frozenset(), narrow_kept, owner)
+    wide_switches = switches_of(target, every, wide_kept, owner)
+    extra = _factorised(target, keys, dims, narrow_switches, frozenset(), narrow_kept, owner)
+    wide_extra = _factorised(target, keys, wide_dims, wide_switches, every, wide_kept, owner)
+    _check_switches(target, narrow_switches, frozenset(), narrow_kept)
+    _check_switches(target, wide_switches, every, wide_kept)
 
     def framed(position: int, name: str, texts: dict[int, str | None]) -> dict[int, str | None]:
         if not name:
@@ -632,8 +689,8 @@ def statement_macro(adapter_name: str) -> str:
         if name not in changes:
             return text
         tests: dict[str, list[str]] = {}
-        for assignment, sub_keys, texts in changes[name]:
-            branch = _cte_text(name, framed(position, name, texts), sub_keys, name_dims)
+        for assignment, sub_keys, texts, assignment_dims in changes[name]:
+            branch = _cte_text(name, framed(position, name, texts), sub_keys, assignment_dims)
             tests.setdefault(branch, []).append(" and ".join(f"rs.{s} == {v!r}" for s, v in assignment.items()))
         branches = [("{%- if " if n == 0 else "{%- elif ") + " or ".join(f"({t})" for t in conditions) + " %}\n" + branch
                     for n, (branch, conditions) in enumerate(tests.items())]
@@ -657,10 +714,11 @@ def statement_macro(adapter_name: str) -> str:
             + "{%- endmacro %}\n")
 
 
-def _piece_text(metric_name: str, options: dict[str, str], with_k: bool, target: str, sentinel: int) -> str:
+def _piece_text(metric_name: str, options: dict[str, str], with_k: bool, target: str, sentinel: int,
+                ties: str = "item_id") -> str:
     numbers = _numbers(sentinel)
     metric = _metric(metric_name, SENTINELS["k"][sentinel] if with_k else None, options, numbers)
-    node = exp.cast(metric_expression(metric), "DOUBLE")
+    node = exp.cast(metric_expression(metric, {"ties": ties}), "DOUBLE")
     text = _sql(exp.select(node), target, pretty=False)[len("SELECT "):]
     text = re.sub(r"\b" + str(SENTINELS["k"][sentinel]) + r"\b", "{{ m.k }}", text)
     for p, number in zip([p for p, v in options.items() if v == "#"], numbers):
@@ -688,11 +746,16 @@ def metric_macro(adapter_name: str) -> str:
                     branches.append((" and ".join(conditions),
                                      "{{ exceptions.raise_compiler_error('recsql.evaluate: %s') }}" % message))
                     continue
-                first = _piece_text(name, options, with_k, target, 0)
-                second = _piece_text(name, options, with_k, target, 1)
-                if first != second:
-                    raise RuntimeError(f"a sentinel of metric {name} appears in its SQL as another value")
-                branches.append((" and ".join(conditions), first))
+                texts = {}
+                for ties in ("item_id", "average"):
+                    first = _piece_text(name, options, with_k, target, 0, ties)
+                    second = _piece_text(name, options, with_k, target, 1, ties)
+                    if first != second:
+                        raise RuntimeError(f"a sentinel of metric {name} appears in its SQL as another value")
+                    texts[ties] = first
+                if texts["average"] != texts["item_id"]:  # its expected value over tied positions
+                    branches.append((" and ".join([*conditions, "m.average"]), texts["average"]))
+                branches.append((" and ".join(conditions), texts["item_id"]))
     out = [f"{{% macro {adapter_name}__recsql_metric_sql(m) -%}}\n"]
     for n, (condition, text) in enumerate(branches):
         out.append(("{%- if " if n == 0 else "{%- elif ") + condition + " %}" + text + "\n")

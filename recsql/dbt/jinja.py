@@ -31,7 +31,7 @@ def variant_key(name: str, options: dict[str, str]) -> str:
 
 def _facts() -> dict:
     metrics = {}
-    exponent, unserved, features = [], {}, {}
+    exponent, unserved, features, average = [], {}, {}, []
     for name, spec in registry().items():
         params = {}
         for p, v in spec.params.items():
@@ -49,6 +49,8 @@ def _facts() -> dict:
                 continue
             if variant_features(name, options):
                 features[key] = sorted(variant_features(name, options))
+            if spec.supports_ties("average", {p: ("1" if v == "#" else v) for p, v in options.items()}):
+                average.append(key)
             for k in (7, None) if spec.k_rule != "none" else (None,):
                 if spec.k_rule == "required" and k is None:
                     continue
@@ -67,7 +69,8 @@ def _facts() -> dict:
     return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
             "features": features, "stage_parts": list(feat.FEATURES), "max_slots": MAX_SLOTS,
             "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
-            "served_ties": list(EXTRA_SWITCHES["ties"]), "conventions": conventions}
+            "served_ties": list(EXTRA_SWITCHES["ties"]), "conventions": conventions, "average": sorted(average),
+            "average_metrics": sorted(n for n, s in registry().items() if s.ties)}
 
 
 def registry_macro() -> str:
@@ -162,7 +165,7 @@ PARSER = r"""{# GENERATED #}
              'canonical': canonical, 'column': column, 'column_sql': column_sql, 'summary': spec.summary,
              'comment': canonical ~ ': ' ~ spec.formula, 'whole': k is none or spec.full_list,
              'exponent': variant in registry.exponent, 'features': registry.features.get(variant, []),
-             'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(','))}) }}
+             'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(',')), 'variant': variant}) }}
 {%- endmacro %}
 
 {% macro _parse_metrics(metrics, column_names='safe', convention='recsql') -%}
@@ -271,6 +274,10 @@ EVALUATE = r"""{# GENERATED #}
   {%- set parsed = recsql._parse_metrics(metrics, column_names, convention) -%}
   {%- set negative = conv.negative if relevance_col is not none else 'no' -%}
   {%- for m in parsed -%}
+    {%- if ties == 'average' and m.variant not in recsql._registry().average -%}
+      {{ recsql._fail("metric '" ~ m.canonical ~ "' has no exact expected value under ties='average'; metrics that do: " ~ (recsql._registry().average_metrics | join(', ')) ~ " (ndcg/idcg not with ideal=list). Use ties='item_id' (deterministic) for the others") }}
+    {%- endif -%}
+    {%- do m.update({'average': ties == 'average'}) -%}
     {%- set rule = conv.measures.get(m.name ~ '@k') if (m.has_k and (m.name ~ '@k') in conv.measures) else conv.measures.get(m.name) -%}
     {%- if rule is not none and ((rule.ties is not none and not explicit.ties and rule.ties != ties)
           or (rule.population is not none and not explicit.population and rule.population != population)
