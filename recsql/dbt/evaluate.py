@@ -22,8 +22,9 @@ extra switches (:data:`EXTRA_SWITCHES`) are factorised (:func:`_factorised`): ea
 composed at a few base keys (:data:`PROBES`) to find the CTEs it changes (:func:`switches_of`), and
 each CTE is composed again for each combination of its own switches' values, at every value of the
 base switches it depends on; the macro picks it by ``rs.<switch>`` before the base text.
-:func:`_check_switches` checks that a switch leaves the CTEs it does not change alone in combination too. tests/test_dbt_macro.py renders the package with jinja2 for
-random calls and compares the numbers with recsql.evaluate's: that is what makes factorising safe.
+:func:`_check_switches` checks that a switch leaves the CTEs it does not change alone in combination
+too. tests/test_dbt_macro.py renders the package with jinja2 for random calls and compares the
+numbers with recsql.evaluate's: that is what makes factorising safe.
 
 Text ids: every id is composed as text under a placeholder collation (:data:`COLLATION_SENTINEL`),
 and each COLLATE is written behind ``{% if rs.text.<id> %}`` with the adapter's binary collation
@@ -37,11 +38,12 @@ The optional parts of the ranked-rows stage that cascades, pairs, rank correlati
 ideal order and k slots add are written only when a metric asked needs them (:mod:`recsql.dbt.features`).
 
 The metrics it serves (:func:`served`) are those whose SQL reads only recs and truth and needs no
-other optional part of the stage than those and the tie bounds; the others raise a compiler error naming ``recsql dbt model``,
-as do ``ties='average'`` (the composer gives its expected value over tied positions for a few
-metrics only, and refuses the representative metric lists the statements are composed with),
-a metric its convention ranks or averages unlike its others (a second view of the list, or its own
-population: the macro of recsql/dbt/jinja.py refuses it) and side inputs.
+other optional part of the stage than those and the tie bounds; the others raise a compiler error
+naming ``recsql dbt model``, as do a metric its convention ranks or averages unlike its others (a
+second view of the list, or its own population: the macro of recsql/dbt/jinja.py refuses it) and
+side inputs. Under ties='average' the statements are composed with the metrics that have an exact
+expected value over tied positions (:func:`averaged`); the macro refuses the others with
+recsql.evaluate's message.
 """
 from __future__ import annotations
 
