@@ -222,6 +222,11 @@ def registry() -> dict[str, MetricSpec]:
     return {spec.name: spec for spec in map(_spec, template_names())}
 
 
+def tie_averaged() -> list[str]:
+    """The metrics with an exact expected value under ties='average' (some not with every option)."""
+    return sorted(name for name, spec in registry().items() if spec.ties)
+
+
 @lru_cache(maxsize=1)
 def aliases() -> dict[str, str]:
     """Alias -> canonical name (``hr`` -> ``hit_rate``)."""

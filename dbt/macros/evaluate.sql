@@ -61,7 +61,6 @@
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
-  {%- if ties not in recsql._registry().served_ties -%}{%- do later.append("ties='" ~ ties ~ "'") -%}{%- endif -%}
   {%- for role, given in [('items', items), ('interactions', interactions), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}

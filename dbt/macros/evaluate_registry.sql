@@ -824,11 +824,6 @@
   "intersection",
   "judged"
  ],
- "served_ties": [
-  "item_id",
-  "item_id_desc",
-  "average"
- ],
  "stage_parts": [
   "list_ideal",
   "slots",

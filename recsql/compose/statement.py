@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from ..conventions import resolve_metric
 from ..errors import RecsqlError
-from ..metrics import Metric, registry
+from ..metrics import Metric, tie_averaged
 from .checks import DIAGNOSTICS, RECS_ROWS, input_checks, uses_exponent
 from .expressions import metric_expression
 from .inputs import baseline_in, catalog_in, features_in, interactions_in, items_in, recs_in, truth_in
@@ -66,9 +66,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
             raise RecsqlError(f"population={rule.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")
     for m in resolved:
         if not m.spec.supports_ties(metric_view(plan, m)[0], m.all_options()):
-            supported = sorted(n for n, s in registry().items() if s.ties)
             raise RecsqlError(f"metric {str(m)!r} has no exact expected value under ties='average'; "
-                              f"metrics that do: {', '.join(supported)} (ndcg/idcg not with ideal=list). "
+                              f"metrics that do: {', '.join(tie_averaged())} (ndcg/idcg not with ideal=list). "
                               "Use ties='item_id' (deterministic) for the others")
     needed = check_inputs(resolved, *plan_inputs(plan))
     second, second_metrics = second_view(plan, resolved)

@@ -129,9 +129,19 @@ def _cutoffs(name: str) -> list[bool]:
     return {"required": [True], "none": [False], "optional": [True, False]}[rule]
 
 
+def _filled(options: dict[str, str]) -> dict[str, str]:
+    """A variant's options with each numeric one (``#``) at a number: what its choices decide alone."""
+    return {p: ("1" if v == "#" else v) for p, v in options.items()}
+
+
 def variant_features(name: str, options: dict[str, str]) -> set[str]:
     """The optional parts of the ranked-rows stage a metric variant needs."""
-    return registry()[name].features({p: ("1" if v == "#" else v) for p, v in options.items()})
+    return registry()[name].features(_filled(options))
+
+
+def variant_averaged(name: str, options: dict[str, str]) -> bool:
+    """Whether a metric variant has an exact expected value under ties='average'."""
+    return registry()[name].supports_ties("average", _filled(options))
 
 
 def served(name: str, options: dict[str, str]) -> str:

@@ -13,12 +13,12 @@ import json
 import re
 
 from ..conventions import CONVENTIONS
-from ..metrics import _INTERVAL_RE, registry
+from ..metrics import _INTERVAL_RE, registry, tie_averaged
 from ..compose import TIES
 from ..compose.plan import MAX_SLOTS
 from . import features as feat
-from .evaluate import (EXTRA_SWITCHES, MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
-                       variant_features)
+from .evaluate import (MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
+                       variant_averaged, variant_features)
 from .model import GENERATED, _comment
 
 
@@ -49,7 +49,7 @@ def _facts() -> dict:
                 continue
             if variant_features(name, options):
                 features[key] = sorted(variant_features(name, options))
-            if spec.supports_ties("average", {p: ("1" if v == "#" else v) for p, v in options.items()}):
+            if variant_averaged(name, options):
                 average.append(key)
             for k in (7, None) if spec.k_rule != "none" else (None,):
                 if spec.k_rule == "required" and k is None:
@@ -69,8 +69,8 @@ def _facts() -> dict:
     return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
             "features": features, "stage_parts": list(feat.FEATURES), "max_slots": MAX_SLOTS,
             "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
-            "served_ties": list(EXTRA_SWITCHES["ties"]), "conventions": conventions, "average": sorted(average),
-            "average_metrics": sorted(n for n, s in registry().items() if s.ties)}
+            "conventions": conventions, "average": sorted(average),
+            "average_metrics": tie_averaged()}
 
 
 def registry_macro() -> str:
@@ -253,7 +253,6 @@ EVALUATE = r"""{# GENERATED #}
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
-  {%- if ties not in recsql._registry().served_ties -%}{%- do later.append("ties='" ~ ties ~ "'") -%}{%- endif -%}
   {%- for role, given in [('items', items), ('interactions', interactions), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
