@@ -47,7 +47,10 @@ recsql.evaluate's message.
 """
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
 import itertools
+import multiprocessing
+import os
 from pathlib import Path
 import re
 from functools import lru_cache
@@ -440,9 +443,9 @@ def _composed(spec: ModelSpec, dialect_name: str, plan: dict):
     d = get_dialect(dialect_name)
     # The plan differs between dialects only in DuckDB's top-k and inlining, the binary collation of
     # text ids and the type ids are cast to when a convention orders them as text: the macro composes
-    # a placeholder collation (written per adapter by _jinja_collations) and no convention, so one
-    # composition serves every dialect with the same first two.
-    cache_key = (repr(spec), d.topk, d.inline, tuple(sorted(plan.items())), d.id_text)
+    # a placeholder collation (written per adapter by _jinja_collations), so one composition serves
+    # every dialect with the same first two (and the same text type, where ids are cast to text).
+    cache_key = (repr(spec), d.topk, d.inline, tuple(sorted(plan.items())), d.id_text if plan.get("id_order") == "text" else None)
     if cache_key not in _COMPOSED:
         # no list_heads: the factorised switches (ties, tie_bounds) turn DuckDB's heaps on and off
         _COMPOSED[cache_key] = _statement(spec, dialect_name, collation=COLLATION_SENTINEL, heads=False, plan=plan)
@@ -791,7 +794,7 @@ def evaluate_files(macros: Path) -> dict[Path, str]:
     from .jinja import EVALUATE, PARSER, registry_macro
     files = {macros / "evaluate.sql": EVALUATE, macros / "evaluate_parser.sql": PARSER,
              macros / "evaluate_registry.sql": registry_macro()}
-    bodies = {name: statement_macro(name) + "\n" + metric_macro(name) + "\n" + collation_macro(name) for name in ADAPTERS}
+    bodies = _bodies()
     default = bodies[DEFAULT]
     files[macros / "evaluate_sql" / "default.sql"] = _header("default") + default.replace(f"{DEFAULT}__", "default__")
     for name, body in bodies.items():
@@ -800,6 +803,26 @@ def evaluate_files(macros: Path) -> dict[Path, str]:
         if name != DEFAULT and body != inherited:
             files[macros / "evaluate_sql" / f"{name}.sql"] = _header(name) + body
     return files
+
+
+def _body(adapter_name: str) -> str:
+    """An adapter's three macros."""
+    return statement_macro(adapter_name) + "\n" + metric_macro(adapter_name) + "\n" + collation_macro(adapter_name)
+
+
+def _bodies() -> dict[str, str]:
+    """Every adapter's macros, written by one process per core (``spawn``: a forked copy of a process
+    running DuckDB's threads is not safe). The adapters are handed out in :data:`ADAPTERS` order, one
+    at a time, and a worker keeps its compositions (:func:`_composed`) for the next adapter it gets,
+    so each worker composes each statement once for all the dialects sharing it. The text does not
+    depend on which process wrote it (nor on its hash seed: tests/test_dbt.py regenerates it in a
+    fresh process)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = min(len(ADAPTERS), cores)
+    if workers == 1:
+        return {name: _body(name) for name in ADAPTERS}
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return dict(zip(ADAPTERS, pool.map(_body, ADAPTERS)))
 
 
 def _header(name: str) -> str:
