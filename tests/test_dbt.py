@@ -186,15 +186,16 @@ def test_dbt_sqlite(tmp_path):
 VAR_MODEL = "evaluate_from_var"
 
 
-def _served_variants(with_k: int | None, exponent: bool = True) -> list[str]:
+def _served_variants(with_k: int | None, exponent: bool = True, side: bool = False) -> list[str]:
     """Every metric variant recsql.evaluate computes (from the registry: every served metric and every
-    choice of its options), each with every option written out; numbers inside their interval."""
-    from recsql.dbt.evaluate import _cutoffs, _metric, _variants, raises_to_relevance, refused, served
+    choice of its options), each with every option written out; numbers inside their interval; those
+    that read a side input (interactions) only with ``side``."""
+    from recsql.dbt.evaluate import _cutoffs, _metric, _variants, raises_to_relevance, refused, served, variant_needs
     from recsql.metrics import registry
     out = []
     for name, spec in registry().items():
         for options in _variants(name):
-            if served(name, options):
+            if served(name, options) or (variant_needs(name, options) and not side):
                 continue
             for has_k in _cutoffs(name):
                 if has_k != (with_k is not None) and not (with_k is None and has_k):
@@ -251,15 +252,21 @@ def _var_cases() -> list[dict]:
              recsql_output="per_user", recsql_text_ids=["user_id", "item_id"]),
         dict(recsql_metrics=TEXT_METRICS, recsql_recs="recs_text", recsql_truth="truth_text", recsql_run_cols=[]),
         # conventions: tie rules (trec's tied integer ids compared as text), populations, negative judgments
-        # unjudged, gains, option defaults; ir_measures without the measures it computes its own way
+        # unjudged, gains, option defaults, msr's ndcg over its own population; ir_measures without the
+        # measures it ranks its own way
         dict(recsql_metrics=CONVENTION_METRICS, recsql_run_cols=["model"], recsql_convention="trec"),
         dict(recsql_metrics=CONVENTION_METRICS, recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
              recsql_convention="ranx", recsql_output="per_user", recsql_threshold=2),
         dict(recsql_metrics=[m for m in CONVENTION_METRICS if not m.startswith(("mrr@", "judged"))],
              recsql_run_cols=["model"], recsql_convention="ir_measures", recsql_output="per_user"),
         dict(recsql_metrics=CONVENTION_METRICS, recsql_run_cols=["model"], recsql_convention="replay"),
-        dict(recsql_metrics=[m for m in CONVENTION_METRICS if not m.startswith("ndcg")], recsql_recs="recs_single",
-             recsql_run_cols=[], recsql_convention="msr", recsql_output="per_user"),
+        dict(recsql_metrics=CONVENTION_METRICS, recsql_recs="recs_single", recsql_run_cols=[], recsql_convention="msr",
+             recsql_output="per_user"),  # msr's ndcg over every truth user, the others over the intersection
+        dict(recsql_metrics=CONVENTION_METRICS, recsql_run_cols=["model"], recsql_convention="msr"),  # n_users_ndcg
+        # interactions= and the metrics that read it (their population: the users with a list)
+        dict(recsql_metrics=_served_variants(3, side=True), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
+             recsql_output="per_user", recsql_interactions="interactions"),
+        dict(recsql_metrics=_served_variants(None, side=True), recsql_run_cols=["model"], recsql_interactions="interactions"),
         # ties='average': the expected value over tied positions, for the metrics that have one
         dict(recsql_metrics=AVERAGE_METRICS, recsql_run_cols=["model"], recsql_ties="average", recsql_output="per_user"),
         dict(recsql_metrics=AVERAGE_METRICS, recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
@@ -283,6 +290,8 @@ def _expected_from_vars(case: dict) -> pd.DataFrame:
                    duplicates=case.get("recsql_duplicates", "error"),
                    ties=case.get("recsql_ties"), convention=case.get("recsql_convention", "recsql"),
                    relevance_col=case.get("recsql_relevance_col", "relevance"))
+    if case.get("recsql_interactions"):
+        options["interactions"] = _seed(case["recsql_interactions"])
     result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed(case.get("recsql_truth", "truth")),
                              case["recsql_metrics"], **options)
     frame = result.per_user if case.get("recsql_output") == "per_user" else result.summary
@@ -304,7 +313,8 @@ def _evaluate_from_vars(project: Path, cases: list[dict] | None = None) -> None:
                              (["ndcg(gain=cubic)@10"], "option gain=cubic is not valid; choose one of linear, exponential, binary"),
                              (["rbp(p=1.5)@10"], "option p=1.5 must lie in (0, 1)"),
                              (["precision"], "metric 'precision' needs a cutoff"),
-                             (["novelty@5"], "is not computed by recsql.evaluate yet")):
+                             (["unexpectedness@5"], "is not computed by recsql.evaluate yet"),
+                             (["novelty@5"], "metric 'novelty@5' needs training interactions: pass interactions=")):
         failed = _dbt(project, "compile", "--select", VAR_MODEL, "--vars", json.dumps({"recsql_metrics": metrics}),
                       "--target-path", str(project.parent / "target"), check=False)
         assert failed.returncode != 0 and message in failed.stdout, (metrics, failed.stdout[-2000:])
@@ -351,7 +361,8 @@ def test_dbt_compile_offline(tmp_path, name):
     target = tmp_path / "target"
     _dbt(project, "compile", "--no-populate-cache", "--no-introspect", "--indirect-selection", "empty",
          "--select", *models, "--target-path", str(target),
-         "--vars", json.dumps({"recsql_metrics": _served_variants(None), "recsql_run_cols": ["model", "variant"],
+         "--vars", json.dumps({"recsql_metrics": _served_variants(None, side=True), "recsql_run_cols": ["model", "variant"],
+                               "recsql_interactions": "interactions",
                                # named: found from the warehouse's column types otherwise (a connection)
                                "recsql_text_ids": ["model", "item_id"]}))
     for model in models:

@@ -61,7 +61,7 @@
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
-  {%- for role, given in [('items', items), ('interactions', interactions), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
+  {%- for role, given in [('items', items), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
   {%- if later -%}
@@ -87,11 +87,39 @@
     {%- do m.update({'average': ties == 'average'}) -%}
     {%- set rule = conv.measures.get(m.name ~ '@k') if (m.has_k and (m.name ~ '@k') in conv.measures) else conv.measures.get(m.name) -%}
     {%- if rule is not none and ((rule.ties is not none and not explicit.ties and rule.ties != ties)
-          or (rule.population is not none and not explicit.population and rule.population != population)
           or (rule.negative is not none and relevance_col is not none and rule.negative != negative)) -%}
-      {{ recsql._fail("convention='" ~ convention ~ "' computes '" ~ m.column ~ "' unlike its other metrics (its own tie rule, population or reading of negative relevance: README, Conventions), which recsql.evaluate does not do in dbt yet; evaluate it in a model of its own with ties= and population= given, or write a model with `recsql dbt model`") }}
+      {{ recsql._fail("convention='" ~ convention ~ "' computes '" ~ m.column ~ "' unlike its other metrics (its own tie rule or reading of negative relevance: README, Conventions), which recsql.evaluate does not do in dbt yet; evaluate it in a model of its own with ties= given, or write a model with `recsql dbt model`") }}
+    {%- endif -%}
+    {#- whom it averages over: the users with a list (list-only metrics); its convention's own population
+        unless population= is given (msr's ndcg); else the call's -#}
+    {%- if m.kind == 'lists' -%}
+      {%- do m.update({'population': 'lists'}) -%}
+    {%- else -%}
+      {%- do m.update({'population': rule.population if (rule is not none and rule.population is not none and not explicit.population) else population}) -%}
+    {%- endif -%}
+    {#- a side input it reads and that was not given: recsql.evaluate's message -#}
+    {%- set missing = recsql._registry().missing.get(m.variant) -%}
+    {%- if missing is not none and interactions is none -%}
+      {%- set marks = recsql._registry().column_marks -%}
+      {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
+      {%- for param, alternative in missing.alternatives.items() -%}
+        {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
+      {%- endfor -%}
+      {{ recsql._fail(ns.text.replace("'" ~ marks.user ~ "'", "'" ~ user_col ~ "'").replace("'" ~ marks.item ~ "'", "'" ~ item_col ~ "'")) }}
     {%- endif -%}
   {%- endfor -%}
+  {#- the summary's user counts, as recsql.evaluate writes them: n_users for the call's population first,
+      n_users_<metric> for a metric averaged over another; and which users the per-user rows hold -#}
+  {%- set counts = [] -%}{%- set populations = [] -%}
+  {%- for m in parsed -%}
+    {%- set name = 'n_users_with_recs' if m.population == 'lists' else ('n_users' if m.population == population else 'n_users_' ~ m.name) -%}
+    {%- set count = {'name': name, 'population': m.population} -%}
+    {%- if count not in counts -%}{%- do counts.append(count) -%}{%- endif -%}
+    {%- if m.population not in populations -%}{%- do populations.append(m.population) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- set counts = (counts | selectattr('name', 'equalto', 'n_users') | list)
+                   + (counts | rejectattr('name', 'in', ['n_users', 'n_users_with_recs']) | list)
+                   + (counts | selectattr('name', 'equalto', 'n_users_with_recs') | list) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
   {%- set features = {} -%}{%- set bounds = [] -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
@@ -116,7 +144,7 @@
   {%- set rs = {
       'metrics': parsed, 'features': features, 'wide': (features.values() | select | list | length > 0) or (bounds | length > 0),
       'tie_bounds': 'on' if bounds else 'off', 'runs': run_cols | length, 'order': 'rank' if rank_col is not none else 'score',
-      'population': population, 'output': output, 'whole': whole | length > 0, 'exponent': exponent | length > 0,
+      'populations': populations, 'counts': counts, 'output': output, 'whole': whole | length > 0, 'exponent': exponent | length > 0,
       'max_k': (ks | max) if ks else none, 'threshold': (threshold | float) | string,
       'user_col': recsql._ident(user_col), 'item_col': recsql._ident(item_col),
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
@@ -130,5 +158,5 @@
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}
-  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth)) }}
+  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, interactions)) }}
 {%- endmacro %}

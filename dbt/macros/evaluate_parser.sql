@@ -80,7 +80,8 @@
              'canonical': canonical, 'column': column, 'column_sql': column_sql, 'summary': spec.summary,
              'comment': canonical ~ ': ' ~ spec.formula, 'whole': k is none or spec.full_list,
              'exponent': variant in registry.exponent, 'features': registry.features.get(variant, []),
-             'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(',')), 'variant': variant}) }}
+             'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(',')), 'variant': variant,
+             'given': given.keys() | list, 'kind': spec.population}) }}
 {%- endmacro %}
 
 {% macro _parse_metrics(metrics, column_names='safe', convention='recsql') -%}

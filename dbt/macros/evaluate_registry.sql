@@ -78,6 +78,10 @@
   "rbp",
   "recall"
  ],
+ "column_marks": {
+  "item": "RECSQLxITEMx",
+  "user": "RECSQLxUSERx"
+ },
  "conventions": {
   "ir_measures": {
    "defaults": {
@@ -207,6 +211,9 @@
   "pfound|auto|#"
  ],
  "features": {
+  "arp": [
+   "popularity"
+  ],
   "auc": [
    "tie_bounds"
   ],
@@ -291,6 +298,10 @@
   "ndcg|log2|linear|list": [
    "list_ideal"
   ],
+  "novelty|interactions": [
+   "interaction_users",
+   "popularity"
+  ],
   "pfound|#|#": [
    "cascade"
   ],
@@ -299,6 +310,10 @@
   ],
   "spearman": [
    "corr"
+  ],
+  "surprisal": [
+   "interaction_users",
+   "popularity"
   ]
  },
  "max_runs": 4,
@@ -309,6 +324,7 @@
    "full_list": true,
    "k_rule": "required",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "arp": {
@@ -316,6 +332,7 @@
    "full_list": false,
    "k_rule": "optional",
    "params": {},
+   "population": "lists",
    "summary": "mean"
   },
   "auc": {
@@ -323,6 +340,7 @@
    "full_list": false,
    "k_rule": "optional",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "bpref": {
@@ -330,6 +348,7 @@
    "full_list": false,
    "k_rule": "optional",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "cg": {
@@ -352,6 +371,7 @@
      "low_open": false
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "coverage": {
@@ -359,6 +379,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "global",
    "summary": "mean"
   },
   "dcg": {
@@ -394,6 +415,7 @@
      "low_open": false
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "diversity": {
@@ -415,6 +437,7 @@
      "low_open": false
     }
    },
+   "population": "lists",
    "summary": "mean"
   },
   "err": {
@@ -433,6 +456,7 @@
      "low_open": true
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "f1": {
@@ -440,6 +464,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "gini": {
@@ -447,6 +472,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "global",
    "summary": "mean"
   },
   "hit_rate": {
@@ -454,6 +480,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "idcg": {
@@ -504,6 +531,7 @@
      "low_open": false
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "judged": {
@@ -525,6 +553,7 @@
      "low_open": false
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "kendall": {
@@ -532,6 +561,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "map": {
@@ -555,6 +585,7 @@
      "low_open": false
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "money_precision": {
@@ -562,6 +593,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "money_recall": {
@@ -569,6 +601,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "mrr": {
@@ -576,6 +609,7 @@
    "full_list": false,
    "k_rule": "optional",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "ndcg": {
@@ -626,6 +660,7 @@
      "low_open": false
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "novelty": {
@@ -647,6 +682,7 @@
      "low_open": false
     }
    },
+   "population": "lists",
    "summary": "mean"
   },
   "num_rel": {
@@ -654,6 +690,7 @@
    "full_list": false,
    "k_rule": "none",
    "params": {},
+   "population": "truth",
    "summary": "sum"
   },
   "num_rel_ret": {
@@ -661,6 +698,7 @@
    "full_list": false,
    "k_rule": "optional",
    "params": {},
+   "population": "truth",
    "summary": "sum"
   },
   "num_ret": {
@@ -668,6 +706,7 @@
    "full_list": false,
    "k_rule": "optional",
    "params": {},
+   "population": "truth",
    "summary": "sum"
   },
   "personalization": {
@@ -675,6 +714,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "global",
    "summary": "mean"
   },
   "pfound": {
@@ -703,6 +743,7 @@
      "low_open": false
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "precision": {
@@ -724,6 +765,7 @@
      "low_open": false
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "r_precision": {
@@ -731,6 +773,7 @@
    "full_list": false,
    "k_rule": "none",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "rbp": {
@@ -749,6 +792,7 @@
      "low_open": true
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "recall": {
@@ -756,6 +800,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "serendipity": {
@@ -763,6 +808,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "set_f": {
@@ -781,6 +827,7 @@
      "low_open": true
     }
    },
+   "population": "truth",
    "summary": "mean"
   },
   "set_p": {
@@ -788,6 +835,7 @@
    "full_list": false,
    "k_rule": "none",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "set_recall": {
@@ -795,6 +843,7 @@
    "full_list": false,
    "k_rule": "none",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "spearman": {
@@ -802,6 +851,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "truth",
    "summary": "mean"
   },
   "surprisal": {
@@ -809,6 +859,7 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "lists",
    "summary": "mean"
   },
   "unexpectedness": {
@@ -816,7 +867,24 @@
    "full_list": false,
    "k_rule": "required",
    "params": {},
+   "population": "lists",
    "summary": "mean"
+  }
+ },
+ "missing": {
+  "arp": {
+   "alternatives": {},
+   "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'"
+  },
+  "novelty|interactions": {
+   "alternatives": {
+    "p": "; or write p=items, which needs item probabilities: pass items= with columns 'RECSQLxITEMx' and 'probability'"
+   },
+   "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'"
+  },
+  "surprisal": {
+   "alternatives": {},
+   "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'"
   }
  },
  "populations": [
@@ -829,7 +897,9 @@
   "slots",
   "pairs",
   "corr",
-  "cascade"
+  "cascade",
+  "popularity",
+  "interaction_users"
  ],
  "ties": [
   "item_id",
@@ -837,19 +907,16 @@
   "average"
  ],
  "unserved": {
-  "arp": "it reads side inputs (interactions)",
   "coverage": "it needs a part of the ranked-rows stage not generated for the macro yet (catalog, exposure)",
-  "diversity|category": "it reads side inputs (category, features)",
-  "diversity|features": "it reads side inputs (category, features)",
+  "diversity|category": "it reads side inputs (category) the macro does not take yet",
+  "diversity|features": "it reads side inputs (features) the macro does not take yet",
   "gini": "it needs a part of the ranked-rows stage not generated for the macro yet (catalog, exposure)",
-  "money_precision": "it reads side inputs (price)",
-  "money_recall": "it reads side inputs (price)",
-  "novelty|interactions": "it reads side inputs (interactions, probability)",
-  "novelty|items": "it reads side inputs (interactions, probability)",
+  "money_precision": "it reads side inputs (price) the macro does not take yet",
+  "money_recall": "it reads side inputs (price) the macro does not take yet",
+  "novelty|items": "it reads side inputs (probability) the macro does not take yet",
   "personalization": "it needs a part of the ranked-rows stage not generated for the macro yet (exposure)",
-  "serendipity": "it reads side inputs (interactions_or_baseline)",
-  "surprisal": "it reads side inputs (interactions)",
-  "unexpectedness": "it reads side inputs (baseline)"
+  "serendipity": "it reads side inputs (interactions_or_baseline) the macro does not take yet",
+  "unexpectedness": "it reads side inputs (baseline) the macro does not take yet"
  }
 }) }}
 {%- endmacro %}

@@ -4,7 +4,7 @@ dbt expands Jinja without Python, so a metric list from ``var()`` is only known 
 module writes, from the composer and the ``sql/`` templates (never by hand), per adapter:
 
 - ``<adapter>__recsql_evaluate_sql``: the composed statement, each CTE written once per variant of
-  the *switches* it depends on (number of run keys, score or rank, population, output, whole list or
+  the *switches* it depends on (number of run keys, score or rank, output, whole list or
   cut, exponential gains; and, factorised, the duplicates policy, a missing relevance column, the
   tie rule: item_id or item_id_desc, auc's tie-group bounds, and what a convention sets: negative
   relevance unjudged, no gain below the threshold, tied ids compared as text),
@@ -37,11 +37,13 @@ always-empty CTE and no join of one.
 The optional parts of the ranked-rows stage that cascades, pairs, rank correlations, the list's own
 ideal order and k slots add are written only when a metric asked needs them (:mod:`recsql.dbt.features`).
 
-The metrics it serves (:func:`served`) are those whose SQL reads only recs and truth and needs no
-other optional part of the stage than those and the tie bounds; the others raise a compiler error
-naming ``recsql dbt model``, as do a metric its convention ranks or averages unlike its others (a
-second view of the list, or its own population: the macro of recsql/dbt/jinja.py refuses it) and
-side inputs. Under ties='average' the statements are composed with the metrics that have an exact
+The metrics it serves (:func:`served`) are those whose SQL reads only recs, truth and the side
+inputs of :data:`recsql.dbt.features.SIDE_INPUTS` (interactions) and needs no other optional part
+of the stage than those and the tie bounds; the others raise a compiler error
+naming ``recsql dbt model``, as do a metric its convention ranks or judges unlike its others (a
+second view of the list: the macro of recsql/dbt/jinja.py refuses it) and side inputs. A metric
+averaged over a population of its own (msr's ndcg) is served: whom each metric averages over is
+the macro's to fill in (:data:`POPULATION_MARK`), so the statements are composed at one population. Under ties='average' the statements are composed with the metrics that have an exact
 expected value over tied positions (:func:`averaged`); the macro refuses the others with
 recsql.evaluate's message.
 """
@@ -60,6 +62,7 @@ from sqlglot import exp
 
 from ..compose import metric_expression, uses_exponent
 from ..compose.inputs import collation as id_collation
+from ..compose.plan import METRIC_POPULATION_SQL, POPULATION_SQL
 from ..compose.stage import stage_features
 from ..dialects import _native_window_nulls, dialect as get_dialect
 from ..errors import RecsqlError
@@ -81,11 +84,20 @@ RUN_SENTINEL = "recsql_c_run{}"
 COLLATION_SENTINEL = "recsql_collate"
 ALWAYS = "always"  # the collation marker of an id cast to text: collated whatever rs.text says
 MAX_RUNS = 4
+# Whom each metric averages over is the macro's to say (its rs.populations, m.population, rs.counts),
+# so the statements are composed at one population, and three places are written as Jinja over
+# POPULATION_SQL rendered in the adapter's dialect (recsql_population_sql): each metric's values
+# kept for its population's users (per_user), the _in_population flag (any of them) and the
+# summary's user counts (n_users, n_users_<metric>). Each is composed as a predicate ``marker = 0``
+# (a bare column there would be rewritten by some dialects: T-SQL writes ``marker <> 0``).
+COMPOSED_POPULATION = "relevant"
+POPULATION_MARK = {"metric": "recsql_population_metric", "any": "recsql_population_any",
+                   "count": "recsql_population_count", "counts": "recsql_population_counts", "name": "recsql_count_name"}
 MARK = {"raw": "recsql_metrics_raw", "flagged": "recsql_metrics_flagged", "final": "recsql_metrics_final",
         "column": "recsql_metric_column"}
 POPULATIONS = ("relevant", "intersection", "judged")
 # The switches, in the order of a key: Jinja expressions over the namespace `rs` the macro fills in.
-BASE_SWITCHES = ("runs", "order", "population", "output", "whole", "exponent")
+BASE_SWITCHES = ("runs", "order", "output", "whole", "exponent")
 # Switches composed by factorising (:func:`_factorised`): each value but the first (the default) is
 # composed only for the CTEs it changes, at the values of the base switches those CTEs depend on.
 # ties='item_id_desc' changes list_ranked only (DuckDB's top-k serves item_id, a window the other).
@@ -147,15 +159,21 @@ def variant_averaged(name: str, options: dict[str, str]) -> bool:
     return registry()[name].supports_ties("average", _filled(options))
 
 
+def variant_needs(name: str, options: dict[str, str]) -> set[str]:
+    """What a metric variant needs besides recs and truth (recsql.compose.needs: interactions, price, ...)."""
+    return registry()[name].requires(_filled(options))
+
+
 def served(name: str, options: dict[str, str]) -> str:
     """Why ``recsql.evaluate`` cannot compute this metric variant ('' when it can)."""
     spec = registry()[name]
-    if spec.needs:
-        return f"it reads side inputs ({', '.join(spec.needs)})"
+    needs = variant_needs(name, options)
+    if needs - feat.SIDE_INPUTS:
+        return f"it reads side inputs ({', '.join(sorted(needs))}) the macro does not take yet"
     features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS}
     if features:
         return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
-    if spec.population != "truth":
+    if spec.population not in ("truth", "lists"):
         return f"its population is {spec.population}"
     return ""
 
@@ -228,7 +246,9 @@ def _cover(metrics: list[Metric], ties: str) -> list[str]:
 def raises_to_relevance(metric: str) -> bool:
     """Whether the statement for this metric alone raises 2 to a relevance (its input checks then
     refuse relevances above 1000: README, "Safety")."""
-    statement, _ = _statement(ModelSpec("probe", [metric], output="per_user"), "duckdb")
+    parsed = parse_metric(metric)
+    inputs = {role: role for role in ("recs", "truth", *sorted(parsed.spec.requires(parsed.all_options()) & feat.SIDE_INPUTS))}
+    statement, _ = _statement(ModelSpec("probe", [metric], inputs=inputs, output="per_user"), "duckdb")
     return uses_exponent(statement)
 
 
@@ -236,7 +256,7 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     runs = [RUN_SENTINEL.format(i) for i in range(key["runs"])]
     options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"],
                "relevance_col": COLUMNS["relevance_col"] if key["relevance"] == "column" else None, "run_cols": runs,
-               "threshold": SENTINELS["threshold"][sentinel], "population": key["population"],
+               "threshold": SENTINELS["threshold"][sentinel], "population": COMPOSED_POPULATION,
                "duplicates": key["duplicates"], "ties": key["ties"]}
     if key["order"] == "rank":
         options.update(score_col=None, rank_col=COLUMNS["rank_col"])
@@ -245,10 +265,12 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     average = key["ties"] == "average"
     metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel], average)
     metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide and (f in AVERAGE_FEATURES or not average)]
+    wide = frozenset(f for f in wide if f in AVERAGE_FEATURES or not average)
     if (wide and not average) or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
         metrics = metrics + ["auc" if key["whole"] else f"auc@{SENTINELS['max_k'][sentinel]}"]
     items = () if key["id_cast"] == "on" else (COLUMNS["item_col"],)
-    return ModelSpec("recsql_evaluate", metrics, output=key["output"], options=options,
+    inputs = {role: role for role in ("recs", "truth", *sorted({feat.INPUTS[f] for f in wide if f in feat.INPUTS}))}
+    return ModelSpec("recsql_evaluate", metrics, inputs=inputs, output=key["output"], options=options,
                      text_ids=(COLUMNS["user_col"], *items, *runs))
 
 
@@ -260,20 +282,20 @@ def _plan_fields(key: dict) -> dict:
 
 def _keys() -> list[dict]:
     keys = []
-    for runs, order, population, output, whole, exponent in itertools.product(
-            range(MAX_RUNS + 1), ("score", "rank"), POPULATIONS, ("summary", "per_user"), (False, True), (False, True)):
+    for runs, order, output, whole, exponent in itertools.product(
+            range(MAX_RUNS + 1), ("score", "rank"), ("summary", "per_user"), (False, True), (False, True)):
         if output == "per_user" and exponent:
             continue  # the input checks (the only part exponential gains change) are in summaries only
-        keys.append(dict(runs=runs, order=order, population=population, output=output, whole=whole, exponent=exponent,
+        keys.append(dict(runs=runs, order=order, output=output, whole=whole, exponent=exponent,
                          **DEFAULTS))
     return keys
 
 
 # Base keys the extra switches are first tried at (to find the CTEs each changes): between them every
 # base switch takes two values, summary and per-user outputs included.
-PROBES = (dict(runs=1, order="score", population="relevant", output="summary", whole=False, exponent=True),
-          dict(runs=0, order="rank", population="judged", output="per_user", whole=True, exponent=False),
-          dict(runs=2, order="score", population="intersection", output="summary", whole=True, exponent=False))
+PROBES = (dict(runs=1, order="score", output="summary", whole=False, exponent=True),
+          dict(runs=0, order="rank", output="per_user", whole=True, exponent=False),
+          dict(runs=2, order="score", output="summary", whole=True, exponent=False))
 
 
 def _marked(statement: exp.Select, parsed: list[Metric]) -> tuple[exp.Select, dict[str, str]]:
@@ -300,8 +322,17 @@ def _marked(statement: exp.Select, parsed: list[Metric]) -> tuple[exp.Select, di
     ctes = {c.alias: c.this for c in statement.args["with_"].expressions}
     is_m = lambda p: re.fullmatch(r"_m\d+", p.alias_or_name) is not None  # noqa: E731
     mark(ctes["per_user_raw"], is_m, MARK["raw"])
-    flagged = mark(ctes["per_user"] if "per_user" in ctes else ctes["per_user_all"], is_m, MARK["flagged"])
-    pieces["flagged"] = flagged[0]
+    per_user = ctes["per_user"] if "per_user" in ctes else ctes["per_user_all"]
+    flagged = mark(per_user, is_m, MARK["flagged"])
+    pieces["flagged"] = _population_marked(flagged[0], "metric")
+    _population_marked(next(p for p in per_user.expressions if p.alias_or_name == "_in_population"), "any")
+    counts = [p for p in statement.expressions if p.alias_or_name.startswith("n_users")]
+    if counts:  # the summary's (n_users; n_users_with_recs too in the wide statement, whose final select is not used)
+        if counts[0].alias_or_name != "n_users" or {p.alias_or_name for p in counts[1:]} - {"n_users_with_recs"}:
+            raise RuntimeError(f"the composed summary has other user counts ({[p.alias_or_name for p in counts]})")
+        counts[0].replace(exp.column(POPULATION_MARK["counts"]))
+        for p in counts[1:]:
+            p.pop()
     final = mark(statement, lambda p: p.alias_or_name in names, MARK["final"])
     by_name = {m.column: m for m in parsed}
     for p in final:
@@ -311,6 +342,36 @@ def _marked(statement: exp.Select, parsed: list[Metric]) -> tuple[exp.Select, di
         pieces.setdefault(f"final_{kind}", template)
         pieces.setdefault("final", template)
     return statement, pieces
+
+
+def _population_marked(projection: exp.Expression, marker: str) -> exp.Expression:
+    """A ``CASE WHEN <population> THEN ...`` projection with its condition as ``POPULATION_MARK[marker] = 0``."""
+    case = projection.this
+    if not isinstance(case, exp.Case) or len(case.args["ifs"]) != 1:
+        raise RuntimeError(f"{projection.sql()} is not CASE WHEN <population> THEN ...")
+    case.args["ifs"][0].set("this", exp.column(POPULATION_MARK[marker]).eq(0))
+    return projection
+
+
+def _population_jinja(text: str, target: str) -> str:
+    """The population markers of :func:`_marked` as Jinja over ``recsql_population_sql``."""
+    condition = "({{ recsql_population_sql[%s] }})"
+    any_of = "{% for p in rs.populations %}{% if not loop.first %} OR {% endif %}" + condition % "p" + "{% endfor %}"
+    count = sqlglot.parse_one(f"CAST(COALESCE(SUM(CASE WHEN {POPULATION_MARK['count']} = 0 THEN 1 ELSE 0 END), 0) AS BIGINT)")
+    count = _projection(exp.alias_(count, POPULATION_MARK["name"]), target)
+    count = _marker(count, "count", condition % "c.population").replace(POPULATION_MARK["name"], "{{ c.name }}")
+    text = _marker(_marker(text, "metric", condition % "m.population"), "any", any_of)
+    return re.sub(r"\b" + POPULATION_MARK["counts"] + r",\s*", lambda _m: "{% for c in rs.counts %}" + count + ",\n  {% endfor %}", text)
+
+
+def _marker(text: str, marker: str, jinja: str) -> str:
+    return re.sub(r"\b" + POPULATION_MARK[marker] + r" = 0\b", lambda _m: jinja, text)
+
+
+def population_sql(target: str) -> dict[str, str]:
+    """Each population's condition on the per-user rows, in the dialect ``target``."""
+    conditions = {**{p: POPULATION_SQL[p] for p in POPULATIONS}, "lists": METRIC_POPULATION_SQL["lists"]}
+    return {p: sqlglot.parse_one(sql).sql(dialect=target) for p, sql in conditions.items()}
 
 
 def _sql(node: exp.Expression, sqlglot_dialect: str, pretty: bool = True) -> str:
@@ -412,6 +473,9 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
     for cte in tree.args["with_"].expressions:
         if wide and cte.alias == "stacked":
             parts.append((cte.alias, feat.guarded_stacked(cte, lambda node: _sql(node, target))))
+        elif wide and cte.alias == "ranked":
+            parts.append((cte.alias, feat.guarded_ranked(cte, lambda node: _sql(node, target), lambda node: _sql(node, target),
+                                                         lambda node: _projection(node, target))))
         else:
             parts.append((cte.alias, _sql(cte, target)))
     final = tree.copy()
@@ -423,11 +487,12 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
         for marker, loop in loops.items():
             text = re.sub(r"\b" + marker + r"\b", lambda _m, loop=loop: loop, text)
         text = text.replace(f'"{MARK["column"]}"', MARK["column"]).replace(MARK["column"], "{{ m.column_sql }}")
-        text = _jinja_values(_jinja_collations(text, dialect_name), sentinel)
+        text = _jinja_values(_jinja_collations(_population_jinja(text, target), dialect_name), sentinel)
         if wide:
             text = feat.jinja_values(name, text, sentinel)
         left = [str(v) for v in (*SENTINELS["max_k"], *SENTINELS["threshold"], *COLUMNS.values()) if str(v) in text]
         left += feat.left(text) + [COLLATION_SENTINEL] * (COLLATION_SENTINEL in text)
+        left += [m for m in POPULATION_MARK.values() if m in text]
         if left:
             raise RuntimeError(f"sentinel {left[0]} left in the SQL of {name or 'the final select'} for {dialect_name}")
         out.append((name, text))
@@ -504,7 +569,7 @@ def _rendered(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str, st
     first = _statement_parts(key, target, 0, wide)
     # The second composition checks the sentinels (once per composition the dialects share, on the
     # keys that vary what the numbers of the SQL are: the list's cut, run keys, output, checks).
-    checked = target in ("duckdb", "postgres") and key["population"] == "relevant" and key["order"] == "score"
+    checked = target in ("duckdb", "postgres") and key["order"] == "score"
     if checked and first != _statement_parts(key, target, 1, wide):
         raise RuntimeError(f"a sentinel value of the recsql.evaluate macro appears in the SQL as another value ({key})")
     return tuple(first)
@@ -519,7 +584,8 @@ def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[s
     """The CTEs (among ``kept``) an assignment of extra switches changes at the :data:`PROBES` base
     keys, in the statement with the stage parts ``wide``; a CTE it adds or removes is refused, but for
     the own CTEs of a stage part that ties='average' cannot have (``owner``: CTE -> part), never written then."""
-    unavailable = {n for n, f in (owner or {}).items() if f not in AVERAGE_FEATURES} if assignment.get("ties") == "average" else set()
+    unavailable = ({n for n, fs in (owner or {}).items() if not set(fs) & AVERAGE_FEATURES}
+                   if assignment.get("ties") == "average" else set())
     changed: set[str] = set()
     for probe in PROBES:
         at = _parts({**probe, **DEFAULTS}, target, wide)
@@ -614,7 +680,7 @@ def _factorised(target: str, keys: list[dict], dims: dict[str, list[str]], switc
     return out
 
 
-_BASE_VALUES = {"runs": tuple(range(MAX_RUNS + 1)), "order": ("score", "rank"), "population": POPULATIONS,
+_BASE_VALUES = {"runs": tuple(range(MAX_RUNS + 1)), "order": ("score", "rank"),
                 "output": ("summary", "per_user"), "whole": (False, True), "exponent": (False, True)}
 
 
@@ -652,14 +718,13 @@ def _check_switches(target: str, switches: dict[str, tuple[str, ...]], wide: fro
                     raise RuntimeError(f"switches other than {sorted(own)} change {name} in combination ({together})")
 
 
-def _feature_ctes(target: str, base: dict[str, str], key: dict) -> dict[str, str]:
-    """Each optional stage part's own CTEs (CTE -> feature): those the statement gains with it alone."""
-    owner: dict[str, str] = {}
+def _feature_ctes(target: str, base: dict[str, str], key: dict) -> dict[str, tuple[str, ...]]:
+    """Each optional stage part's own CTEs (CTE -> the features that write it): those the statement
+    gains with one of them alone (the interactions' CTEs serve popularity and interaction users)."""
+    owner: dict[str, tuple[str, ...]] = {}
     for feature in feat.FEATURES:
         for name in set(_parts(key, target, frozenset({feature}))) - set(base):
-            if name in owner:
-                raise RuntimeError(f"CTE {name} belongs to two stage features ({owner[name]}, {feature})")
-            owner[name] = feature
+            owner[name] = (*owner.get(name, ()), feature)
     return owner
 
 
@@ -715,7 +780,8 @@ def statement_macro(adapter_name: str) -> str:
     for position, name in enumerate(order):
         if name in owner:  # a feature's own CTE
             text = branched(position, name, wide, wide_dims[name], wide_extra)
-            body.append(f"{{%- if rs.features.{owner[name]} %}}\n{text}{{%- endif %}}\n")
+            guard = " or ".join(f"rs.features.{f}" for f in owner[name])
+            body.append(f"{{%- if {guard} %}}\n{text}{{%- endif %}}\n")
             continue
         text = branched(position, name, variants, dims[name], extra)
         if name in WIDE_CTES:
@@ -725,7 +791,9 @@ def statement_macro(adapter_name: str) -> str:
             raise RuntimeError(f"{name} is changed by a factorised switch in the wide statement only")
         body.append(text)
     _rendered.cache_clear()  # an adapter's texts serve only its own macro
-    return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth) -%}}\n" + "".join(body)
+    inputs = "".join(f", {role}=none" for role in sorted(feat.SIDE_INPUTS))
+    return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth{inputs}) -%}}\n"
+            + f"{{%- set recsql_population_sql = {population_sql(get_dialect(target).sqlglot)!r} %}}\n" + "".join(body)
             + "{%- endmacro %}\n")
 
 

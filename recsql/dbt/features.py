@@ -4,6 +4,10 @@ Some metrics need a part of the stage the others do not (``sql/_ranked.sql``): t
 the list itself (``ndcg(ideal=list)``), k relevant slots (``ideal=k_slots``), pairs of listed items
 (``kendall``), rank correlation rows (``spearman``), cascade rows (``err``, ``pfound``). Each is a
 few CTEs of its own and a UNION ALL branch of ``stacked``, with columns of ``ranked`` that read it.
+Two read a side input (:data:`INPUTS`): the items' popularity (``arp``, ``novelty``, ``surprisal``)
+and the number of interaction users (``novelty``, ``surprisal``), CTEs over ``interactions`` joined
+by ``ranked`` (:func:`guarded_ranked` writes each join, and the columns it gives, only when its
+feature is asked).
 
 Composing every combination of them with every base switch would multiply the statements by 32, so
 the macro's statement is composed a second time per base key, *wide*: with one metric of each of
@@ -32,7 +36,8 @@ from ..compose.stage import BRANCHES
 
 # Sentinels (first, second composition): each below the list's cut sentinel (recsql.dbt.evaluate),
 # so the list is still cut there, and the slots' below their 10,000 positions.
-SENTINELS = {"list_ideal": (7841, 7853), "corr": (7829, 7867), "slots": (7823, 7873), "pairs": (7817, 7879)}
+SENTINELS = {"list_ideal": (7841, 7853), "corr": (7829, 7867), "slots": (7823, 7873), "pairs": (7817, 7879),
+             "popularity": (7793, 7789), "interaction_users": (7759, 7757)}
 GRADE = (0.5772156, 0.6931471)  # a cascade's max_grade
 CASCADE_CUT = 5  # err's cutoff: it appears in no stage text
 
@@ -42,10 +47,16 @@ def metrics(sentinel: int) -> dict[str, str]:
     s = {f: v[sentinel] for f, v in SENTINELS.items()}
     return {"list_ideal": f"ndcg(ideal=list)@{s['list_ideal']}", "slots": f"ndcg(ideal=k_slots)@{s['slots']}",
             "pairs": f"kendall@{s['pairs']}", "corr": f"spearman@{s['corr']}",
-            "cascade": f"err(max_grade={GRADE[sentinel]})@{CASCADE_CUT}"}
+            "cascade": f"err(max_grade={GRADE[sentinel]})@{CASCADE_CUT}",
+            "popularity": f"arp@{s['popularity']}", "interaction_users": f"surprisal@{s['interaction_users']}"}
 
 
 FEATURES = tuple(metrics(0))
+# The features that read a side input (the wide statement is composed with it given), and the joins
+# of ``ranked`` each adds (recsql.compose.stage drops them, with their columns, when it is off).
+INPUTS = {"popularity": "interactions", "interaction_users": "interactions"}
+SIDE_JOINS = {"popularity": {"pop"}, "interaction_users": {"iu"}}
+SIDE_INPUTS = frozenset(INPUTS.values())
 BRANCH_FEATURE = {table: feature for feature, table in BRANCHES.items() if feature in FEATURES}
 _TABLES = {"list_ideal_cuts": "list_ideal", "corr_cuts": "corr"}  # cutoff tables: one row per cutoff asked
 
@@ -62,6 +73,40 @@ def guarded_stacked(cte: exp.CTE, render) -> str:
         body = "\nUNION ALL\n" + render(branch)
         text += body if feature is None else f"\n{_IF}{feature}{body}\n{_ENDIF}"
     return text + "\n)"
+
+
+def guarded_ranked(cte: exp.CTE, render, render_join, render_projection) -> str:
+    """``ranked`` with the joins of a side input's feature (:data:`SIDE_JOINS`), and the columns that
+    read them, written only when that feature is asked: the wide statement's ``ranked`` serves every
+    call that asks any feature, and a side input not given has no CTE to join."""
+    select = cte.this.copy()
+    if any(select.args.get(a) for a in ("where", "group", "having", "order")):
+        raise RuntimeError("ranked is not a plain join: its side joins cannot be appended")
+    def feature_of(aliases: set[str]) -> str | None:
+        found = [f for f, mine in SIDE_JOINS.items() if aliases & mine]
+        if len(found) > 1:
+            raise RuntimeError(f"a part of ranked reads the joins of two features ({found})")
+        return found[0] if found else None
+
+    joins = []
+    for join in list(select.args.get("joins") or []):
+        feature = feature_of({join.this.alias_or_name})
+        if feature:
+            joins.append(f"\n{_IF}{feature}\n{render_join(join)}\n{_ENDIF}")
+            join.pop()
+    columns: dict[str, tuple[str, str]] = {}
+    for n, projection in enumerate(list(select.expressions)):
+        feature = feature_of({c.table for c in projection.find_all(exp.Column)})
+        if feature:
+            marker = f"recsql_side_column_{n}"
+            columns[marker] = (feature, render_projection(projection.copy()))
+            projection.replace(exp.column(marker))
+    text = render(select)
+    for marker, (feature, projection) in columns.items():
+        text, found = re.subn(r",\s*\b" + marker + r"\b", lambda _m: f"{_IF}{feature},\n    {projection}{_ENDIF}", text)
+        if found != 1:
+            raise RuntimeError(f"the column {projection} of ranked is first or written twice")
+    return f"{cte.alias} AS (\n" + text + "".join(joins) + "\n)"
 
 
 # Words standing for the guards of ``stacked``'s branches until the text's values become Jinja.

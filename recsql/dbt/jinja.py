@@ -17,8 +17,9 @@ from ..metrics import _INTERVAL_RE, registry, tie_averaged
 from ..compose import TIES
 from ..compose.plan import MAX_SLOTS
 from . import features as feat
+from ..compose.needs import _REQUIREMENTS, _alternatives
 from .evaluate import (MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
-                       variant_averaged, variant_features)
+                       variant_averaged, variant_features, variant_needs)
 from .model import GENERATED, _comment
 
 
@@ -29,9 +30,29 @@ def variant_key(name: str, options: dict[str, str]) -> str:
     return "|".join([name, *(options[p] for p in sorted(options))])
 
 
+# The id columns in the messages of a metric whose side input is missing, as the macro fills them in
+# (the other columns are the macro's defaults: it does not take their names yet).
+COLUMN_MARKS = {"user": "RECSQLxUSERx", "item": "RECSQLxITEMx"}
+
+
+def _missing(name: str, options: dict[str, str]) -> dict:
+    """What recsql.evaluate says of a metric variant whose side input was not given (only truth was):
+    the fix for its first need and, per enum option the user did not write, the other choices
+    and what they need (recsql.compose.needs.check_inputs), id columns as :data:`COLUMN_MARKS`."""
+    metric = _metric(name, 7 if registry()[name].k_rule != "none" else None, options, 0.5)
+    names = {k: repr(v) for k, v in dict(price="price", probability="probability", category="category", features="features",
+                                         feature="feature", value="value", **COLUMN_MARKS).items()}
+    need = sorted(variant_needs(name, options))[0]
+    alternatives = {}
+    for param in metric.spec.params:
+        metric.explicit = set(metric.spec.params) - {param}
+        alternatives[param] = _alternatives(metric, {"truth"}, names)
+    return {"fix": _REQUIREMENTS[need][1].format(**names), "alternatives": alternatives}
+
+
 def _facts() -> dict:
     metrics = {}
-    exponent, unserved, features, average = [], {}, {}, []
+    exponent, unserved, features, average, missing = [], {}, {}, [], {}
     for name, spec in registry().items():
         params = {}
         for p, v in spec.params.items():
@@ -39,7 +60,7 @@ def _facts() -> dict:
             params[p] = {"kind": v.kind, "choices": list(v.choices), "default": v.default,
                          "interval": v.interval if v.kind == "number" else "",
                          "low": low, "low_open": low_side == "(", "high": high, "high_open": high_side == ")"}
-        metrics[name] = {"k_rule": spec.k_rule, "summary": spec.summary, "full_list": spec.full_list,
+        metrics[name] = {"k_rule": spec.k_rule, "summary": spec.summary, "full_list": spec.full_list, "population": spec.population,
                          "formula": _comment(spec.formula), "params": params}
         for options in _variants(name):
             key = variant_key(name, options)
@@ -49,6 +70,8 @@ def _facts() -> dict:
                 continue
             if variant_features(name, options):
                 features[key] = sorted(variant_features(name, options))
+            if variant_needs(name, options):
+                missing[key] = _missing(name, options)
             if variant_averaged(name, options):
                 average.append(key)
             for k in (7, None) if spec.k_rule != "none" else (None,):
@@ -69,7 +92,8 @@ def _facts() -> dict:
     return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
             "features": features, "stage_parts": list(feat.FEATURES), "max_slots": MAX_SLOTS,
             "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
-            "conventions": conventions, "average": sorted(average),
+            "conventions": conventions, "average": sorted(average), "missing": missing,
+            "column_marks": COLUMN_MARKS,
             "average_metrics": tie_averaged()}
 
 
@@ -165,7 +189,8 @@ PARSER = r"""{# GENERATED #}
              'canonical': canonical, 'column': column, 'column_sql': column_sql, 'summary': spec.summary,
              'comment': canonical ~ ': ' ~ spec.formula, 'whole': k is none or spec.full_list,
              'exponent': variant in registry.exponent, 'features': registry.features.get(variant, []),
-             'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(',')), 'variant': variant}) }}
+             'key': name ~ '|' ~ k ~ '|' ~ (given.items() | list | sort | join(',')), 'variant': variant,
+             'given': given.keys() | list, 'kind': spec.population}) }}
 {%- endmacro %}
 
 {% macro _parse_metrics(metrics, column_names='safe', convention='recsql') -%}
@@ -253,7 +278,7 @@ EVALUATE = r"""{# GENERATED #}
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
-  {%- for role, given in [('items', items), ('interactions', interactions), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
+  {%- for role, given in [('items', items), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
   {%- if later -%}
@@ -279,11 +304,39 @@ EVALUATE = r"""{# GENERATED #}
     {%- do m.update({'average': ties == 'average'}) -%}
     {%- set rule = conv.measures.get(m.name ~ '@k') if (m.has_k and (m.name ~ '@k') in conv.measures) else conv.measures.get(m.name) -%}
     {%- if rule is not none and ((rule.ties is not none and not explicit.ties and rule.ties != ties)
-          or (rule.population is not none and not explicit.population and rule.population != population)
           or (rule.negative is not none and relevance_col is not none and rule.negative != negative)) -%}
-      {{ recsql._fail("convention='" ~ convention ~ "' computes '" ~ m.column ~ "' unlike its other metrics (its own tie rule, population or reading of negative relevance: README, Conventions), which recsql.evaluate does not do in dbt yet; evaluate it in a model of its own with ties= and population= given, or write a model with `recsql dbt model`") }}
+      {{ recsql._fail("convention='" ~ convention ~ "' computes '" ~ m.column ~ "' unlike its other metrics (its own tie rule or reading of negative relevance: README, Conventions), which recsql.evaluate does not do in dbt yet; evaluate it in a model of its own with ties= given, or write a model with `recsql dbt model`") }}
+    {%- endif -%}
+    {#- whom it averages over: the users with a list (list-only metrics); its convention's own population
+        unless population= is given (msr's ndcg); else the call's -#}
+    {%- if m.kind == 'lists' -%}
+      {%- do m.update({'population': 'lists'}) -%}
+    {%- else -%}
+      {%- do m.update({'population': rule.population if (rule is not none and rule.population is not none and not explicit.population) else population}) -%}
+    {%- endif -%}
+    {#- a side input it reads and that was not given: recsql.evaluate's message -#}
+    {%- set missing = recsql._registry().missing.get(m.variant) -%}
+    {%- if missing is not none and interactions is none -%}
+      {%- set marks = recsql._registry().column_marks -%}
+      {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
+      {%- for param, alternative in missing.alternatives.items() -%}
+        {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
+      {%- endfor -%}
+      {{ recsql._fail(ns.text.replace("'" ~ marks.user ~ "'", "'" ~ user_col ~ "'").replace("'" ~ marks.item ~ "'", "'" ~ item_col ~ "'")) }}
     {%- endif -%}
   {%- endfor -%}
+  {#- the summary's user counts, as recsql.evaluate writes them: n_users for the call's population first,
+      n_users_<metric> for a metric averaged over another; and which users the per-user rows hold -#}
+  {%- set counts = [] -%}{%- set populations = [] -%}
+  {%- for m in parsed -%}
+    {%- set name = 'n_users_with_recs' if m.population == 'lists' else ('n_users' if m.population == population else 'n_users_' ~ m.name) -%}
+    {%- set count = {'name': name, 'population': m.population} -%}
+    {%- if count not in counts -%}{%- do counts.append(count) -%}{%- endif -%}
+    {%- if m.population not in populations -%}{%- do populations.append(m.population) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- set counts = (counts | selectattr('name', 'equalto', 'n_users') | list)
+                   + (counts | rejectattr('name', 'in', ['n_users', 'n_users_with_recs']) | list)
+                   + (counts | selectattr('name', 'equalto', 'n_users_with_recs') | list) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
   {%- set features = {} -%}{%- set bounds = [] -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
@@ -308,7 +361,7 @@ EVALUATE = r"""{# GENERATED #}
   {%- set rs = {
       'metrics': parsed, 'features': features, 'wide': (features.values() | select | list | length > 0) or (bounds | length > 0),
       'tie_bounds': 'on' if bounds else 'off', 'runs': run_cols | length, 'order': 'rank' if rank_col is not none else 'score',
-      'population': population, 'output': output, 'whole': whole | length > 0, 'exponent': exponent | length > 0,
+      'populations': populations, 'counts': counts, 'output': output, 'whole': whole | length > 0, 'exponent': exponent | length > 0,
       'max_k': (ks | max) if ks else none, 'threshold': (threshold | float) | string,
       'user_col': recsql._ident(user_col), 'item_col': recsql._ident(item_col),
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
@@ -322,6 +375,6 @@ EVALUATE = r"""{# GENERATED #}
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}
-  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth)) }}
+  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, interactions)) }}
 {%- endmacro %}
 """.replace("{# GENERATED #}", f"{{# {GENERATED} #}}")

@@ -1,5 +1,7 @@
 {# recsql.evaluate with everything from var(): tests/test_dbt.py builds it with several --vars and
-   compares every number with recsql.evaluate. #}
+   compares every number with recsql.evaluate. The depends_on line declares the interactions seed,
+   which var('recsql_interactions') may name. #}
+-- depends_on: {{ ref('interactions') }}
 {{ config(materialized='table') }}
 {{ recsql.evaluate(
     recs=ref(var('recsql_recs', 'recs')),
@@ -16,4 +18,5 @@
     convention=var('recsql_convention', 'recsql'),
     relevance_col=var('recsql_relevance_col', 'relevance'),
     column_names=var('recsql_column_names', 'safe'),
-    text_ids=var('recsql_text_ids', none)) }}
+    text_ids=var('recsql_text_ids', none),
+    interactions=(ref(var('recsql_interactions')) if var('recsql_interactions', none) is not none else none)) }}
