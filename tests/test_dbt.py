@@ -263,10 +263,11 @@ def _var_cases() -> list[dict]:
         dict(recsql_metrics=CONVENTION_METRICS, recsql_recs="recs_single", recsql_run_cols=[], recsql_convention="msr",
              recsql_output="per_user"),  # msr's ndcg over every truth user, the others over the intersection
         dict(recsql_metrics=CONVENTION_METRICS, recsql_run_cols=["model"], recsql_convention="msr"),  # n_users_ndcg
-        # interactions= and the metrics that read it (their population: the users with a list)
+        # interactions= and items= and the metrics that read them (the list-only ones over the users with a list)
         dict(recsql_metrics=_served_variants(3, side=True), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
-             recsql_output="per_user", recsql_interactions="interactions"),
-        dict(recsql_metrics=_served_variants(None, side=True), recsql_run_cols=["model"], recsql_interactions="interactions"),
+             recsql_output="per_user", recsql_interactions="interactions", recsql_items="items"),
+        dict(recsql_metrics=_served_variants(None, side=True), recsql_run_cols=["model"], recsql_interactions="interactions",
+             recsql_items="items", recsql_duplicates="best"),
         # ties='average': the expected value over tied positions, for the metrics that have one
         dict(recsql_metrics=AVERAGE_METRICS, recsql_run_cols=["model"], recsql_ties="average", recsql_output="per_user"),
         dict(recsql_metrics=AVERAGE_METRICS, recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
@@ -290,8 +291,9 @@ def _expected_from_vars(case: dict) -> pd.DataFrame:
                    duplicates=case.get("recsql_duplicates", "error"),
                    ties=case.get("recsql_ties"), convention=case.get("recsql_convention", "recsql"),
                    relevance_col=case.get("recsql_relevance_col", "relevance"))
-    if case.get("recsql_interactions"):
-        options["interactions"] = _seed(case["recsql_interactions"])
+    for role in ("interactions", "items"):
+        if case.get(f"recsql_{role}"):
+            options[role] = _seed(case[f"recsql_{role}"])
     result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed(case.get("recsql_truth", "truth")),
                              case["recsql_metrics"], **options)
     frame = result.per_user if case.get("recsql_output") == "per_user" else result.summary
@@ -362,7 +364,7 @@ def test_dbt_compile_offline(tmp_path, name):
     _dbt(project, "compile", "--no-populate-cache", "--no-introspect", "--indirect-selection", "empty",
          "--select", *models, "--target-path", str(target),
          "--vars", json.dumps({"recsql_metrics": _served_variants(None, side=True), "recsql_run_cols": ["model", "variant"],
-                               "recsql_interactions": "interactions",
+                               "recsql_interactions": "interactions", "recsql_items": "items",
                                # named: found from the warehouse's column types otherwise (a connection)
                                "recsql_text_ids": ["model", "item_id"]}))
     for model in models:

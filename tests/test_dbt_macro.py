@@ -24,7 +24,7 @@ from sqlglot import exp
 
 import recsql
 from recsql.conventions import CONVENTIONS, measure_rule
-from recsql.dbt.evaluate import EXTRA_SWITCHES, MAX_RUNS, _cutoffs, _variants, averaged, refused, served, _metric
+from recsql.dbt.evaluate import NEED_INPUT, EXTRA_SWITCHES, MAX_RUNS, _cutoffs, _variants, averaged, refused, served, _metric
 from recsql.dbt.model import ModelSpec, render_model
 from recsql.dbt.names import output_name
 from recsql.dbt.package import read_specs
@@ -206,14 +206,16 @@ def _random_call(rng: random.Random) -> dict:
         call["metrics"] = [m for m in call["metrics"] if not _own_rule(call, m)] or ["precision@3"]
     if call.get("ties") == "average":  # the metrics with an exact expected value over tied positions
         call["metrics"] = [m for m in call["metrics"] if averaged(recsql.parse_metric(m))] or ["precision@3"]
-    if _side_inputs(call["metrics"]) or rng.random() < 0.2:  # interactions when a metric reads them, and some more
-        call["interactions"] = "interactions"
+    for role in ("interactions", "items"):  # a side input when a metric reads it, and some more
+        if role in _side_inputs(call["metrics"]) or rng.random() < 0.2:
+            call[role] = role
     return call
 
 
 def _side_inputs(metrics: list[str]) -> set[str]:
-    """The side inputs the metrics read (recsql.compose.needs: interactions for novelty, surprisal, arp)."""
-    return set().union(*(m.spec.requires(m.all_options()) for m in map(recsql.parse_metric, metrics)))
+    """The side inputs the metrics read: interactions (novelty, surprisal, arp), items (their prices:
+    money_precision, money_recall)."""
+    return {NEED_INPUT[n] for m in map(recsql.parse_metric, metrics) for n in m.spec.requires(m.all_options())}
 
 
 # Metrics with options a convention sets (map's denominator, rbp's p, ndcg's ideal, judged's denominator).
@@ -401,24 +403,28 @@ def test_macro_metric_populations(adapter):
 
 
 SIDE_CASES = [["novelty@3", "ndcg@3", "surprisal@2"], ["arp@4"], ["surprisal@5", "precision@2", "arp@1", "mrr"],
-              ["novelty(p=interactions)@2", "err@3", "kendall@4"]]
+              ["novelty(p=interactions)@2", "err@3", "kendall@4"], ["money_precision@3", "money_recall@2", "ndcg@3"],
+              ["money_recall@4", "arp@3", "spearman@4"], ["money_precision@1"]]
 
 
 @pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
-def test_macro_interactions(adapter):
-    """interactions= and the metrics that read it (novelty, surprisal, arp: README, "Beyond accuracy"),
-    alone or with truth metrics and other optional parts of the stage, 0-2 run keys, both outputs:
-    recsql.evaluate's numbers, over the users with a list (the seeds have some without truth:
-    n_users_with_recs beside n_users). Without those metrics interactions= changes nothing."""
+def test_macro_side_inputs(adapter):
+    """interactions= and items= and the metrics that read them (novelty, surprisal, arp; the money
+    metrics: README, "Beyond accuracy"), alone or with truth metrics and other optional parts of the
+    stage, 0-2 run keys, both outputs: recsql.evaluate's numbers; the list-only metrics over the users
+    with a list (the seeds have some without truth: n_users_with_recs beside n_users). Without those
+    metrics interactions= and items= change nothing."""
     package = Package(adapter)
     con = _duckdb() if adapter == "duckdb" else _sqlite()
     for n, metrics in enumerate(SIDE_CASES):
         for output in ("summary", "per_user"):
             runs = n % 3
             recs, run_cols = BY_RUNS[runs]
-            call = dict(recs=recs, metrics=metrics, run_cols=run_cols, output=output, interactions="interactions")
+            call = dict(recs=recs, metrics=metrics, run_cols=run_cols, output=output,
+                        **{role: role for role in _side_inputs(metrics)})
             sql = _render(package, call)
-            assert "interactions_in" in sql and ("interaction_users" in sql) == any(m.startswith(("novelty", "surprisal")) for m in metrics)
+            assert ("interactions_in" in sql) == ("interactions" in call) and ("items_in" in sql) == ("items" in call)
+            assert ("interaction_users" in sql) == any(m.startswith(("novelty", "surprisal")) for m in metrics)
             keys = run_cols + (["user_id"] if output == "per_user" else [])
             got, expected = _fetch(con, sql), _expected_call(call)
             _same(got, expected, keys, str(call))
@@ -429,7 +435,8 @@ def test_macro_interactions(adapter):
                 _ctes_not_empty(con, sql, "duckdb", str(call))
     call = dict(recs="recs", metrics=["ndcg@3"], run_cols=["model"], output="summary")
     assert "interactions" not in _render(package, call)
-    _same(_fetch(con, _render(package, {**call, "interactions": "interactions"})), _expected_call(call), ["model"], "unused")
+    _same(_fetch(con, _render(package, {**call, "interactions": "interactions", "items": "items"})), _expected_call(call),
+          ["model"], "unused")
 
 
 def test_macro_missing_side_input():
@@ -437,13 +444,18 @@ def test_macro_missing_side_input():
     other choice of an option not written included); the side inputs the macro does not take yet fail
     naming `recsql dbt model`."""
     package = Package("duckdb")
-    for metric in ("novelty@5", "novelty(p=interactions)@5", "surprisal@3", "arp@2"):
+    for metric in ("novelty@5", "novelty(p=interactions)@5", "surprisal@3", "arp@2", "money_precision@3", "money_recall@4"):
         with pytest.raises(recsql.RecsqlError) as python:
             recsql.evaluate(_seed("recs"), _seed("truth"), ["precision@3", metric], run_cols=["model"])
         with pytest.raises(CompilerError) as macro:
             package.evaluate(recs="recs", truth="truth", metrics=["precision@3", metric], run_cols=["model"])
         assert str(macro.value) == f"recsql.evaluate: {python.value}"
-    for role in ("items", "baseline", "catalog", "item_features"):
+    # novelty with items and no interactions: recsql.evaluate reads the items' probabilities (p=items)
+    recsql.evaluate(_seed("recs"), _seed("truth"), ["novelty@5"], run_cols=["model"], items=_seed("items"))
+    with pytest.raises(CompilerError, match=r"metric 'novelty@5' is computed with p=items when items= is given and "
+                                            r"interactions= is not.*pass interactions=, or .*`recsql dbt model`"):
+        package.evaluate(recs="recs", truth="truth", metrics=["novelty@5"], run_cols=["model"], items="items")
+    for role in ("baseline", "catalog", "item_features"):
         with pytest.raises(CompilerError, match=f"{role}= is not available in recsql.evaluate yet.*`recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=["precision@3"], **{role: role})
 

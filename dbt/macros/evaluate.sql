@@ -40,7 +40,7 @@
 {% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
                   score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population=none,
                   duplicates='error', convention='recsql', ties=none, items=none, interactions=none, catalog=none,
-                  baseline=none, item_features=none, column_names='safe', text_ids=none) -%}
+                  baseline=none, item_features=none, column_names='safe', text_ids=none, price_col='price') -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
   {%- set conventions = recsql._registry().conventions -%}
@@ -61,7 +61,7 @@
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
-  {%- for role, given in [('items', items), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
+  {%- for role, given in [('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
   {%- if later -%}
@@ -99,13 +99,22 @@
     {%- endif -%}
     {#- a side input it reads and that was not given: recsql.evaluate's message -#}
     {%- set missing = recsql._registry().missing.get(m.variant) -%}
-    {%- if missing is not none and interactions is none -%}
+    {%- set inputs = {'interactions': interactions is not none, 'items': items is not none} -%}
+    {%- if missing is not none and not inputs[missing.input] -%}
+      {%- set fitted = missing.fitted -%}
+      {%- set fits = namespace(ok=fitted is not none) -%}
+      {%- for name in (fitted.params + fitted.inputs if fitted is not none else []) -%}
+        {%- if name in m.given or (name in inputs and not inputs[name]) -%}{%- set fits.ok = false -%}{%- endif -%}
+      {%- endfor -%}
+      {%- if fits.ok -%}
+        {{ recsql._fail("metric '" ~ m.canonical ~ "' is computed with " ~ fitted.choices ~ " when " ~ (fitted.inputs | join('=, ')) ~ "= is given and " ~ missing.input ~ "= is not, as recsql.evaluate computes it; the dbt macro does not compute " ~ fitted.choices ~ " yet: pass " ~ missing.input ~ "=, or write a model with `recsql dbt model`") }}
+      {%- endif -%}
       {%- set marks = recsql._registry().column_marks -%}
       {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
       {%- for param, alternative in missing.alternatives.items() -%}
         {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
       {%- endfor -%}
-      {{ recsql._fail(ns.text.replace("'" ~ marks.user ~ "'", "'" ~ user_col ~ "'").replace("'" ~ marks.item ~ "'", "'" ~ item_col ~ "'")) }}
+      {{ recsql._fail(ns.text.replace("'" ~ marks.user ~ "'", "'" ~ user_col ~ "'").replace("'" ~ marks.item ~ "'", "'" ~ item_col ~ "'").replace("'" ~ marks.price ~ "'", "'" ~ price_col ~ "'")) }}
     {%- endif -%}
   {%- endfor -%}
   {#- the summary's user counts, as recsql.evaluate writes them: n_users for the call's population first,
@@ -121,7 +130,7 @@
                    + (counts | rejectattr('name', 'in', ['n_users', 'n_users_with_recs']) | list)
                    + (counts | selectattr('name', 'equalto', 'n_users_with_recs') | list) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {} -%}{%- set bounds = [] -%}
+  {%- set features = {} -%}{%- set bounds = [] -%}{%- set prices = [] -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
     {%- if m.whole -%}{%- do whole.append(m.name) -%}{%- else -%}{%- do ks.append(m.k) -%}{%- endif -%}
@@ -129,6 +138,8 @@
     {%- for f in m.features -%}
       {%- if f == 'tie_bounds' -%}
         {%- do bounds.append(m.name) -%}
+      {%- elif f == 'truth_rows' -%}
+        {%- do whole.append(m.name) -%}
       {%- elif f == 'cascade' -%}
         {%- set row = {'kind': m.name, 'grade': m.numbers.max_grade if 'max_grade' in m.numbers else 'NULL'} -%}
         {%- if row not in features.cascade -%}{%- do features.cascade.append(row) -%}{%- endif -%}
@@ -136,6 +147,7 @@
         {%- do features[f].append(m.k) -%}
       {%- endif -%}
     {%- endfor -%}
+    {%- if 'price' in recsql._registry().needs.get(m.variant, []) -%}{%- do prices.append(m.name) -%}{%- endif -%}
     {%- do m.update({'sql': adapter.dispatch('recsql_metric_sql', 'recsql')(m) | trim}) -%}
   {%- endfor -%}
   {%- if features.slots and features.slots | max > recsql._registry().max_slots -%}
@@ -150,6 +162,8 @@
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
       'relevance': 'column' if relevance_col is not none else 'none',
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
+      'price': 'on' if prices else 'off',
+      'price_col': recsql._ident(price_col),
       'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
@@ -158,5 +172,5 @@
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}
-  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, interactions)) }}
+  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, interactions, items)) }}
 {%- endmacro %}

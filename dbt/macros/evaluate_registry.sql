@@ -80,6 +80,7 @@
  ],
  "column_marks": {
   "item": "RECSQLxITEMx",
+  "price": "RECSQLxPRICEx",
   "user": "RECSQLxUSERx"
  },
  "conventions": {
@@ -261,6 +262,9 @@
   ],
   "kendall": [
    "pairs"
+  ],
+  "money_recall": [
+   "truth_rows"
   ],
   "ndcg|jarvelin|binary|k_slots": [
    "slots"
@@ -874,18 +878,61 @@
  "missing": {
   "arp": {
    "alternatives": {},
-   "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'"
+   "fitted": none,
+   "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'",
+   "input": "interactions"
+  },
+  "money_precision": {
+   "alternatives": {},
+   "fitted": none,
+   "fix": "needs item prices: pass items= with columns 'RECSQLxITEMx' and 'RECSQLxPRICEx'",
+   "input": "items"
+  },
+  "money_recall": {
+   "alternatives": {},
+   "fitted": none,
+   "fix": "needs item prices: pass items= with columns 'RECSQLxITEMx' and 'RECSQLxPRICEx'",
+   "input": "items"
   },
   "novelty|interactions": {
    "alternatives": {
     "p": "; or write p=items, which needs item probabilities: pass items= with columns 'RECSQLxITEMx' and 'probability'"
    },
-   "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'"
+   "fitted": {
+    "choices": "p=items",
+    "inputs": [
+     "items"
+    ],
+    "params": [
+     "p"
+    ]
+   },
+   "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'",
+   "input": "interactions"
   },
   "surprisal": {
    "alternatives": {},
-   "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'"
+   "fitted": none,
+   "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'",
+   "input": "interactions"
   }
+ },
+ "needs": {
+  "arp": [
+   "interactions"
+  ],
+  "money_precision": [
+   "price"
+  ],
+  "money_recall": [
+   "price"
+  ],
+  "novelty|interactions": [
+   "interactions"
+  ],
+  "surprisal": [
+   "interactions"
+  ]
  },
  "populations": [
   "relevant",
@@ -911,8 +958,6 @@
   "diversity|category": "it reads side inputs (category) the macro does not take yet",
   "diversity|features": "it reads side inputs (features) the macro does not take yet",
   "gini": "it needs a part of the ranked-rows stage not generated for the macro yet (catalog, exposure)",
-  "money_precision": "it reads side inputs (price) the macro does not take yet",
-  "money_recall": "it reads side inputs (price) the macro does not take yet",
   "novelty|items": "it reads side inputs (probability) the macro does not take yet",
   "personalization": "it needs a part of the ranked-rows stage not generated for the macro yet (exposure)",
   "serendipity": "it reads side inputs (interactions_or_baseline) the macro does not take yet",

@@ -6,8 +6,9 @@ module writes, from the composer and the ``sql/`` templates (never by hand), per
 - ``<adapter>__recsql_evaluate_sql``: the composed statement, each CTE written once per variant of
   the *switches* it depends on (number of run keys, score or rank, output, whole list or
   cut, exponential gains; and, factorised, the duplicates policy, a missing relevance column, the
-  tie rule: item_id or item_id_desc, auc's tie-group bounds, and what a convention sets: negative
-  relevance unjudged, no gain below the threshold, tied ids compared as text),
+  tie rule: item_id or item_id_desc, auc's tie-group bounds, what a convention sets: negative
+  relevance unjudged, no gain below the threshold, tied ids compared as text, and the items'
+  prices, whose CTE ``items_in`` is written only then),
   with every value substituted as a Jinja expression (column names, the relevance threshold, the
   list's cutoff) and the metric projections as a loop over the parsed metrics;
 - ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
@@ -38,7 +39,7 @@ The optional parts of the ranked-rows stage that cascades, pairs, rank correlati
 ideal order and k slots add are written only when a metric asked needs them (:mod:`recsql.dbt.features`).
 
 The metrics it serves (:func:`served`) are those whose SQL reads only recs, truth and the side
-inputs of :data:`recsql.dbt.features.SIDE_INPUTS` (interactions) and needs no other optional part
+inputs of :data:`NEED_INPUT` (interactions; items for their prices) and needs no other optional part
 of the stage than those and the tie bounds; the others raise a compiler error
 naming ``recsql dbt model``, as do a metric its convention ranks or judges unlike its others (a
 second view of the list: the macro of recsql/dbt/jinja.py refuses it) and side inputs. A metric
@@ -77,7 +78,12 @@ NUMBER_SENTINELS = (0.3141592, 0.2718281)  # a numeric metric option
 # the second, third... numeric option of a metric (pfound's p_break besides max_grade): (first, second)
 MORE_NUMBER_SENTINELS = ((0.1414213, 0.1732050), (0.2236067, 0.2449489))
 COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col": "recsql_c_order",
-           "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance"}
+           "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance", "price_col": "recsql_c_price"}
+# What the macro's metrics may need besides recs and truth (recsql.compose.needs), and the input that
+# gives it: interactions (the wide statement's features, recsql.dbt.features), the items' prices
+# (a factorised switch: items_in, ranked's join of it, the items' checks).
+NEED_INPUT = {"interactions": "interactions", "price": "items"}
+MACRO_INPUTS = tuple(sorted(set(NEED_INPUT.values())))
 RUN_SENTINEL = "recsql_c_run{}"
 # Every id is composed as text under this collation (text_ids): :func:`_collated` writes each COLLATE
 # behind the macro's `rs.text.<id>` (user_id, item_id, run0..run3) with the adapter's binary collation.
@@ -111,9 +117,12 @@ BASE_SWITCHES = ("runs", "order", "output", "whole", "exponent")
 EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"),
                   "ties": ("item_id", "item_id_desc", "average"),
                   "tie_bounds": ("off", "on"), "negative": ("no", "yes"), "gain": ("all", "relevant"),
-                  "id_cast": ("off", "on")}
+                  "id_cast": ("off", "on"), "price": ("off", "on")}
 # The part of the stage served by a factorised switch of the same name (not by recsql.dbt.features).
 BOUNDS = "tie_bounds"
+# Every truth row (money_recall), not the ideal order cut at the largest cutoff: what the statements
+# for the whole list (the base switch ``whole``) read, which the macro then sets.
+WHOLE_TRUTH = "truth_rows"
 SWITCHES = (*BASE_SWITCHES, *EXTRA_SWITCHES)
 DEFAULTS = {name: values[0] for name, values in EXTRA_SWITCHES.items()}
 
@@ -168,9 +177,9 @@ def served(name: str, options: dict[str, str]) -> str:
     """Why ``recsql.evaluate`` cannot compute this metric variant ('' when it can)."""
     spec = registry()[name]
     needs = variant_needs(name, options)
-    if needs - feat.SIDE_INPUTS:
+    if needs - set(NEED_INPUT):
         return f"it reads side inputs ({', '.join(sorted(needs))}) the macro does not take yet"
-    features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS}
+    features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS, WHOLE_TRUTH}
     if features:
         return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
     if spec.population not in ("truth", "lists"):
@@ -187,7 +196,8 @@ def _representatives(whole: bool, exponent: bool, k: int, average: bool = False)
     for name in registry():
         spec = registry()[name]
         for options in _variants(name):
-            if served(name, options) or variant_features(name, options) or (spec.full_list and not whole):
+            if (served(name, options) or variant_features(name, options) or variant_needs(name, options)
+                    or (spec.full_list and not whole)):
                 continue
             for with_k in _cutoffs(name):
                 if not with_k and not whole:
@@ -247,14 +257,14 @@ def raises_to_relevance(metric: str) -> bool:
     """Whether the statement for this metric alone raises 2 to a relevance (its input checks then
     refuse relevances above 1000: README, "Safety")."""
     parsed = parse_metric(metric)
-    inputs = {role: role for role in ("recs", "truth", *sorted(parsed.spec.requires(parsed.all_options()) & feat.SIDE_INPUTS))}
+    inputs = {role: role for role in ("recs", "truth", *sorted({NEED_INPUT[n] for n in parsed.spec.requires(parsed.all_options())}))}
     statement, _ = _statement(ModelSpec("probe", [metric], inputs=inputs, output="per_user"), "duckdb")
     return uses_exponent(statement)
 
 
 def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     runs = [RUN_SENTINEL.format(i) for i in range(key["runs"])]
-    options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"],
+    options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"], "price_col": COLUMNS["price_col"],
                "relevance_col": COLUMNS["relevance_col"] if key["relevance"] == "column" else None, "run_cols": runs,
                "threshold": SENTINELS["threshold"][sentinel], "population": COMPOSED_POPULATION,
                "duplicates": key["duplicates"], "ties": key["ties"]}
@@ -268,8 +278,11 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     wide = frozenset(f for f in wide if f in AVERAGE_FEATURES or not average)
     if (wide and not average) or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
         metrics = metrics + ["auc" if key["whole"] else f"auc@{SENTINELS['max_k'][sentinel]}"]
+    if key["price"] == "on":  # the items' prices: items_in, its join in ranked, its checks
+        metrics = metrics + [f"money_precision@{SENTINELS['max_k'][sentinel]}"]
     items = () if key["id_cast"] == "on" else (COLUMNS["item_col"],)
-    inputs = {role: role for role in ("recs", "truth", *sorted({feat.INPUTS[f] for f in wide if f in feat.INPUTS}))}
+    given = {feat.INPUTS[f] for f in wide if f in feat.INPUTS} | ({"items"} if key["price"] == "on" else set())
+    inputs = {role: role for role in ("recs", "truth", *sorted(given))}
     return ModelSpec("recsql_evaluate", metrics, inputs=inputs, output=key["output"], options=options,
                      text_ids=(COLUMNS["user_col"], *items, *runs))
 
@@ -582,24 +595,25 @@ WIDE_CTES = ("stacked", "ranked")
 
 def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[str, str] | None = None) -> set[str]:
     """The CTEs (among ``kept``) an assignment of extra switches changes at the :data:`PROBES` base
-    keys, in the statement with the stage parts ``wide``; a CTE it adds or removes is refused, but for
-    the own CTEs of a stage part that ties='average' cannot have (``owner``: CTE -> part), never written then."""
+    keys, in the statement with the stage parts ``wide``, those it adds included (the items' CTE,
+    written only under price='on'); a CTE it removes is refused, but for the own CTEs of a stage
+    part that ties='average' cannot have (``owner``: CTE -> part), never written then."""
     unavailable = ({n for n, fs in (owner or {}).items() if not set(fs) & AVERAGE_FEATURES}
                    if assignment.get("ties") == "average" else set())
     changed: set[str] = set()
     for probe in PROBES:
         at = _parts({**probe, **DEFAULTS}, target, wide)
         varied = _parts({**probe, **DEFAULTS, **assignment}, target, wide)
-        if set(varied) - set(at) or set(at) - set(varied) - unavailable:
-            raise RuntimeError(f"{assignment} changes which CTEs the statement has ({sorted(set(varied) ^ set(at))})")
-        changed |= {n for n in varied if _material(varied[n], assignment) != _material(at[n], assignment) and kept(n, assignment)}
+        if set(at) - set(varied) - unavailable:
+            raise RuntimeError(f"{assignment} removes CTEs from the statement ({sorted(set(at) - set(varied))})")
+        changed |= {n for n in varied if _material(varied[n], assignment) != _material(at.get(n), assignment) and kept(n, assignment)}
     return changed
 
 
 def possible(assignment: dict) -> bool:
-    """Whether the macro can set these switch values together: auc's tie bounds are never asked under
-    ties='average' (auc has no exact expected value there)."""
-    return not (assignment.get("ties") == "average" and assignment.get(BOUNDS) == "on")
+    """Whether the macro can set these switch values together: auc's tie bounds and the items' prices
+    are never asked under ties='average' (auc and the money metrics have no exact expected value there)."""
+    return not (assignment.get("ties") == "average" and (assignment.get(BOUNDS) == "on" or assignment.get("price") == "on"))
 
 
 _ITEM_COLLATE = re.compile(r"\{% if rs\.text\.item_id %\}.*?\{% endif %\}")
@@ -654,7 +668,8 @@ def switches_of(target: str, wide: frozenset, kept, owner: dict[str, str]) -> di
 # Every switch away from its default, as the macro can set them together: negative='yes' only with a
 # relevance column (without one no relevance is negative), no tie bounds under ties='average'.
 _LAST = {s: values[-1] for s, values in EXTRA_SWITCHES.items()}
-_COMBINED = ({**_LAST, "negative": "no", "ties": "item_id_desc"}, {**_LAST, BOUNDS: "off", "relevance": "column"})
+_COMBINED = ({**_LAST, "negative": "no", "ties": "item_id_desc"},
+             {**_LAST, BOUNDS: "off", "relevance": "column", "price": "off"})
 
 
 def _factorised(target: str, keys: list[dict], dims: dict[str, list[str]], switches: dict[str, tuple[str, ...]],
@@ -737,13 +752,14 @@ def statement_macro(adapter_name: str) -> str:
     wide = [_parts(key, target, every) for key in keys]
     owner = _feature_ctes(target, variants[0], keys[0])
     order: list[str] = []
-    for parts in variants + wide:  # every variant's CTEs in its order (a CTE new to the list after its predecessor)
+    added = [_parts({**keys[0], **_COMBINED[0]}, target), _parts({**keys[0], **_COMBINED[0]}, target, every)]  # CTEs a switch adds
+    for parts in variants + wide + added:  # every variant's CTEs in its order (a CTE new to the list after its predecessor)
         previous = None
         for name in parts:
             if name not in order:
                 order.insert(order.index(previous) + 1 if previous is not None else 0, name)
             previous = name
-    for parts in variants + wide:
+    for parts in variants + wide + added:
         positions = [order.index(n) for n in parts]
         if positions != sorted(positions):
             raise RuntimeError("the CTEs of the recsql.evaluate statement come in different orders")
@@ -791,7 +807,7 @@ def statement_macro(adapter_name: str) -> str:
             raise RuntimeError(f"{name} is changed by a factorised switch in the wide statement only")
         body.append(text)
     _rendered.cache_clear()  # an adapter's texts serve only its own macro
-    inputs = "".join(f", {role}=none" for role in sorted(feat.SIDE_INPUTS))
+    inputs = "".join(f", {role}=none" for role in MACRO_INPUTS)
     return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth{inputs}) -%}}\n"
             + f"{{%- set recsql_population_sql = {population_sql(get_dialect(target).sqlglot)!r} %}}\n" + "".join(body)
             + "{%- endmacro %}\n")

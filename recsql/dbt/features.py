@@ -56,7 +56,6 @@ FEATURES = tuple(metrics(0))
 # of ``ranked`` each adds (recsql.compose.stage drops them, with their columns, when it is off).
 INPUTS = {"popularity": "interactions", "interaction_users": "interactions"}
 SIDE_JOINS = {"popularity": {"pop"}, "interaction_users": {"iu"}}
-SIDE_INPUTS = frozenset(INPUTS.values())
 BRANCH_FEATURE = {table: feature for feature, table in BRANCHES.items() if feature in FEATURES}
 _TABLES = {"list_ideal_cuts": "list_ideal", "corr_cuts": "corr"}  # cutoff tables: one row per cutoff asked
 

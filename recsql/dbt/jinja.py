@@ -17,8 +17,8 @@ from ..metrics import _INTERVAL_RE, registry, tie_averaged
 from ..compose import TIES
 from ..compose.plan import MAX_SLOTS
 from . import features as feat
-from ..compose.needs import _REQUIREMENTS, _alternatives
-from .evaluate import (MAX_RUNS, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
+from ..compose.needs import _REQUIREMENTS, _alternatives, fit_to_inputs
+from .evaluate import (MAX_RUNS, NEED_INPUT, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
                        variant_averaged, variant_features, variant_needs)
 from .model import GENERATED, _comment
 
@@ -32,7 +32,7 @@ def variant_key(name: str, options: dict[str, str]) -> str:
 
 # The id columns in the messages of a metric whose side input is missing, as the macro fills them in
 # (the other columns are the macro's defaults: it does not take their names yet).
-COLUMN_MARKS = {"user": "RECSQLxUSERx", "item": "RECSQLxITEMx"}
+COLUMN_MARKS = {"user": "RECSQLxUSERx", "item": "RECSQLxITEMx", "price": "RECSQLxPRICEx"}
 
 
 def _missing(name: str, options: dict[str, str]) -> dict:
@@ -40,19 +40,28 @@ def _missing(name: str, options: dict[str, str]) -> dict:
     the fix for its first need and, per enum option the user did not write, the other choices
     and what they need (recsql.compose.needs.check_inputs), id columns as :data:`COLUMN_MARKS`."""
     metric = _metric(name, 7 if registry()[name].k_rule != "none" else None, options, 0.5)
-    names = {k: repr(v) for k, v in dict(price="price", probability="probability", category="category", features="features",
+    names = {k: repr(v) for k, v in dict(probability="probability", category="category", features="features",
                                          feature="feature", value="value", **COLUMN_MARKS).items()}
     need = sorted(variant_needs(name, options))[0]
     alternatives = {}
     for param in metric.spec.params:
         metric.explicit = set(metric.spec.params) - {param}
         alternatives[param] = _alternatives(metric, {"truth"}, names)
-    return {"fix": _REQUIREMENTS[need][1].format(**names), "alternatives": alternatives}
+    # what recsql.evaluate computes instead when the other inputs the macro takes are given (novelty
+    # with items and no interactions: p=items, which the macro does not compute yet)
+    metric.explicit = set()
+    others = {"truth", *(set(NEED_INPUT.values()) - {NEED_INPUT[need]})}
+    fitted = fit_to_inputs(metric, others)
+    moved = {p: v for p, v in fitted.all_options().items() if v != metric.all_options()[p]}
+    return {"fix": _REQUIREMENTS[need][1].format(**names), "alternatives": alternatives, "input": NEED_INPUT[need],
+            "fitted": {"choices": ",".join(f"{p}={v}" for p, v in moved.items()), "params": sorted(moved),
+                       "inputs": sorted(set().union(*(_REQUIREMENTS[n][0] for n in fitted.spec.requires(fitted.all_options()))))}
+            if moved else None}
 
 
 def _facts() -> dict:
     metrics = {}
-    exponent, unserved, features, average, missing = [], {}, {}, [], {}
+    exponent, unserved, features, average, missing, needs = [], {}, {}, [], {}, {}
     for name, spec in registry().items():
         params = {}
         for p, v in spec.params.items():
@@ -72,6 +81,7 @@ def _facts() -> dict:
                 features[key] = sorted(variant_features(name, options))
             if variant_needs(name, options):
                 missing[key] = _missing(name, options)
+                needs[key] = sorted(variant_needs(name, options))
             if variant_averaged(name, options):
                 average.append(key)
             for k in (7, None) if spec.k_rule != "none" else (None,):
@@ -92,7 +102,7 @@ def _facts() -> dict:
     return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
             "features": features, "stage_parts": list(feat.FEATURES), "max_slots": MAX_SLOTS,
             "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
-            "conventions": conventions, "average": sorted(average), "missing": missing,
+            "conventions": conventions, "average": sorted(average), "missing": missing, "needs": needs,
             "column_marks": COLUMN_MARKS,
             "average_metrics": tie_averaged()}
 
@@ -257,7 +267,7 @@ EVALUATE = r"""{# GENERATED #}
 {% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
                   score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population=none,
                   duplicates='error', convention='recsql', ties=none, items=none, interactions=none, catalog=none,
-                  baseline=none, item_features=none, column_names='safe', text_ids=none) -%}
+                  baseline=none, item_features=none, column_names='safe', text_ids=none, price_col='price') -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
   {%- set conventions = recsql._registry().conventions -%}
@@ -278,7 +288,7 @@ EVALUATE = r"""{# GENERATED #}
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
-  {%- for role, given in [('items', items), ('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
+  {%- for role, given in [('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
   {%- if later -%}
@@ -316,13 +326,22 @@ EVALUATE = r"""{# GENERATED #}
     {%- endif -%}
     {#- a side input it reads and that was not given: recsql.evaluate's message -#}
     {%- set missing = recsql._registry().missing.get(m.variant) -%}
-    {%- if missing is not none and interactions is none -%}
+    {%- set inputs = {'interactions': interactions is not none, 'items': items is not none} -%}
+    {%- if missing is not none and not inputs[missing.input] -%}
+      {%- set fitted = missing.fitted -%}
+      {%- set fits = namespace(ok=fitted is not none) -%}
+      {%- for name in (fitted.params + fitted.inputs if fitted is not none else []) -%}
+        {%- if name in m.given or (name in inputs and not inputs[name]) -%}{%- set fits.ok = false -%}{%- endif -%}
+      {%- endfor -%}
+      {%- if fits.ok -%}
+        {{ recsql._fail("metric '" ~ m.canonical ~ "' is computed with " ~ fitted.choices ~ " when " ~ (fitted.inputs | join('=, ')) ~ "= is given and " ~ missing.input ~ "= is not, as recsql.evaluate computes it; the dbt macro does not compute " ~ fitted.choices ~ " yet: pass " ~ missing.input ~ "=, or write a model with `recsql dbt model`") }}
+      {%- endif -%}
       {%- set marks = recsql._registry().column_marks -%}
       {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
       {%- for param, alternative in missing.alternatives.items() -%}
         {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
       {%- endfor -%}
-      {{ recsql._fail(ns.text.replace("'" ~ marks.user ~ "'", "'" ~ user_col ~ "'").replace("'" ~ marks.item ~ "'", "'" ~ item_col ~ "'")) }}
+      {{ recsql._fail(ns.text.replace("'" ~ marks.user ~ "'", "'" ~ user_col ~ "'").replace("'" ~ marks.item ~ "'", "'" ~ item_col ~ "'").replace("'" ~ marks.price ~ "'", "'" ~ price_col ~ "'")) }}
     {%- endif -%}
   {%- endfor -%}
   {#- the summary's user counts, as recsql.evaluate writes them: n_users for the call's population first,
@@ -338,7 +357,7 @@ EVALUATE = r"""{# GENERATED #}
                    + (counts | rejectattr('name', 'in', ['n_users', 'n_users_with_recs']) | list)
                    + (counts | selectattr('name', 'equalto', 'n_users_with_recs') | list) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {} -%}{%- set bounds = [] -%}
+  {%- set features = {} -%}{%- set bounds = [] -%}{%- set prices = [] -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
     {%- if m.whole -%}{%- do whole.append(m.name) -%}{%- else -%}{%- do ks.append(m.k) -%}{%- endif -%}
@@ -346,6 +365,8 @@ EVALUATE = r"""{# GENERATED #}
     {%- for f in m.features -%}
       {%- if f == 'tie_bounds' -%}
         {%- do bounds.append(m.name) -%}
+      {%- elif f == 'truth_rows' -%}
+        {%- do whole.append(m.name) -%}
       {%- elif f == 'cascade' -%}
         {%- set row = {'kind': m.name, 'grade': m.numbers.max_grade if 'max_grade' in m.numbers else 'NULL'} -%}
         {%- if row not in features.cascade -%}{%- do features.cascade.append(row) -%}{%- endif -%}
@@ -353,6 +374,7 @@ EVALUATE = r"""{# GENERATED #}
         {%- do features[f].append(m.k) -%}
       {%- endif -%}
     {%- endfor -%}
+    {%- if 'price' in recsql._registry().needs.get(m.variant, []) -%}{%- do prices.append(m.name) -%}{%- endif -%}
     {%- do m.update({'sql': adapter.dispatch('recsql_metric_sql', 'recsql')(m) | trim}) -%}
   {%- endfor -%}
   {%- if features.slots and features.slots | max > recsql._registry().max_slots -%}
@@ -367,6 +389,8 @@ EVALUATE = r"""{# GENERATED #}
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
       'relevance': 'column' if relevance_col is not none else 'none',
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
+      'price': 'on' if prices else 'off',
+      'price_col': recsql._ident(price_col),
       'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
@@ -375,6 +399,6 @@ EVALUATE = r"""{# GENERATED #}
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}
-  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, interactions)) }}
+  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, interactions, items)) }}
 {%- endmacro %}
 """.replace("{# GENERATED #}", f"{{# {GENERATED} #}}")

@@ -1,7 +1,8 @@
 {# recsql.evaluate with everything from var(): tests/test_dbt.py builds it with several --vars and
-   compares every number with recsql.evaluate. The depends_on line declares the interactions seed,
-   which var('recsql_interactions') may name. #}
+   compares every number with recsql.evaluate. The depends_on lines declare the side inputs' seeds,
+   which var('recsql_interactions') and var('recsql_items') may name. #}
 -- depends_on: {{ ref('interactions') }}
+-- depends_on: {{ ref('items') }}
 {{ config(materialized='table') }}
 {{ recsql.evaluate(
     recs=ref(var('recsql_recs', 'recs')),
@@ -19,4 +20,5 @@
     relevance_col=var('recsql_relevance_col', 'relevance'),
     column_names=var('recsql_column_names', 'safe'),
     text_ids=var('recsql_text_ids', none),
-    interactions=(ref(var('recsql_interactions')) if var('recsql_interactions', none) is not none else none)) }}
+    interactions=(ref(var('recsql_interactions')) if var('recsql_interactions', none) is not none else none),
+    items=(ref(var('recsql_items')) if var('recsql_items', none) is not none else none)) }}
