@@ -84,10 +84,21 @@ def _fetch(con, sql: str) -> pd.DataFrame:
     return con.execute(sql).df()
 
 
+def _checks(frame: pd.DataFrame) -> list[str]:
+    """The input-check columns of a result (lower case)."""
+    return [c for c in frame.columns if c.endswith(("_invalid_rows", "_duplicate_rows"))]
+
+
+def _same_order(actual: pd.DataFrame, expected: pd.DataFrame, where: str) -> None:
+    """recsql.evaluate's columns in its order (the input checks aside)."""
+    actual = actual.rename(columns=str.lower)
+    assert [c for c in actual.columns if c not in _checks(actual)] == [c.lower() for c in expected.columns], where
+
+
 def _same(actual: pd.DataFrame, expected: pd.DataFrame, keys: list[str], where: str) -> None:
     """Every row and number equal (to 1e-9; NULL where recsql.evaluate has NaN); input checks all 0."""
     actual = actual.rename(columns=str.lower)
-    checks = [c for c in actual.columns if c.endswith(("_invalid_rows", "_duplicate_rows"))]
+    checks = _checks(actual)
     assert (actual[checks] == 0).all().all(), where
     actual = actual.drop(columns=checks)
     expected = expected.rename(columns=str.lower)
@@ -395,8 +406,7 @@ def test_macro_metric_populations(adapter):
             _same(got, expected, case["run_cols"] + (["user_id"] if output == "per_user" else []), str(call))
             if output == "summary":
                 seen.add(tuple(c for c in got.columns if c.startswith("n_users")))
-                shown = [c.lower() for c in got.columns if not c.lower().endswith(("_invalid_rows", "_duplicate_rows"))]
-                assert shown == [c.lower() for c in expected.columns], str(call)  # evaluate's columns, in its order
+                _same_order(got, expected, str(call))
                 if "precision@2" in case["metrics"] or "recall@2" in case["metrics"]:
                     assert (got["n_users_ndcg"] != got["n_users"]).any(), str(call)
     assert seen == {("n_users", "n_users_ndcg"), ("n_users_ndcg",)}
@@ -429,8 +439,7 @@ def test_macro_side_inputs(adapter):
             got, expected = _fetch(con, sql), _expected_call(call)
             _same(got, expected, keys, str(call))
             if output == "summary":
-                shown = [c.lower() for c in got.columns if not c.lower().endswith(("_invalid_rows", "_duplicate_rows"))]
-                assert shown == [c.lower() for c in expected.columns], str(call)
+                _same_order(got, expected, str(call))
             if adapter == "duckdb":
                 _ctes_not_empty(con, sql, "duckdb", str(call))
     call = dict(recs="recs", metrics=["ndcg@3"], run_cols=["model"], output="summary")

@@ -44,7 +44,8 @@ of the stage than those and the tie bounds; the others raise a compiler error
 naming ``recsql dbt model``, as do a metric its convention ranks or judges unlike its others (a
 second view of the list: the macro of recsql/dbt/jinja.py refuses it) and side inputs. A metric
 averaged over a population of its own (msr's ndcg) is served: whom each metric averages over is
-the macro's to fill in (:data:`POPULATION_MARK`), so the statements are composed at one population. Under ties='average' the statements are composed with the metrics that have an exact
+the macro's to fill in (:data:`POPULATION_MARK`), so the statements are composed at one population.
+Under ties='average' the statements are composed with the metrics that have an exact
 expected value over tied positions (:func:`averaged`); the macro refuses the others with
 recsql.evaluate's message.
 """
@@ -273,9 +274,9 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     else:
         options.update(score_col=COLUMNS["score_col"])
     average = key["ties"] == "average"
-    metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel], average)
-    metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide and (f in AVERAGE_FEATURES or not average)]
     wide = frozenset(f for f in wide if f in AVERAGE_FEATURES or not average)
+    metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel], average)
+    metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide]
     if (wide and not average) or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
         metrics = metrics + ["auc" if key["whole"] else f"auc@{SENTINELS['max_k'][sentinel]}"]
     if key["price"] == "on":  # the items' prices: items_in, its join in ranked, its checks
@@ -366,15 +367,23 @@ def _population_marked(projection: exp.Expression, marker: str) -> exp.Expressio
     return projection
 
 
-def _population_jinja(text: str, target: str) -> str:
-    """The population markers of :func:`_marked` as Jinja over ``recsql_population_sql``."""
-    condition = "({{ recsql_population_sql[%s] }})"
-    any_of = "{% for p in rs.populations %}{% if not loop.first %} OR {% endif %}" + condition % "p" + "{% endfor %}"
+_CONDITION = "({{ recsql_population_sql[%s] }})"
+
+
+@lru_cache(maxsize=None)
+def _count_jinja(target: str) -> str:
+    """One user count of the summary in the dialect ``target``, over the loop variable ``c`` of ``rs.counts``."""
     count = sqlglot.parse_one(f"CAST(COALESCE(SUM(CASE WHEN {POPULATION_MARK['count']} = 0 THEN 1 ELSE 0 END), 0) AS BIGINT)")
     count = _projection(exp.alias_(count, POPULATION_MARK["name"]), target)
-    count = _marker(count, "count", condition % "c.population").replace(POPULATION_MARK["name"], "{{ c.name }}")
-    text = _marker(_marker(text, "metric", condition % "m.population"), "any", any_of)
-    return re.sub(r"\b" + POPULATION_MARK["counts"] + r",\s*", lambda _m: "{% for c in rs.counts %}" + count + ",\n  {% endfor %}", text)
+    return _marker(count, "count", _CONDITION % "c.population").replace(POPULATION_MARK["name"], "{{ c.name }}")
+
+
+def _population_jinja(text: str, target: str) -> str:
+    """The population markers of :func:`_marked` as Jinja over ``recsql_population_sql``."""
+    any_of = "{% for p in rs.populations %}{% if not loop.first %} OR {% endif %}" + _CONDITION % "p" + "{% endfor %}"
+    text = _marker(_marker(text, "metric", _CONDITION % "m.population"), "any", any_of)
+    counts = "{% for c in rs.counts %}" + _count_jinja(target) + ",\n  {% endfor %}"
+    return re.sub(r"\b" + POPULATION_MARK["counts"] + r",\s*", lambda _m: counts, text)
 
 
 def _marker(text: str, marker: str, jinja: str) -> str:
@@ -487,7 +496,7 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
         if wide and cte.alias == "stacked":
             parts.append((cte.alias, feat.guarded_stacked(cte, lambda node: _sql(node, target))))
         elif wide and cte.alias == "ranked":
-            parts.append((cte.alias, feat.guarded_ranked(cte, lambda node: _sql(node, target), lambda node: _sql(node, target),
+            parts.append((cte.alias, feat.guarded_ranked(cte, lambda node: _sql(node, target),
                                                          lambda node: _projection(node, target))))
         else:
             parts.append((cte.alias, _sql(cte, target)))
@@ -593,11 +602,11 @@ Extra = dict  # CTE name -> [(assignment, base keys, texts at those keys, the ba
 WIDE_CTES = ("stacked", "ranked")
 
 
-def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[str, str] | None = None) -> set[str]:
+def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[str, tuple[str, ...]] | None = None) -> set[str]:
     """The CTEs (among ``kept``) an assignment of extra switches changes at the :data:`PROBES` base
     keys, in the statement with the stage parts ``wide``, those it adds included (the items' CTE,
     written only under price='on'); a CTE it removes is refused, but for the own CTEs of a stage
-    part that ties='average' cannot have (``owner``: CTE -> part), never written then."""
+    part that ties='average' cannot have (``owner``: CTE -> its parts), never written then."""
     unavailable = ({n for n, fs in (owner or {}).items() if not set(fs) & AVERAGE_FEATURES}
                    if assignment.get("ties") == "average" else set())
     changed: set[str] = set()
@@ -628,18 +637,18 @@ def _material(text: str | None, assignment: dict) -> str | None:
     return _ITEM_COLLATE.sub("", text)
 
 
-def _narrow_kept(owner: dict[str, str]):
+def _narrow_kept(owner: dict[str, tuple[str, ...]]):
     """Which CTEs the statement without stage parts gives the macro under an assignment: not a part's
     own, and ``stacked``/``ranked`` only while no part is asked (tie_bounds='on' asks one)."""
     return lambda name, assignment: name not in owner and (name not in WIDE_CTES or assignment.get(BOUNDS, "off") == "off")
 
 
-def _wide_kept(owner: dict[str, str]):
+def _wide_kept(owner: dict[str, tuple[str, ...]]):
     """Which CTEs the wide statement gives the macro: the parts' own, ``stacked`` and ``ranked``."""
     return lambda name, assignment: name in owner or name in WIDE_CTES
 
 
-def switches_of(target: str, wide: frozenset, kept, owner: dict[str, str]) -> dict[str, tuple[str, ...]]:
+def switches_of(target: str, wide: frozenset, kept, owner: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
     """CTE -> the extra switches that change it (each switch's values alone, at the probes, in the
     statement with the stage parts ``wide``). A CTE's branches are the combinations of its own
     switches only, so the generator composes, per CTE, the product of those switches' values and not
@@ -666,14 +675,14 @@ def switches_of(target: str, wide: frozenset, kept, owner: dict[str, str]) -> di
 
 
 # Every switch away from its default, as the macro can set them together: negative='yes' only with a
-# relevance column (without one no relevance is negative), no tie bounds under ties='average'.
+# relevance column (without one no relevance is negative), no tie bounds or prices under ties='average'.
 _LAST = {s: values[-1] for s, values in EXTRA_SWITCHES.items()}
 _COMBINED = ({**_LAST, "negative": "no", "ties": "item_id_desc"},
              {**_LAST, BOUNDS: "off", "relevance": "column", "price": "off"})
 
 
 def _factorised(target: str, keys: list[dict], dims: dict[str, list[str]], switches: dict[str, tuple[str, ...]],
-                wide: frozenset, kept, owner: dict[str, str]) -> Extra:
+                wide: frozenset, kept, owner: dict[str, tuple[str, ...]]) -> Extra:
     """The extra switches (:data:`EXTRA_SWITCHES`) without composing every key for each of their values:
     for each CTE, each combination of the values of its own switches (:func:`switches_of`) but the
     defaults (the other switches at theirs) that changes it at the :data:`PROBES` base keys, the CTE

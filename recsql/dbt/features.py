@@ -74,7 +74,7 @@ def guarded_stacked(cte: exp.CTE, render) -> str:
     return text + "\n)"
 
 
-def guarded_ranked(cte: exp.CTE, render, render_join, render_projection) -> str:
+def guarded_ranked(cte: exp.CTE, render, render_projection) -> str:
     """``ranked`` with the joins of a side input's feature (:data:`SIDE_JOINS`), and the columns that
     read them, written only when that feature is asked: the wide statement's ``ranked`` serves every
     call that asks any feature, and a side input not given has no CTE to join."""
@@ -91,7 +91,7 @@ def guarded_ranked(cte: exp.CTE, render, render_join, render_projection) -> str:
     for join in list(select.args.get("joins") or []):
         feature = feature_of({join.this.alias_or_name})
         if feature:
-            joins.append(f"\n{_IF}{feature}\n{render_join(join)}\n{_ENDIF}")
+            joins.append(f"\n{_IF}{feature}\n{render(join)}\n{_ENDIF}")
             join.pop()
     columns: dict[str, tuple[str, str]] = {}
     for n, projection in enumerate(list(select.expressions)):
