@@ -267,7 +267,7 @@ def _var_cases() -> list[dict]:
         dict(recsql_metrics=_served_variants(3, side=True), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
              recsql_output="per_user", recsql_interactions="interactions", recsql_items="items"),
         dict(recsql_metrics=_served_variants(None, side=True), recsql_run_cols=["model"], recsql_interactions="interactions",
-             recsql_items="items", recsql_duplicates="best"),
+             recsql_items="items", recsql_duplicates="best", recsql_catalog="catalog"),
         # ties='average': the expected value over tied positions, for the metrics that have one
         dict(recsql_metrics=AVERAGE_METRICS, recsql_run_cols=["model"], recsql_ties="average", recsql_output="per_user"),
         dict(recsql_metrics=AVERAGE_METRICS, recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
@@ -291,7 +291,7 @@ def _expected_from_vars(case: dict) -> pd.DataFrame:
                    duplicates=case.get("recsql_duplicates", "error"),
                    ties=case.get("recsql_ties"), convention=case.get("recsql_convention", "recsql"),
                    relevance_col=case.get("recsql_relevance_col", "relevance"))
-    for role in ("interactions", "items"):
+    for role in ("interactions", "items", "catalog"):
         if case.get(f"recsql_{role}"):
             options[role] = _seed(case[f"recsql_{role}"])
     result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed(case.get("recsql_truth", "truth")),
@@ -364,7 +364,7 @@ def test_dbt_compile_offline(tmp_path, name):
     _dbt(project, "compile", "--no-populate-cache", "--no-introspect", "--indirect-selection", "empty",
          "--select", *models, "--target-path", str(target),
          "--vars", json.dumps({"recsql_metrics": _served_variants(None, side=True), "recsql_run_cols": ["model", "variant"],
-                               "recsql_interactions": "interactions", "recsql_items": "items",
+                               "recsql_interactions": "interactions", "recsql_items": "items", "recsql_catalog": "catalog",
                                # named: found from the warehouse's column types otherwise (a connection)
                                "recsql_text_ids": ["model", "item_id"]}))
     for model in models:

@@ -35,7 +35,7 @@ from frames import assert_same_values
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "dbt" / "integration_tests" / "seeds"
 NAMES = ("recs", "recs_single", "recs_two_keys", "recs_three_keys", "recs_four_keys", "recs_duplicates", "truth",
-         "items", "interactions", "baseline", "recs_text", "truth_text")
+         "items", "interactions", "baseline", "catalog", "recs_text", "truth_text")
 # The recommendations with 0 to 4 run keys, and the run columns the macro is called with for each.
 BY_RUNS = {0: ("recs_single", []), 1: ("recs", ["model"]), 2: ("recs_two_keys", ["model", "variant"]),
            3: ("recs_three_keys", ["model", "variant", "fold"]), 4: ("recs_four_keys", ["model", "variant", "fold", "seed"])}
@@ -111,7 +111,7 @@ def _same(actual: pd.DataFrame, expected: pd.DataFrame, keys: list[str], where: 
 
 
 def _expected(recs: str, metrics: list[str], output: str, column_names: str = "safe", **options) -> pd.DataFrame:
-    inputs = {role: _seed(options.pop(role)) for role in ("truth", "items", "interactions", "baseline")
+    inputs = {role: _seed(options.pop(role)) for role in ("truth", "items", "interactions", "baseline", "catalog")
               if options.get(role)}
     result = recsql.evaluate(_seed(recs), inputs.pop("truth", None), metrics, **inputs, **options)
     frame = result.per_user if output == "per_user" else result.summary
@@ -217,7 +217,7 @@ def _random_call(rng: random.Random) -> dict:
         call["metrics"] = [m for m in call["metrics"] if not _own_rule(call, m)] or ["precision@3"]
     if call.get("ties") == "average":  # the metrics with an exact expected value over tied positions
         call["metrics"] = [m for m in call["metrics"] if averaged(recsql.parse_metric(m))] or ["precision@3"]
-    for role in ("interactions", "items"):  # a side input when a metric reads it, and some more
+    for role in ("interactions", "items", "catalog"):  # a side input when a metric reads it, and some more
         if role in _side_inputs(call["metrics"]) or rng.random() < 0.2:
             call[role] = role
     return call
@@ -448,6 +448,45 @@ def test_macro_side_inputs(adapter):
           ["model"], "unused")
 
 
+GLOBAL_CASES = [["coverage@3"], ["coverage@3", "gini@2", "personalization@3", "ndcg@3"],
+                ["personalization@2", "arp@3", "kendall@3", "precision@1"], ["gini@4", "coverage@2", "mrr", "gini@2"]]
+# The catalog coverage and gini count: the catalog input, else the items input, else every item of truth and recs.
+CATALOGS = ({}, {"catalog": "catalog"}, {"items": "items"}, {"catalog": "catalog", "items": "items", "interactions": "interactions"})
+
+
+@pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
+def test_macro_global_metrics(adapter):
+    """The global metrics (coverage, gini, personalization: one value per run, README "Beyond
+    accuracy") alone or with others, over the catalog input, the items or every item of truth and
+    recs, 0-2 run keys: recsql.evaluate's summary, with no user count of their own, and per-user
+    rows without them (none at all when only they are asked). The seeds' catalog differs from the
+    items of truth and recs (items never recommended, a recommended item outside it), so which
+    catalog is read shows in the numbers."""
+    package = Package(adapter)
+    con = _duckdb() if adapter == "duckdb" else _sqlite()
+    seen: dict[str, set] = {}
+    for n, metrics in enumerate(GLOBAL_CASES):
+        recs, run_cols = BY_RUNS[n % 3]
+        for side in CATALOGS:
+            for output in ("summary", "per_user"):
+                call = dict(recs=recs, metrics=metrics, run_cols=run_cols, output=output,
+                            **{**{role: role for role in _side_inputs(metrics)}, **side})
+                sql = _render(package, call)
+                assert ("catalog_in" in sql) == any(m.startswith(("coverage", "gini", "personalization")) for m in metrics)
+                got, expected = _fetch(con, sql), _expected_call(call)
+                _same(got, expected, run_cols + (["user_id"] if output == "per_user" else []), str(call))
+                if output == "summary":
+                    _same_order(got, expected, str(call))
+                    if "coverage@3" in metrics:
+                        seen.setdefault(side.get("catalog", side.get("items", "")), set()).add(tuple(got["coverage_at_3"]))
+                else:
+                    assert not any(c.startswith(("coverage", "gini", "personalization")) for c in got.columns)
+                    assert len(got) > 0 or metrics == ["coverage@3"], str(call)
+                if adapter == "duckdb" and output == "summary":
+                    _ctes_not_empty(con, sql, "duckdb", str(call))
+    assert seen["catalog"] != seen[""], "the catalog input changed no coverage"
+
+
 def test_macro_missing_side_input():
     """A metric whose side input is missing fails with recsql.evaluate's message, word for word (the
     other choice of an option not written included); the side inputs the macro does not take yet fail
@@ -464,7 +503,7 @@ def test_macro_missing_side_input():
     with pytest.raises(CompilerError, match=r"metric 'novelty@5' is computed with p=items when items= is given and "
                                             r"interactions= is not.*pass interactions=, or .*`recsql dbt model`"):
         package.evaluate(recs="recs", truth="truth", metrics=["novelty@5"], run_cols=["model"], items="items")
-    for role in ("baseline", "catalog", "item_features"):
+    for role in ("baseline", "item_features"):
         with pytest.raises(CompilerError, match=f"{role}= is not available in recsql.evaluate yet.*`recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=["precision@3"], **{role: role})
 
@@ -543,8 +582,8 @@ def test_macro_refuses_what_it_does_not_serve():
             if served(name, options) and not all(served(name, o) for o in _variants(name)):
                 written = ",".join(f"{p}={'0.5' if v == '#' else v}" for p, v in reversed(options.items()))
                 unserved.append(f"{name}({written})" + ("@5" if spec.k_rule != "none" else ""))
-    assert {"unexpectedness@5", "coverage@5", "novelty(p=items)@5"} <= set(unserved)
-    assert not {"novelty@5", "arp@5", "auc@5"} & set(unserved)
+    assert {"unexpectedness@5", "diversity@5", "novelty(p=items)@5"} <= set(unserved)
+    assert not {"novelty@5", "arp@5", "auc@5", "coverage@5", "gini@5", "personalization@5"} & set(unserved)
     for metric in unserved:
         with pytest.raises(CompilerError, match="is not computed by recsql.evaluate yet: .* `recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=[metric], run_cols=["model"])

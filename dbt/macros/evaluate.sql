@@ -61,7 +61,7 @@
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
-  {%- for role, given in [('catalog', catalog), ('baseline', baseline), ('item_features', item_features)] -%}
+  {%- for role, given in [('baseline', baseline), ('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
   {%- if later -%}
@@ -90,10 +90,11 @@
           or (rule.negative is not none and relevance_col is not none and rule.negative != negative)) -%}
       {{ recsql._fail("convention='" ~ convention ~ "' computes '" ~ m.column ~ "' unlike its other metrics (its own tie rule or reading of negative relevance: README, Conventions), which recsql.evaluate does not do in dbt yet; evaluate it in a model of its own with ties= given, or write a model with `recsql dbt model`") }}
     {%- endif -%}
-    {#- whom it averages over: the users with a list (list-only metrics); its convention's own population
-        unless population= is given (msr's ndcg); else the call's -#}
-    {%- if m.kind == 'lists' -%}
-      {%- do m.update({'population': 'lists'}) -%}
+    {#- whom it averages over: the users with a list (list-only metrics); nobody (global metrics: one value
+        per run); its convention's own population unless population= is given (msr's ndcg); else the call's -#}
+    {%- do m.update({'index': loop.index0}) -%}
+    {%- if m.kind in ['lists', 'global'] -%}
+      {%- do m.update({'population': m.kind}) -%}
     {%- else -%}
       {%- do m.update({'population': rule.population if (rule is not none and rule.population is not none and not explicit.population) else population}) -%}
     {%- endif -%}
@@ -120,7 +121,7 @@
   {#- the summary's user counts, as recsql.evaluate writes them: n_users for the call's population first,
       n_users_<metric> for a metric averaged over another; and which users the per-user rows hold -#}
   {%- set counts = [] -%}{%- set populations = [] -%}
-  {%- for m in parsed -%}
+  {%- for m in parsed if m.population != 'global' -%}
     {%- set name = 'n_users_with_recs' if m.population == 'lists' else ('n_users' if m.population == population else 'n_users_' ~ m.name) -%}
     {%- set count = {'name': name, 'population': m.population} -%}
     {%- if count not in counts -%}{%- do counts.append(count) -%}{%- endif -%}
@@ -162,7 +163,8 @@
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
       'relevance': 'column' if relevance_col is not none else 'none',
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
-      'price': 'on' if prices else 'off',
+      'items_input': 'price' if prices else ('given' if items is not none else 'off'),
+      'catalog': 'on' if catalog is not none else 'off',
       'price_col': recsql._ident(price_col),
       'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
@@ -172,5 +174,5 @@
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}
-  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, interactions, items)) }}
+  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, catalog=catalog, interactions=interactions, items=items)) }}
 {%- endmacro %}

@@ -218,11 +218,19 @@
   "auc": [
    "tie_bounds"
   ],
+  "coverage": [
+   "catalog",
+   "exposure"
+  ],
   "err|#": [
    "cascade"
   ],
   "err|auto": [
    "cascade"
+  ],
+  "gini": [
+   "catalog",
+   "exposure"
   ],
   "idcg|jarvelin|binary|k_slots": [
    "slots"
@@ -305,6 +313,9 @@
   "novelty|interactions": [
    "interaction_users",
    "popularity"
+  ],
+  "personalization": [
+   "exposure"
   ],
   "pfound|#|#": [
    "cascade"
@@ -946,7 +957,9 @@
   "corr",
   "cascade",
   "popularity",
-  "interaction_users"
+  "interaction_users",
+  "exposure",
+  "catalog"
  ],
  "ties": [
   "item_id",
@@ -954,12 +967,9 @@
   "average"
  ],
  "unserved": {
-  "coverage": "it needs a part of the ranked-rows stage not generated for the macro yet (catalog, exposure)",
   "diversity|category": "it reads side inputs (category) the macro does not take yet",
   "diversity|features": "it reads side inputs (features) the macro does not take yet",
-  "gini": "it needs a part of the ranked-rows stage not generated for the macro yet (catalog, exposure)",
   "novelty|items": "it reads side inputs (probability) the macro does not take yet",
-  "personalization": "it needs a part of the ranked-rows stage not generated for the macro yet (exposure)",
   "serendipity": "it reads side inputs (interactions_or_baseline) the macro does not take yet",
   "unexpectedness": "it reads side inputs (baseline) the macro does not take yet"
  }

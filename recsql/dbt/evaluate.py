@@ -7,8 +7,8 @@ module writes, from the composer and the ``sql/`` templates (never by hand), per
   the *switches* it depends on (number of run keys, score or rank, output, whole list or
   cut, exponential gains; and, factorised, the duplicates policy, a missing relevance column, the
   tie rule: item_id or item_id_desc, auc's tie-group bounds, what a convention sets: negative
-  relevance unjudged, no gain below the threshold, tied ids compared as text, and the items'
-  prices, whose CTE ``items_in`` is written only then),
+  relevance unjudged, no gain below the threshold, tied ids compared as text, the items given,
+  whose CTE ``items_in`` is written only then, and their prices read, and the catalog given),
   with every value substituted as a Jinja expression (column names, the relevance threshold, the
   list's cutoff) and the metric projections as a loop over the parsed metrics;
 - ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
@@ -42,7 +42,9 @@ The metrics it serves (:func:`served`) are those whose SQL reads only recs, trut
 inputs of :data:`NEED_INPUT` (interactions; items for their prices) and needs no other optional part
 of the stage than those and the tie bounds; the others raise a compiler error
 naming ``recsql dbt model``, as do a metric its convention ranks or judges unlike its others (a
-second view of the list: the macro of recsql/dbt/jinja.py refuses it) and side inputs. A metric
+second view of the list: the macro of recsql/dbt/jinja.py refuses it) and side inputs. The
+global metrics (one value per run: coverage, gini, personalization) are served: with one asked, the
+per-user rows and the final select come from the wide statement (:data:`GLOBAL_CTES`). A metric
 averaged over a population of its own (msr's ndcg) is served: whom each metric averages over is
 the macro's to fill in (:data:`POPULATION_MARK`), so the statements are composed at one population.
 Under ties='average' the statements are composed with the metrics that have an exact
@@ -84,7 +86,9 @@ COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col"
 # gives it: interactions (the wide statement's features, recsql.dbt.features), the items' prices
 # (a factorised switch: items_in, ranked's join of it, the items' checks).
 NEED_INPUT = {"interactions": "interactions", "price": "items"}
-MACRO_INPUTS = tuple(sorted(set(NEED_INPUT.values())))
+# The side inputs the macro takes: those and the catalog (coverage and gini count its items; without
+# it the items', else every item of truth and recs).
+MACRO_INPUTS = tuple(sorted({*NEED_INPUT.values(), "catalog"}))
 RUN_SENTINEL = "recsql_c_run{}"
 # Every id is composed as text under this collation (text_ids): :func:`_collated` writes each COLLATE
 # behind the macro's `rs.text.<id>` (user_id, item_id, run0..run3) with the adapter's binary collation.
@@ -115,10 +119,15 @@ BASE_SWITCHES = ("runs", "order", "output", "whole", "exponent")
 # (truth_judged, truth_ordered); gain='relevant' gives judgments below the threshold no gain (ranked);
 # id_cast='on' orders tied items by their id's text, bytewise, when the item id is not text already
 # (list_ranked; the item id is then composed as a non-text id, so its COLLATE leaves recs_in and truth_in).
+# The side inputs read by parts of the statement other than the optional stage parts: items_input='given'
+# (items_in and its checks, as recsql.evaluate checks any items given; ranked's join of it; the
+# catalog's items when no catalog is given), items_input='price' (their prices read too: the money
+# metrics); catalog='on' (the catalog's items from the catalog input).
+# (A switch is never named like a method of the macro's dict ``rs``: Jinja's ``rs.items`` is dict.items.)
 EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"),
                   "ties": ("item_id", "item_id_desc", "average"),
                   "tie_bounds": ("off", "on"), "negative": ("no", "yes"), "gain": ("all", "relevant"),
-                  "id_cast": ("off", "on"), "price": ("off", "on")}
+                  "id_cast": ("off", "on"), "items_input": ("off", "given", "price"), "catalog": ("off", "on")}
 # The part of the stage served by a factorised switch of the same name (not by recsql.dbt.features).
 BOUNDS = "tie_bounds"
 # Every truth row (money_recall), not the ideal order cut at the largest cutoff: what the statements
@@ -183,7 +192,7 @@ def served(name: str, options: dict[str, str]) -> str:
     features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS, WHOLE_TRUTH}
     if features:
         return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
-    if spec.population not in ("truth", "lists"):
+    if spec.population not in ("truth", "lists", "global"):
         return f"its population is {spec.population}"
     return ""
 
@@ -279,10 +288,11 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide]
     if (wide and not average) or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
         metrics = metrics + ["auc" if key["whole"] else f"auc@{SENTINELS['max_k'][sentinel]}"]
-    if key["price"] == "on":  # the items' prices: items_in, its join in ranked, its checks
+    if key["items_input"] == "price":  # the items' prices read: items_in's price column, its checks
         metrics = metrics + [f"money_precision@{SENTINELS['max_k'][sentinel]}"]
     items = () if key["id_cast"] == "on" else (COLUMNS["item_col"],)
-    given = {feat.INPUTS[f] for f in wide if f in feat.INPUTS} | ({"items"} if key["price"] == "on" else set())
+    given = ({feat.INPUTS[f] for f in wide if f in feat.INPUTS} | ({"items"} if key["items_input"] != "off" else set())
+             | ({"catalog"} if key["catalog"] == "on" else set()))
     inputs = {role: role for role in ("recs", "truth", *sorted(given))}
     return ModelSpec("recsql_evaluate", metrics, inputs=inputs, output=key["output"], options=options,
                      text_ids=(COLUMNS["user_col"], *items, *runs))
@@ -336,9 +346,13 @@ def _marked(statement: exp.Select, parsed: list[Metric]) -> tuple[exp.Select, di
     ctes = {c.alias: c.this for c in statement.args["with_"].expressions}
     is_m = lambda p: re.fullmatch(r"_m\d+", p.alias_or_name) is not None  # noqa: E731
     mark(ctes["per_user_raw"], is_m, MARK["raw"])
-    per_user = ctes["per_user"] if "per_user" in ctes else ctes["per_user_all"]
+    per_user = ctes["per_user_all"] if "per_user_all" in ctes else ctes["per_user"]
     flagged = mark(per_user, is_m, MARK["flagged"])
-    pieces["flagged"] = _population_marked(flagged[0], "metric")
+    by_alias = {f"_m{i}": m for i, m in enumerate(parsed)}
+    pieces["flagged"] = _population_marked(next(p for p in flagged if not _global(by_alias[p.alias])), "metric")
+    for p in flagged:  # a global metric's one value, on the run's global row, copied to each user's row
+        if _global(by_alias[p.alias]):
+            pieces.setdefault("flagged_global", p)
     _population_marked(next(p for p in per_user.expressions if p.alias_or_name == "_in_population"), "any")
     counts = [p for p in statement.expressions if p.alias_or_name.startswith("n_users")]
     if counts:  # the summary's (n_users; n_users_with_recs too in the wide statement, whose final select is not used)
@@ -350,12 +364,18 @@ def _marked(statement: exp.Select, parsed: list[Metric]) -> tuple[exp.Select, di
     final = mark(statement, lambda p: p.alias_or_name in names, MARK["final"])
     by_name = {m.column: m for m in parsed}
     for p in final:
-        kind = by_name[p.alias_or_name].spec.summary
+        metric = by_name[p.alias_or_name]
+        kind = "global" if _global(metric) else metric.spec.summary
         template = p.copy()
         template.set("alias", exp.to_identifier(MARK["column"]))
         pieces.setdefault(f"final_{kind}", template)
         pieces.setdefault("final", template)
     return statement, pieces
+
+
+def _global(metric: Metric) -> bool:
+    """Whether the metric has one value for all users (coverage, gini, personalization)."""
+    return metric.spec.population == "global"
 
 
 def _population_marked(projection: exp.Expression, marker: str) -> exp.Expression:
@@ -380,7 +400,8 @@ def _count_jinja(target: str) -> str:
 
 def _population_jinja(text: str, target: str) -> str:
     """The population markers of :func:`_marked` as Jinja over ``recsql_population_sql``."""
-    any_of = "{% for p in rs.populations %}{% if not loop.first %} OR {% endif %}" + _CONDITION % "p" + "{% endfor %}"
+    any_of = ("{% for p in rs.populations %}{% if not loop.first %} OR {% endif %}" + _CONDITION % "p"
+              + "{% else %}1 = 0{% endfor %}")  # global metrics alone: no user's row
     text = _marker(_marker(text, "metric", _CONDITION % "m.population"), "any", any_of)
     counts = "{% for c in rs.counts %}" + _count_jinja(target) + ",\n  {% endfor %}"
     return re.sub(r"\b" + POPULATION_MARK["counts"] + r",\s*", lambda _m: counts, text)
@@ -408,6 +429,8 @@ def _projection(node: exp.Expression, sqlglot_dialect: str) -> str:
 
 
 _LOOP = ("{%- for m in rs.metrics %}{% if not loop.first %},\n    {% endif %}" "{body}" "{%- endfor %}")
+# The per-user final select's metrics besides the user id, global ones left out (each with its comma).
+_LOCAL_LOOP = "{%- for m in rs.metrics if m.population != 'global' %},\n  {body}{%- endfor %}"
 
 
 def _jinja_values(text: str, sentinel: int) -> str:
@@ -481,15 +504,25 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
     tree = _native_window_nulls(statement, target)
     for transform in get_dialect(dialect_name).transforms:
         tree = transform(tree)
+    flagged_body = _projection(pieces["flagged"], target)
+    if "flagged_global" in pieces:
+        flagged_body = ("{% if m.population == 'global' %}" + _projection(pieces["flagged_global"], target)
+                        + "{% else %}" + flagged_body + "{% endif %}")
+    final_loop = _LOOP
     if key["output"] == "summary":
         final_body = ("{% if m.summary == 'sum' %}" + _projection(pieces["final_sum"], target)
                       + "{% else %}" + _projection(pieces["final_mean"], target) + "{% endif %}")
+        if "final_global" in pieces:
+            final_body = "{% if m.population == 'global' %}" + _projection(pieces["final_global"], target) + "{% el" + final_body[len("{% "):]
     else:
         final_body = _projection(pieces["final"], target)
+        if "flagged_global" in pieces:  # a global metric has no per-user value; the user id comes first
+            final_loop = _LOCAL_LOOP
+            final_body = final_body.replace("{{ loop.index0 }}", "{{ m.index }}")
     loops = {
         MARK["raw"]: _LOOP.replace("{body}", "{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */"),
-        MARK["flagged"]: _LOOP.replace("{body}", _projection(pieces["flagged"], target)),
-        MARK["final"]: _LOOP.replace("{body}", final_body),
+        MARK["flagged"]: _LOOP.replace("{body}", flagged_body),
+        MARK["final"]: final_loop.replace("{body}", final_body),
     }
     parts = []
     for cte in tree.args["with_"].expressions:
@@ -507,7 +540,8 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
     for name, text in parts:
         text = _jinja_relations(text, spec)
         for marker, loop in loops.items():
-            text = re.sub(r"\b" + marker + r"\b", lambda _m, loop=loop: loop, text)
+            comma = r",\s*" if marker == MARK["final"] and final_loop is _LOCAL_LOOP else ""  # the loop writes it
+            text = re.sub(comma + r"\b" + marker + r"\b", lambda _m, loop=loop: loop, text)
         text = text.replace(f'"{MARK["column"]}"', MARK["column"]).replace(MARK["column"], "{{ m.column_sql }}")
         text = _jinja_values(_jinja_collations(_population_jinja(text, target), dialect_name), sentinel)
         if wide:
@@ -600,6 +634,11 @@ def _rendered(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str, st
 Extra = dict  # CTE name -> [(assignment, base keys, texts at those keys, the base switches they depend on)]
 # The CTEs the optional stage parts change besides their own: taken from the wide statement when any is asked.
 WIDE_CTES = ("stacked", "ranked")
+# The CTEs the global metrics change besides their own (per_user_all), taken from the wide statement
+# when one is asked (the part ``exposure``): the per-user rows gain the global row's flag, ``per_user``
+# leaves that row out, the final select writes their one value ('' is the final select).
+GLOBAL = "exposure"
+GLOBAL_CTES = ("per_user_raw", "per_user", "")
 
 
 def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[str, tuple[str, ...]] | None = None) -> set[str]:
@@ -622,7 +661,7 @@ def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[s
 def possible(assignment: dict) -> bool:
     """Whether the macro can set these switch values together: auc's tie bounds and the items' prices
     are never asked under ties='average' (auc and the money metrics have no exact expected value there)."""
-    return not (assignment.get("ties") == "average" and (assignment.get(BOUNDS) == "on" or assignment.get("price") == "on"))
+    return not (assignment.get("ties") == "average" and (assignment.get(BOUNDS) == "on" or assignment.get("items_input") == "price"))
 
 
 _ITEM_COLLATE = re.compile(r"\{% if rs\.text\.item_id %\}.*?\{% endif %\}")
@@ -644,8 +683,9 @@ def _narrow_kept(owner: dict[str, tuple[str, ...]]):
 
 
 def _wide_kept(owner: dict[str, tuple[str, ...]]):
-    """Which CTEs the wide statement gives the macro: the parts' own, ``stacked`` and ``ranked``."""
-    return lambda name, assignment: name in owner or name in WIDE_CTES
+    """Which CTEs the wide statement gives the macro: the parts' own, ``stacked`` and ``ranked``, and
+    those the global metrics change (:data:`GLOBAL_CTES`)."""
+    return lambda name, assignment: name in owner or name in WIDE_CTES or name in GLOBAL_CTES
 
 
 def switches_of(target: str, wide: frozenset, kept, owner: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -678,7 +718,7 @@ def switches_of(target: str, wide: frozenset, kept, owner: dict[str, tuple[str, 
 # relevance column (without one no relevance is negative), no tie bounds or prices under ties='average'.
 _LAST = {s: values[-1] for s, values in EXTRA_SWITCHES.items()}
 _COMBINED = ({**_LAST, "negative": "no", "ties": "item_id_desc"},
-             {**_LAST, BOUNDS: "off", "relevance": "column", "price": "off"})
+             {**_LAST, BOUNDS: "off", "relevance": "column", "items_input": "given"})
 
 
 def _factorised(target: str, keys: list[dict], dims: dict[str, list[str]], switches: dict[str, tuple[str, ...]],
@@ -774,7 +814,7 @@ def statement_macro(adapter_name: str) -> str:
             raise RuntimeError("the CTEs of the recsql.evaluate statement come in different orders")
     order = [n for n in order if n] + [""]
     dims = {name: _dims({i: v.get(name) for i, v in enumerate(variants)}, keys) for name in order}
-    wide_dims = {name: _dims({i: v.get(name) for i, v in enumerate(wide)}, keys) for name in (*owner, *WIDE_CTES)}
+    wide_dims = {name: _dims({i: v.get(name) for i, v in enumerate(wide)}, keys) for name in (*owner, *WIDE_CTES, *GLOBAL_CTES)}
     narrow_kept, wide_kept = _narrow_kept(owner), _wide_kept(owner)
     narrow_switches = switches_of(target, frozenset(), narrow_kept, owner)
     wide_switches = switches_of(target, every, wide_kept, owner)
@@ -812,6 +852,9 @@ def statement_macro(adapter_name: str) -> str:
         if name in WIDE_CTES:
             with_features = branched(position, name, wide, wide_dims[name], wide_extra)
             text = "{%- if rs.wide %}\n" + with_features + "{%- else %}\n" + text + "{%- endif %}\n"
+        elif name in GLOBAL_CTES:
+            with_global = branched(position, name, wide, wide_dims[name], wide_extra)
+            text = f"{{%- if rs.features.{GLOBAL} %}}\n" + with_global + "{%- else %}\n" + text + "{%- endif %}\n"
         elif name in wide_extra:
             raise RuntimeError(f"{name} is changed by a factorised switch in the wide statement only")
         body.append(text)

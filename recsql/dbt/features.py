@@ -7,7 +7,10 @@ few CTEs of its own and a UNION ALL branch of ``stacked``, with columns of ``ran
 Two read a side input (:data:`INPUTS`): the items' popularity (``arp``, ``novelty``, ``surprisal``)
 and the number of interaction users (``novelty``, ``surprisal``), CTEs over ``interactions`` joined
 by ``ranked`` (:func:`guarded_ranked` writes each join, and the columns it gives, only when its
-feature is asked).
+feature is asked). Two serve the global metrics: the items' exposure (``personalization``; with the
+catalog ``coverage`` and ``gini``), rows of one global row per run and cutoff, and the catalog's
+size, joined by ``ranked``; the catalog's own CTE reads the catalog input, else the items, else
+truth and recs (a factorised switch of recsql.dbt.evaluate).
 
 Composing every combination of them with every base switch would multiply the statements by 32, so
 the macro's statement is composed a second time per base key, *wide*: with one metric of each of
@@ -37,7 +40,7 @@ from ..compose.stage import BRANCHES
 # Sentinels (first, second composition): each below the list's cut sentinel (recsql.dbt.evaluate),
 # so the list is still cut there, and the slots' below their 10,000 positions.
 SENTINELS = {"list_ideal": (7841, 7853), "corr": (7829, 7867), "slots": (7823, 7873), "pairs": (7817, 7879),
-             "popularity": (7793, 7789), "interaction_users": (7759, 7757)}
+             "popularity": (7793, 7789), "interaction_users": (7759, 7757), "exposure": (7753, 7741)}
 GRADE = (0.5772156, 0.6931471)  # a cascade's max_grade
 CASCADE_CUT = 5  # err's cutoff: it appears in no stage text
 
@@ -48,16 +51,18 @@ def metrics(sentinel: int) -> dict[str, str]:
     return {"list_ideal": f"ndcg(ideal=list)@{s['list_ideal']}", "slots": f"ndcg(ideal=k_slots)@{s['slots']}",
             "pairs": f"kendall@{s['pairs']}", "corr": f"spearman@{s['corr']}",
             "cascade": f"err(max_grade={GRADE[sentinel]})@{CASCADE_CUT}",
-            "popularity": f"arp@{s['popularity']}", "interaction_users": f"surprisal@{s['interaction_users']}"}
+            "popularity": f"arp@{s['popularity']}", "interaction_users": f"surprisal@{s['interaction_users']}",
+            # the global metrics: one cutoff for both, as exposure_cuts holds each cutoff asked once
+            "exposure": f"personalization@{s['exposure']}", "catalog": f"gini@{s['exposure']}"}
 
 
 FEATURES = tuple(metrics(0))
 # The features that read a side input (the wide statement is composed with it given), and the joins
 # of ``ranked`` each adds (recsql.compose.stage drops them, with their columns, when it is off).
 INPUTS = {"popularity": "interactions", "interaction_users": "interactions"}
-SIDE_JOINS = {"popularity": {"pop"}, "interaction_users": {"iu"}}
+SIDE_JOINS = {"popularity": {"pop"}, "interaction_users": {"iu"}, "catalog": {"cs"}}
 BRANCH_FEATURE = {table: feature for feature, table in BRANCHES.items() if feature in FEATURES}
-_TABLES = {"list_ideal_cuts": "list_ideal", "corr_cuts": "corr"}  # cutoff tables: one row per cutoff asked
+_TABLES = {"list_ideal_cuts": "list_ideal", "corr_cuts": "corr", "exposure_cuts": "exposure"}  # cutoff tables: one row per cutoff asked
 
 
 def guarded_stacked(cte: exp.CTE, render) -> str:

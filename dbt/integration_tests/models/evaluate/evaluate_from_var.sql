@@ -1,8 +1,9 @@
 {# recsql.evaluate with everything from var(): tests/test_dbt.py builds it with several --vars and
    compares every number with recsql.evaluate. The depends_on lines declare the side inputs' seeds,
-   which var('recsql_interactions') and var('recsql_items') may name. #}
+   which var('recsql_interactions'), var('recsql_items') and var('recsql_catalog') may name. #}
 -- depends_on: {{ ref('interactions') }}
 -- depends_on: {{ ref('items') }}
+-- depends_on: {{ ref('catalog') }}
 {{ config(materialized='table') }}
 {{ recsql.evaluate(
     recs=ref(var('recsql_recs', 'recs')),
@@ -21,4 +22,5 @@
     column_names=var('recsql_column_names', 'safe'),
     text_ids=var('recsql_text_ids', none),
     interactions=(ref(var('recsql_interactions')) if var('recsql_interactions', none) is not none else none),
-    items=(ref(var('recsql_items')) if var('recsql_items', none) is not none else none)) }}
+    items=(ref(var('recsql_items')) if var('recsql_items', none) is not none else none),
+    catalog=(ref(var('recsql_catalog')) if var('recsql_catalog', none) is not none else none)) }}
