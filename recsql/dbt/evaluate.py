@@ -644,7 +644,7 @@ GLOBAL_CTES = ("per_user_raw", "per_user", "")
 def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[str, tuple[str, ...]] | None = None) -> set[str]:
     """The CTEs (among ``kept``) an assignment of extra switches changes at the :data:`PROBES` base
     keys, in the statement with the stage parts ``wide``, those it adds included (the items' CTE,
-    written only under price='on'); a CTE it removes is refused, but for the own CTEs of a stage
+    written only under items_input='given' or 'price'); a CTE it removes is refused, but for the own CTEs of a stage
     part that ties='average' cannot have (``owner``: CTE -> its parts), never written then."""
     unavailable = ({n for n, fs in (owner or {}).items() if not set(fs) & AVERAGE_FEATURES}
                    if assignment.get("ties") == "average" else set())
