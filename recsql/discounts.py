@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from .errors import RecsqlError
 from .templates import read_template
-from .trees import rewrite_bottom_up
+from .trees import parse, rewrite_bottom_up
 
 _SAFE_NODES = (
     exp.Literal, exp.Paren, exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Pow,
@@ -32,7 +32,7 @@ _FLOAT_TYPES = {exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT, exp.DataType.
 
 def _named_expressions(template: str) -> dict[str, exp.Expression]:
     _, sql = read_template(template)
-    select = sqlglot.parse_one(sql, read="duckdb")
+    select = parse(sql, read="duckdb")
     return {e.alias: e.this for e in select.expressions}
 
 
@@ -79,7 +79,7 @@ def _parse_custom(text: str, metric: str) -> exp.Expression:
     if nesting > MAX_DEPTH:
         raise refuse(f"nests parentheses {nesting} deep; at most {MAX_DEPTH} levels are allowed")
     try:
-        tree = sqlglot.parse_one(text, read="duckdb")
+        tree = parse(text, read="duckdb")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as err:
         raise RecsqlError(f"metric {metric!r}: cannot parse discount {text!r} ({err}); {_HINT}") from None
     except RecursionError:

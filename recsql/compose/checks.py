@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
 
+from ..trees import parse
 from .plan import Plan, internal_runs
 from .rewrite import union_all
 
@@ -93,7 +93,7 @@ def _heads_copies() -> exp.Select:
     Exact, like :func:`_extra_copies` over list_ranked, without grouping its rows again. A heap holds
     no NULL id (MIN_BY leaves NULL values out, so those rows are not ranked: they are counted as
     invalid rows, which the metrics then refuse)."""
-    copies = sqlglot.parse_one("LEN(top) - LIST_UNIQUE(top)", read="duckdb")
+    copies = parse("LEN(top) - LIST_UNIQUE(top)", read="duckdb")
     return exp.select(exp.alias_(_rows_where_sum(copies), "d")).from_("list_heads")
 
 

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import sqlglot
 from sqlglot import exp
 
 from ..discounts import discount_expression, gains
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
+from ..trees import parse
 from .rewrite import fold_constants, substitute
 
 
 @lru_cache(maxsize=None)
 def _metric_projection(name: str) -> exp.Expression:
     spec = registry()[name]
-    select = sqlglot.parse_one(spec.sql, read="duckdb")
+    select = parse(spec.sql, read="duckdb")
     outputs = [e for e in select.expressions if e.alias_or_name != "user_id"]
     if len(outputs) != 1 or outputs[0].alias != name:
         raise RuntimeError(f"sql/{name}.sql must select user_id and one expression aliased {name}")

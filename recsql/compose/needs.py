@@ -4,12 +4,12 @@ errors naming the missing input, and each metric's population and ranking view.
 
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
 
 from ..conventions import measure_rule
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
+from ..trees import parse
 from .plan import MAIN_LIST_FEATURES, METRIC_POPULATION_SQL, POPULATION_SQL, SECOND_SRC, TIES, Plan, View
 
 
@@ -104,7 +104,7 @@ def metric_population(plan: Plan, metric: Metric) -> str:
 
 def population_condition(plan: Plan, metric: Metric) -> exp.Expression:
     population = metric_population(plan, metric)
-    return sqlglot.parse_one(POPULATION_SQL.get(population) or METRIC_POPULATION_SQL[population])
+    return parse(POPULATION_SQL.get(population) or METRIC_POPULATION_SQL[population])
 
 
 def metric_view(plan: Plan, metric: Metric) -> View:

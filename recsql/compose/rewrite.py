@@ -107,16 +107,24 @@ def drop_join(select: exp.Select, table: str) -> None:
     select.set("joins", joins or None)
 
 
+def reachable(ctes: list[exp.CTE], final: exp.Expression) -> list[exp.CTE]:
+    """The CTEs something refers to, repeatedly: those ``final`` reads, and those the CTEs kept read
+    (each CTE's tables are collected once; the tree is not changed)."""
+    read_by_final = {t.name for t in final.find_all(exp.Table)}
+    kept = [(c, {t.name for t in c.this.find_all(exp.Table) if t.name != c.alias}) for c in ctes]
+    while True:
+        used = read_by_final.union(*(tables for _, tables in kept))
+        still = [(c, tables) for c, tables in kept if c.alias in used]
+        if len(still) == len(kept):
+            return [c for c, _ in kept]
+        kept = still
+
+
 def prune(with_: exp.With, final: exp.Select) -> None:
     """Remove CTEs nothing refers to (repeatedly)."""
-    while True:
-        used = {t.name for t in final.find_all(exp.Table)}
-        for cte in with_.expressions:
-            used |= {t.name for t in cte.this.find_all(exp.Table) if t.name != cte.alias}
-        unused = [c for c in with_.expressions if c.alias not in used]
-        if not unused:
-            return
-        with_.set("expressions", [c for c in with_.expressions if c.alias in used])
+    kept = reachable(with_.expressions, final)
+    if len(kept) != len(with_.expressions):
+        with_.set("expressions", kept)
 
 
 def union_all(selects: list[exp.Select]) -> exp.Expression:

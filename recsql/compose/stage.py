@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import sqlglot
 from sqlglot import exp
 
 from ..errors import RecsqlError
 from ..metrics import Metric
 from ..templates import read_template
+from ..trees import parse
 from .inputs import collation
 from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
@@ -32,7 +32,7 @@ def _cascades_select(keys: list[tuple[str, str]]) -> exp.Expression:
 
 @lru_cache(maxsize=1)
 def _parsed_stage() -> exp.Select:
-    return sqlglot.parse_one(read_template("_ranked")[1], read="duckdb")
+    return parse(read_template("_ranked")[1], read="duckdb")
 
 
 # Optional parts of the stage, each kept only when an asked metric's header names its feature.
@@ -93,7 +93,7 @@ def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: d
     if (ties == "item_id" and plan.topk and max_k is not None and max_k <= TOPK_MAX_K
             and "tie_bounds" not in features):
         name = f"_topk.{plan.topk}"
-        override = substitute(sqlglot.parse_one(read_template(name)[1], read="duckdb"), {"max_k": max_k},
+        override = substitute(parse(read_template(name)[1], read="duckdb"), {"max_k": max_k},
                                f"sql/{name}.sql")
         for tup in override.find_all(exp.Tuple):
             for col in list(tup.find_all(exp.Column)):
@@ -127,7 +127,7 @@ def _ideal_order(plan: Plan, cte: exp.CTE, values: dict) -> None:
     ideal_max_k = values["ideal_max_k"]
     if plan.topk and ideal_max_k is not None and ideal_max_k <= TOPK_MAX_K:
         name = f"_ideal_topk.{plan.topk}"
-        override = sqlglot.parse_one(read_template(name)[1], read="duckdb")
+        override = parse(read_template(name)[1], read="duckdb")
         cte.set("this", fold_constants(substitute(override, values, f"sql/{name}.sql")))
 
 
@@ -202,7 +202,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         if second_negative == negative:  # the main list's truth serves: no second copy of truth
             _read_instead(ctes["second_judged"].this, "second_truth", "truth_judged")
     if plan.ties == "average":
-        override = sqlglot.parse_one(read_template("_ties_average")[1], read="duckdb")
+        override = parse(read_template("_ties_average")[1], read="duckdb")
         ctes["list_judged"].set("this", fold_constants(substitute(override, values, "sql/_ties_average.sql")))
     for table, feature in _CUT_TABLES.items():
         ctes[table].set("this", _cutoffs_select(sorted(features.get(feature, {1}))))

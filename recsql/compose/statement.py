@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import sqlglot
 from sqlglot import exp
 
 from ..conventions import resolve_metric
 from ..errors import RecsqlError
 from ..metrics import Metric, tie_averaged
+from ..trees import parse
 from .checks import DIAGNOSTICS, RECS_ROWS, input_checks, uses_exponent
 from .expressions import metric_expression
 from .inputs import baseline_in, catalog_in, features_in, interactions_in, items_in, recs_in, truth_in
 from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
                     population_condition, second_view)
 from .plan import METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs
-from .rewrite import fold_constants, prune, union_branches
+from .rewrite import fold_constants, prune, reachable, union_branches
 from .stage import HEADS, build_stage, largest_cutoff
 
 
@@ -89,8 +89,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         *[exp.column(r) for r in runs], "user_id",
         exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
         exp.alias_(exp.Max(this=exp.column("n_truth")), "_n_truth"),
-        exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
-        *([exp.alias_(exp.Max(this=sqlglot.parse_one("CASE WHEN src = 5 THEN 1 ELSE 0 END")), "_is_global")]
+        exp.alias_(exp.Max(this=parse("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
+        *([exp.alias_(exp.Max(this=parse("CASE WHEN src = 5 THEN 1 ELSE 0 END")), "_is_global")]
           if has_global else []),
         *[exp.alias_(exp.cast(expression(m), "DOUBLE"), f"_m{i}") for i, m in enumerate(resolved)],
     ).from_("ranked").group_by(*[exp.column(r) for r in runs], "user_id")
@@ -121,13 +121,12 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     ctes.append(exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")))
     diagnostics: list[str] = []
     if output != "per_user":  # the input checks travel in the statement, as columns of every raw row
-        probe = exp.With(expressions=[c.copy() for c in ctes])
-        prune(probe, exp.select("*").from_("per_user_raw"))
+        probe = reachable(ctes, exp.select("*").from_("per_user_raw"))  # what the raw rows read
         main = largest_cutoff([m for m in resolved if id(m) not in on_second])
-        read = {c.alias for c in probe.expressions}
+        read = {c.alias for c in probe}
         checks, diagnostics = input_checks(plan, needed, read,
                                       {"list_ranked": main, "second_ranked": largest_cutoff(second_metrics)},
-                                      exponent=uses_exponent(probe), heads=heads if HEADS in read else None)
+                                      exponent=any(uses_exponent(c) for c in probe), heads=heads if HEADS in read else None)
         ctes.append(exp.CTE(this=checks, alias=exp.to_identifier("checks")))
         flagged = flagged.join("checks", join_type="cross")
         flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in [*diagnostics, RECS_ROWS]]])
@@ -177,7 +176,7 @@ def population_counts(plan: Plan, metrics: list[Metric]) -> list[tuple[str, str,
 
 
 def _count(condition: str, name: str) -> exp.Expression:
-    return exp.alias_(sqlglot.parse_one(f"CAST(COALESCE(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END), 0) AS BIGINT)"),
+    return exp.alias_(parse(f"CAST(COALESCE(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END), 0) AS BIGINT)"),
                       name)
 
 

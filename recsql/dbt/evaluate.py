@@ -418,12 +418,15 @@ def population_sql(target: str) -> dict[str, str]:
 
 
 def _sql(node: exp.Expression, sqlglot_dialect: str, pretty: bool = True) -> str:
-    return node.sql(dialect=sqlglot_dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    """A node's SQL text. The generator's dialect transforms may rewrite the node in place
+    (``copy=False``, not a copy per CTE): every node rendered is the generator's own copy of a
+    composition, rendered once."""
+    return node.sql(dialect=sqlglot_dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
 
 
 def _projection(node: exp.Expression, sqlglot_dialect: str) -> str:
     """One projection's SQL text, its metric index as ``{{ loop.index0 }}``."""
-    text = exp.select(node).sql(dialect=sqlglot_dialect, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    text = exp.select(node).sql(dialect=sqlglot_dialect, unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
     text = text[len("SELECT "):]
     return re.sub(r"\b_m\d+\b", "_m{{ loop.index0 }}", text)
 
@@ -533,9 +536,8 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
                                                          lambda node: _projection(node, target))))
         else:
             parts.append((cte.alias, _sql(cte, target)))
-    final = tree.copy()
-    final.set("with_", None)
-    parts.append(("", _sql(final, target)))
+    tree.set("with_", None)  # its CTEs written: the final select alone (the tree is this call's own copy)
+    parts.append(("", _sql(tree, target)))
     out = []
     for name, text in parts:
         text = _jinja_relations(text, spec)
