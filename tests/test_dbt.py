@@ -264,10 +264,12 @@ def _var_cases() -> list[dict]:
              recsql_output="per_user"),  # msr's ndcg over every truth user, the others over the intersection
         dict(recsql_metrics=CONVENTION_METRICS, recsql_run_cols=["model"], recsql_convention="msr"),  # n_users_ndcg
         # interactions= and items= and the metrics that read them (the list-only ones over the users with a list)
-        dict(recsql_metrics=_served_variants(3, side=True), recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
+        # (serendipity's baseline: the popular items of interactions here, baseline= in the next case)
+        dict(recsql_metrics=[m for m in _served_variants(3, side=True) if not m.startswith("unexpectedness")],
+             recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
              recsql_output="per_user", recsql_interactions="interactions", recsql_items="items"),
         dict(recsql_metrics=_served_variants(None, side=True), recsql_run_cols=["model"], recsql_interactions="interactions",
-             recsql_items="items", recsql_duplicates="best", recsql_catalog="catalog"),
+             recsql_items="items", recsql_duplicates="best", recsql_catalog="catalog", recsql_baseline="baseline"),
         # ties='average': the expected value over tied positions, for the metrics that have one
         dict(recsql_metrics=AVERAGE_METRICS, recsql_run_cols=["model"], recsql_ties="average", recsql_output="per_user"),
         dict(recsql_metrics=AVERAGE_METRICS, recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
@@ -291,7 +293,7 @@ def _expected_from_vars(case: dict) -> pd.DataFrame:
                    duplicates=case.get("recsql_duplicates", "error"),
                    ties=case.get("recsql_ties"), convention=case.get("recsql_convention", "recsql"),
                    relevance_col=case.get("recsql_relevance_col", "relevance"))
-    for role in ("interactions", "items", "catalog"):
+    for role in ("interactions", "items", "catalog", "baseline"):
         if case.get(f"recsql_{role}"):
             options[role] = _seed(case[f"recsql_{role}"])
     result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed(case.get("recsql_truth", "truth")),
@@ -315,7 +317,7 @@ def _evaluate_from_vars(project: Path, cases: list[dict] | None = None) -> None:
                              (["ndcg(gain=cubic)@10"], "option gain=cubic is not valid; choose one of linear, exponential, binary"),
                              (["rbp(p=1.5)@10"], "option p=1.5 must lie in (0, 1)"),
                              (["precision"], "metric 'precision' needs a cutoff"),
-                             (["unexpectedness@5"], "is not computed by recsql.evaluate yet"),
+                             (["diversity@5"], "is not computed by recsql.evaluate yet"),
                              (["novelty@5"], "metric 'novelty@5' needs training interactions: pass interactions=")):
         failed = _dbt(project, "compile", "--select", VAR_MODEL, "--vars", json.dumps({"recsql_metrics": metrics}),
                       "--target-path", str(project.parent / "target"), check=False)
@@ -364,7 +366,7 @@ def test_dbt_compile_offline(tmp_path, name):
     _dbt(project, "compile", "--no-populate-cache", "--no-introspect", "--indirect-selection", "empty",
          "--select", *models, "--target-path", str(target),
          "--vars", json.dumps({"recsql_metrics": _served_variants(None, side=True), "recsql_run_cols": ["model", "variant"],
-                               "recsql_interactions": "interactions", "recsql_items": "items", "recsql_catalog": "catalog",
+                               "recsql_interactions": "interactions", "recsql_items": "items", "recsql_catalog": "catalog", "recsql_baseline": "baseline",
                                # named: found from the warehouse's column types otherwise (a connection)
                                "recsql_text_ids": ["model", "item_id"]}))
     for model in models:
