@@ -217,7 +217,7 @@ def _random_call(rng: random.Random) -> dict:
         call["metrics"] = [m for m in call["metrics"] if not _own_rule(call, m)] or ["precision@3"]
     if call.get("ties") == "average":  # the metrics with an exact expected value over tied positions
         call["metrics"] = [m for m in call["metrics"] if averaged(recsql.parse_metric(m))] or ["precision@3"]
-    for role in ("interactions", "items", "catalog"):  # a side input when a metric reads it, and some more
+    for role in ("interactions", "items", "catalog", "baseline"):  # a side input when a metric reads it, and some more
         if role in _side_inputs(call["metrics"]) or rng.random() < 0.2:
             call[role] = role
     return call
@@ -448,6 +448,30 @@ def test_macro_side_inputs(adapter):
           ["model"], "unused")
 
 
+def _side_calls(cases: list[list[str]], sides: tuple[dict, ...], inputs_of):
+    """(call, side inputs) for each metric list with each set of side inputs (besides those its metrics
+    read, ``inputs_of``), at 0-2 run keys, both outputs."""
+    for n, metrics in enumerate(cases):
+        recs, run_cols = BY_RUNS[n % 3]
+        for side in sides:
+            for output in ("summary", "per_user"):
+                yield dict(recs=recs, metrics=metrics, run_cols=run_cols, output=output,
+                           **{**{role: role for role in inputs_of(metrics)}, **side}), side
+
+
+def _checked_call(package: Package, con, adapter: str, call: dict) -> tuple[str, pd.DataFrame]:
+    """A call rendered and run: its numbers (and a summary's column order) are recsql.evaluate's, and on
+    DuckDB no CTE of a summary is empty; the SQL and the result."""
+    sql = _render(package, call)
+    got, expected = _fetch(con, sql), _expected_call(call)
+    _same(got, expected, call["run_cols"] + (["user_id"] if call["output"] == "per_user" else []), str(call))
+    if call["output"] == "summary":
+        _same_order(got, expected, str(call))
+        if adapter == "duckdb":
+            _ctes_not_empty(con, sql, "duckdb", str(call))
+    return sql, got
+
+
 GLOBAL_CASES = [["coverage@3"], ["coverage@3", "gini@2", "personalization@3", "ndcg@3"],
                 ["personalization@2", "arp@3", "kendall@3", "precision@1"], ["gini@4", "coverage@2", "mrr", "gini@2"]]
 # The catalog coverage and gini count: the catalog input, else the items input, else every item of truth and recs.
@@ -465,26 +489,46 @@ def test_macro_global_metrics(adapter):
     package = Package(adapter)
     con = _duckdb() if adapter == "duckdb" else _sqlite()
     seen: dict[str, set] = {}
-    for n, metrics in enumerate(GLOBAL_CASES):
-        recs, run_cols = BY_RUNS[n % 3]
-        for side in CATALOGS:
-            for output in ("summary", "per_user"):
-                call = dict(recs=recs, metrics=metrics, run_cols=run_cols, output=output,
-                            **{**{role: role for role in _side_inputs(metrics)}, **side})
-                sql = _render(package, call)
-                assert ("catalog_in" in sql) == any(m.startswith(("coverage", "gini", "personalization")) for m in metrics)
-                got, expected = _fetch(con, sql), _expected_call(call)
-                _same(got, expected, run_cols + (["user_id"] if output == "per_user" else []), str(call))
-                if output == "summary":
-                    _same_order(got, expected, str(call))
-                    if "coverage@3" in metrics:
-                        seen.setdefault(side.get("catalog", side.get("items", "")), set()).add(tuple(got["coverage_at_3"]))
-                else:
-                    assert not any(c.startswith(("coverage", "gini", "personalization")) for c in got.columns)
-                    assert len(got) > 0 or metrics == ["coverage@3"], str(call)
-                if adapter == "duckdb" and output == "summary":
-                    _ctes_not_empty(con, sql, "duckdb", str(call))
+    for call, side in _side_calls(GLOBAL_CASES, CATALOGS, _side_inputs):
+        sql, got = _checked_call(package, con, adapter, call)
+        metrics = call["metrics"]
+        assert ("catalog_in" in sql) == any(m.startswith(("coverage", "gini", "personalization")) for m in metrics)
+        if call["output"] == "summary" and "coverage@3" in metrics:
+            seen.setdefault(side.get("catalog", side.get("items", "")), set()).add(tuple(got["coverage_at_3"]))
+        if call["output"] == "per_user":
+            assert not any(c.startswith(("coverage", "gini", "personalization")) for c in got.columns)
+            assert len(got) > 0 or metrics == ["coverage@3"], str(call)
     assert seen["catalog"] != seen[""], "the catalog input changed no coverage"
+
+
+BASELINE_CASES = [["unexpectedness@3"], ["serendipity@3", "ndcg@3", "precision@1"],
+                  ["serendipity@2", "arp@2", "kendall@3", "coverage@2"], ["unexpectedness@1", "mrr", "serendipity@4"]]
+# serendipity's baseline: the baseline input, else the interactions' most popular items
+BASELINES = ({"baseline": "baseline"}, {"interactions": "interactions"}, {"baseline": "baseline", "interactions": "interactions"})
+
+
+@pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
+def test_macro_baseline(adapter):
+    """baseline= with unexpectedness and serendipity (README "Beyond accuracy": the baseline's top k,
+    else for serendipity the k most popular items of interactions), alone or with others, 0-2 run
+    keys, both outputs: recsql.evaluate's numbers and the baseline's checks; unexpectedness over the
+    users with a list. serendipity's numbers differ between the two baselines on the seeds."""
+    package = Package(adapter)
+    con = _duckdb() if adapter == "duckdb" else _sqlite()
+    seen: dict[str, set] = {}
+    # the inputs the other metrics read (serendipity's baseline is the case's)
+    others = lambda metrics: _side_inputs([m for m in metrics if not m.startswith("serendipity")])  # noqa: E731
+    for call, side in _side_calls(BASELINE_CASES, BASELINES, others):
+        metrics = call["metrics"]
+        if any(m.startswith("unexpectedness") for m in metrics) and "baseline" not in side:
+            continue
+        sql, got = _checked_call(package, con, adapter, call)
+        assert ("baseline_in" in sql) == ("baseline" in side), str(call)
+        # the popular items are built when interactions are given (and read by serendipity only without a baseline)
+        assert ("item_popularity" in sql) == ("interactions" in call and any(m.startswith(("serendipity", "arp")) for m in metrics)), str(call)
+        if call["output"] == "summary" and "serendipity@3" in metrics:
+            seen.setdefault("baseline" if "baseline" in side else "popular", set()).add(tuple(got["serendipity_at_3"]))
+    assert seen["baseline"] != seen["popular"], "serendipity gave the same numbers with both baselines"
 
 
 def test_macro_missing_side_input():
@@ -492,7 +536,8 @@ def test_macro_missing_side_input():
     other choice of an option not written included); the side inputs the macro does not take yet fail
     naming `recsql dbt model`."""
     package = Package("duckdb")
-    for metric in ("novelty@5", "novelty(p=interactions)@5", "surprisal@3", "arp@2", "money_precision@3", "money_recall@4"):
+    for metric in ("novelty@5", "novelty(p=interactions)@5", "surprisal@3", "arp@2", "money_precision@3", "money_recall@4",
+                   "unexpectedness@3", "serendipity@4"):
         with pytest.raises(recsql.RecsqlError) as python:
             recsql.evaluate(_seed("recs"), _seed("truth"), ["precision@3", metric], run_cols=["model"])
         with pytest.raises(CompilerError) as macro:
@@ -503,7 +548,7 @@ def test_macro_missing_side_input():
     with pytest.raises(CompilerError, match=r"metric 'novelty@5' is computed with p=items when items= is given and "
                                             r"interactions= is not.*pass interactions=, or .*`recsql dbt model`"):
         package.evaluate(recs="recs", truth="truth", metrics=["novelty@5"], run_cols=["model"], items="items")
-    for role in ("baseline", "item_features"):
+    for role in ("item_features",):
         with pytest.raises(CompilerError, match=f"{role}= is not available in recsql.evaluate yet.*`recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=["precision@3"], **{role: role})
 
@@ -582,8 +627,9 @@ def test_macro_refuses_what_it_does_not_serve():
             if served(name, options) and not all(served(name, o) for o in _variants(name)):
                 written = ",".join(f"{p}={'0.5' if v == '#' else v}" for p, v in reversed(options.items()))
                 unserved.append(f"{name}({written})" + ("@5" if spec.k_rule != "none" else ""))
-    assert {"unexpectedness@5", "diversity@5", "novelty(p=items)@5"} <= set(unserved)
-    assert not {"novelty@5", "arp@5", "auc@5", "coverage@5", "gini@5", "personalization@5"} & set(unserved)
+    assert {"diversity@5", "novelty(p=items)@5"} <= set(unserved)
+    assert not {"novelty@5", "arp@5", "auc@5", "coverage@5", "gini@5", "personalization@5", "unexpectedness@5",
+                "serendipity@5"} & set(unserved)
     for metric in unserved:
         with pytest.raises(CompilerError, match="is not computed by recsql.evaluate yet: .* `recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=[metric], run_cols=["model"])

@@ -61,7 +61,7 @@
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
-  {%- for role, given in [('baseline', baseline), ('item_features', item_features)] -%}
+  {%- for role, given in [('item_features', item_features)] -%}
     {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
   {%- endfor -%}
   {%- if later -%}
@@ -84,7 +84,7 @@
     {%- if ties == 'average' and m.variant not in recsql._registry().average -%}
       {{ recsql._fail("metric '" ~ m.canonical ~ "' has no exact expected value under ties='average'; metrics that do: " ~ (recsql._registry().average_metrics | join(', ')) ~ " (ndcg/idcg not with ideal=list). Use ties='item_id' (deterministic) for the others") }}
     {%- endif -%}
-    {%- do m.update({'average': ties == 'average'}) -%}
+    {%- do m.update({'average': ties == 'average', 'baseline': baseline is not none}) -%}
     {%- set rule = conv.measures.get(m.name ~ '@k') if (m.has_k and (m.name ~ '@k') in conv.measures) else conv.measures.get(m.name) -%}
     {%- if rule is not none and ((rule.ties is not none and not explicit.ties and rule.ties != ties)
           or (rule.negative is not none and relevance_col is not none and rule.negative != negative)) -%}
@@ -100,8 +100,11 @@
     {%- endif -%}
     {#- a side input it reads and that was not given: recsql.evaluate's message -#}
     {%- set missing = recsql._registry().missing.get(m.variant) -%}
-    {%- set inputs = {'interactions': interactions is not none, 'items': items is not none} -%}
-    {%- if missing is not none and not inputs[missing.input] -%}
+    {%- set inputs = {'interactions': interactions is not none, 'items': items is not none, 'baseline': baseline is not none,
+                      'catalog': catalog is not none} -%}
+    {%- set met = namespace(any=false) -%}
+    {%- for role in (missing.inputs if missing is not none else []) -%}{%- if inputs[role] -%}{%- set met.any = true -%}{%- endif -%}{%- endfor -%}
+    {%- if missing is not none and not met.any -%}
       {%- set fitted = missing.fitted -%}
       {%- set fits = namespace(ok=fitted is not none) -%}
       {%- for name in (fitted.params + fitted.inputs if fitted is not none else []) -%}
@@ -131,7 +134,8 @@
                    + (counts | rejectattr('name', 'in', ['n_users', 'n_users_with_recs']) | list)
                    + (counts | selectattr('name', 'equalto', 'n_users_with_recs') | list) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {} -%}{%- set bounds = [] -%}{%- set prices = [] -%}
+  {%- set features = {} -%}{%- set bounds = [] -%}{%- set prices = [] -%}{%- set baselines = [] -%}
+  {%- set given = {'interactions': interactions is not none} -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
     {%- if m.whole -%}{%- do whole.append(m.name) -%}{%- else -%}{%- do ks.append(m.k) -%}{%- endif -%}
@@ -139,6 +143,10 @@
     {%- for f in m.features -%}
       {%- if f == 'tie_bounds' -%}
         {%- do bounds.append(m.name) -%}
+      {%- elif f == 'baseline' or (f in recsql._registry().feature_inputs and not given[recsql._registry().feature_inputs[f]]) -%}
+        {#- a baseline's ranks when one is given; a part over an input not given is not built (serendipity's
+            popular items when a baseline is given: recsql.evaluate leaves them out too) -#}
+        {%- if f == 'baseline' and baseline is not none -%}{%- do baselines.append(m.name) -%}{%- endif -%}
       {%- elif f == 'truth_rows' -%}
         {%- do whole.append(m.name) -%}
       {%- elif f == 'cascade' -%}
@@ -164,7 +172,7 @@
       'relevance': 'column' if relevance_col is not none else 'none',
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
       'items_input': 'price' if prices else ('given' if items is not none else 'off'),
-      'catalog': 'on' if catalog is not none else 'off',
+      'catalog': 'on' if catalog is not none else 'off', 'baseline': 'on' if baselines else 'off',
       'price_col': recsql._ident(price_col),
       'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
@@ -174,5 +182,5 @@
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}
-  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, catalog=catalog, interactions=interactions, items=items)) }}
+  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, baseline=baseline, catalog=catalog, interactions=interactions, items=items)) }}
 {%- endmacro %}

@@ -211,6 +211,10 @@
   "pfound|#|#",
   "pfound|auto|#"
  ],
+ "feature_inputs": {
+  "interaction_users": "interactions",
+  "popularity": "interactions"
+ },
  "features": {
   "arp": [
    "popularity"
@@ -323,12 +327,19 @@
   "pfound|auto|#": [
    "cascade"
   ],
+  "serendipity": [
+   "baseline",
+   "popularity"
+  ],
   "spearman": [
    "corr"
   ],
   "surprisal": [
    "interaction_users",
    "popularity"
+  ],
+  "unexpectedness": [
+   "baseline"
   ]
  },
  "max_runs": 4,
@@ -891,19 +902,28 @@
    "alternatives": {},
    "fitted": none,
    "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'",
-   "input": "interactions"
+   "input": "interactions",
+   "inputs": [
+    "interactions"
+   ]
   },
   "money_precision": {
    "alternatives": {},
    "fitted": none,
    "fix": "needs item prices: pass items= with columns 'RECSQLxITEMx' and 'RECSQLxPRICEx'",
-   "input": "items"
+   "input": "items",
+   "inputs": [
+    "items"
+   ]
   },
   "money_recall": {
    "alternatives": {},
    "fitted": none,
    "fix": "needs item prices: pass items= with columns 'RECSQLxITEMx' and 'RECSQLxPRICEx'",
-   "input": "items"
+   "input": "items",
+   "inputs": [
+    "items"
+   ]
   },
   "novelty|interactions": {
    "alternatives": {
@@ -919,13 +939,38 @@
     ]
    },
    "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'",
-   "input": "interactions"
+   "input": "interactions",
+   "inputs": [
+    "interactions"
+   ]
+  },
+  "serendipity": {
+   "alternatives": {},
+   "fitted": none,
+   "fix": "needs baseline= (another recommender's lists) or interactions= (its k most popular items are then the baseline)",
+   "input": "interactions",
+   "inputs": [
+    "baseline",
+    "interactions"
+   ]
   },
   "surprisal": {
    "alternatives": {},
    "fitted": none,
    "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'",
-   "input": "interactions"
+   "input": "interactions",
+   "inputs": [
+    "interactions"
+   ]
+  },
+  "unexpectedness": {
+   "alternatives": {},
+   "fitted": none,
+   "fix": "needs a baseline: pass baseline= (another recommender's lists, columns like recs)",
+   "input": "baseline",
+   "inputs": [
+    "baseline"
+   ]
   }
  },
  "needs": {
@@ -941,8 +986,14 @@
   "novelty|interactions": [
    "interactions"
   ],
+  "serendipity": [
+   "interactions_or_baseline"
+  ],
   "surprisal": [
    "interactions"
+  ],
+  "unexpectedness": [
+   "baseline"
   ]
  },
  "populations": [
@@ -969,9 +1020,7 @@
  "unserved": {
   "diversity|category": "it reads side inputs (category) the macro does not take yet",
   "diversity|features": "it reads side inputs (features) the macro does not take yet",
-  "novelty|items": "it reads side inputs (probability) the macro does not take yet",
-  "serendipity": "it reads side inputs (interactions_or_baseline) the macro does not take yet",
-  "unexpectedness": "it reads side inputs (baseline) the macro does not take yet"
+  "novelty|items": "it reads side inputs (probability) the macro does not take yet"
  }
 }) }}
 {%- endmacro %}

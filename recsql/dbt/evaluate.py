@@ -39,7 +39,7 @@ The optional parts of the ranked-rows stage that cascades, pairs, rank correlati
 ideal order and k slots add are written only when a metric asked needs them (:mod:`recsql.dbt.features`).
 
 The metrics it serves (:func:`served`) are those whose SQL reads only recs, truth and the side
-inputs of :data:`NEED_INPUT` (interactions; items for their prices) and needs no other optional part
+inputs of :data:`NEED_INPUT` (interactions; items for their prices; a baseline) and needs no other optional part
 of the stage than those and the tie bounds; the others raise a compiler error
 naming ``recsql dbt model``, as do a metric its convention ranks or judges unlike its others (a
 second view of the list: the macro of recsql/dbt/jinja.py refuses it) and side inputs. The
@@ -84,8 +84,11 @@ COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col"
            "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance", "price_col": "recsql_c_price"}
 # What the macro's metrics may need besides recs and truth (recsql.compose.needs), and the input that
 # gives it: interactions (the wide statement's features, recsql.dbt.features), the items' prices
-# (a factorised switch: items_in, ranked's join of it, the items' checks).
-NEED_INPUT = {"interactions": "interactions", "price": "items"}
+# (a factorised switch: items_in, ranked's join of it, the items' checks), a baseline (a switch:
+# baseline_in, its ranks joined by ranked, its checks); serendipity takes a baseline or else
+# interactions (the macro names interactions, the default, in its messages).
+NEED_INPUT = {"interactions": "interactions", "price": "items", "baseline": "baseline",
+              "interactions_or_baseline": "interactions"}
 # The side inputs the macro takes: those and the catalog (coverage and gini count its items; without
 # it the items', else every item of truth and recs).
 MACRO_INPUTS = tuple(sorted({*NEED_INPUT.values(), "catalog"}))
@@ -122,14 +125,17 @@ BASE_SWITCHES = ("runs", "order", "output", "whole", "exponent")
 # The side inputs read by parts of the statement other than the optional stage parts: items_input='given'
 # (items_in and its checks, as recsql.evaluate checks any items given; ranked's join of it; the
 # catalog's items when no catalog is given), items_input='price' (their prices read too: the money
-# metrics); catalog='on' (the catalog's items from the catalog input).
+# metrics); catalog='on' (the catalog's items from the catalog input); baseline='on' (a baseline read:
+# unexpectedness, serendipity).
 # (A switch is never named like a method of the macro's dict ``rs``: Jinja's ``rs.items`` is dict.items.)
 EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"),
                   "ties": ("item_id", "item_id_desc", "average"),
                   "tie_bounds": ("off", "on"), "negative": ("no", "yes"), "gain": ("all", "relevant"),
-                  "id_cast": ("off", "on"), "items_input": ("off", "given", "price"), "catalog": ("off", "on")}
-# The part of the stage served by a factorised switch of the same name (not by recsql.dbt.features).
+                  "id_cast": ("off", "on"), "items_input": ("off", "given", "price"), "catalog": ("off", "on"),
+                  "baseline": ("off", "on")}
+# The parts of the stage served by a factorised switch of the same name (not by recsql.dbt.features).
 BOUNDS = "tie_bounds"
+BASELINE = "baseline"
 # Every truth row (money_recall), not the ideal order cut at the largest cutoff: what the statements
 # for the whole list (the base switch ``whole``) read, which the macro then sets.
 WHOLE_TRUTH = "truth_rows"
@@ -189,7 +195,7 @@ def served(name: str, options: dict[str, str]) -> str:
     needs = variant_needs(name, options)
     if needs - set(NEED_INPUT):
         return f"it reads side inputs ({', '.join(sorted(needs))}) the macro does not take yet"
-    features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS, WHOLE_TRUTH}
+    features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS, BASELINE, WHOLE_TRUTH}
     if features:
         return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
     if spec.population not in ("truth", "lists", "global"):
@@ -232,7 +238,7 @@ def averaged(metric: Metric) -> bool:
 
 # The optional stage parts a metric exact under ties='average' can need (k slots); the others' metrics
 # (err, pfound, kendall, spearman, ndcg(ideal=list)) and auc's tie bounds are refused under it.
-AVERAGE_FEATURES = frozenset(f for f, m in feat.metrics(0).items() if averaged(parse_metric(m)))
+AVERAGE_FEATURES = frozenset(f for f, ms in feat.metrics(0).items() if all(averaged(parse_metric(m)) for m in ms))
 
 
 def refused(metric: Metric) -> str:
@@ -285,14 +291,16 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     average = key["ties"] == "average"
     wide = frozenset(f for f in wide if f in AVERAGE_FEATURES or not average)
     metrics = _representatives(key["whole"], key["exponent"], SENTINELS["max_k"][sentinel], average)
-    metrics = metrics + [m for f, m in feat.metrics(sentinel).items() if f in wide]
+    metrics = metrics + [m for f, ms in feat.metrics(sentinel).items() if f in wide for m in ms]
     if (wide and not average) or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
         metrics = metrics + ["auc" if key["whole"] else f"auc@{SENTINELS['max_k'][sentinel]}"]
     if key["items_input"] == "price":  # the items' prices read: items_in's price column, its checks
         metrics = metrics + [f"money_precision@{SENTINELS['max_k'][sentinel]}"]
+    if key[BASELINE] == "on":  # the baseline's ranks, joined by ranked, and its checks
+        metrics = metrics + [f"unexpectedness@{SENTINELS['max_k'][sentinel]}"]
     items = () if key["id_cast"] == "on" else (COLUMNS["item_col"],)
     given = ({feat.INPUTS[f] for f in wide if f in feat.INPUTS} | ({"items"} if key["items_input"] != "off" else set())
-             | ({"catalog"} if key["catalog"] == "on" else set()))
+             | ({"catalog"} if key["catalog"] == "on" else set()) | ({"baseline"} if key[BASELINE] == "on" else set()))
     inputs = {role: role for role in ("recs", "truth", *sorted(given))}
     return ModelSpec("recsql_evaluate", metrics, inputs=inputs, output=key["output"], options=options,
                      text_ids=(COLUMNS["user_col"], *items, *runs))
@@ -494,6 +502,15 @@ def _jinja_collations(text: str, dialect_name: str) -> str:
                   text)
 
 
+def _choice(*cases: tuple[str | None, str]) -> str:
+    """Jinja writing the text of the first case whose condition holds: (condition, text) pairs, the
+    last one's condition None (otherwise); one case is its text alone."""
+    if len(cases) == 1:
+        return cases[0][1]
+    out = "".join(("{% if " if n == 0 else "{% elif ") + condition + " %}" + text for n, (condition, text) in enumerate(cases[:-1]))
+    return out + "{% else %}" + cases[-1][1] + "{% endif %}"
+
+
 def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozenset = frozenset()
                      ) -> list[tuple[str, str]]:
     """(CTE name or '' for the final select, Jinja text) of the statement for one switch key, with the
@@ -507,20 +524,18 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
     tree = _native_window_nulls(statement, target)
     for transform in get_dialect(dialect_name).transforms:
         tree = transform(tree)
-    flagged_body = _projection(pieces["flagged"], target)
-    if "flagged_global" in pieces:
-        flagged_body = ("{% if m.population == 'global' %}" + _projection(pieces["flagged_global"], target)
-                        + "{% else %}" + flagged_body + "{% endif %}")
-    final_loop = _LOOP
+    is_global = "m.population == 'global'"
+    flagged_body = _choice(*([(is_global, _projection(pieces["flagged_global"], target))] if "flagged_global" in pieces else []),
+                           (None, _projection(pieces["flagged"], target)))
+    final_loop, own_comma = _LOOP, False
     if key["output"] == "summary":
-        final_body = ("{% if m.summary == 'sum' %}" + _projection(pieces["final_sum"], target)
-                      + "{% else %}" + _projection(pieces["final_mean"], target) + "{% endif %}")
-        if "final_global" in pieces:
-            final_body = "{% if m.population == 'global' %}" + _projection(pieces["final_global"], target) + "{% el" + final_body[len("{% "):]
+        final_body = _choice(*([(is_global, _projection(pieces["final_global"], target))] if "final_global" in pieces else []),
+                             ("m.summary == 'sum'", _projection(pieces["final_sum"], target)),
+                             (None, _projection(pieces["final_mean"], target)))
     else:
         final_body = _projection(pieces["final"], target)
         if "flagged_global" in pieces:  # a global metric has no per-user value; the user id comes first
-            final_loop = _LOCAL_LOOP
+            final_loop, own_comma = _LOCAL_LOOP, True
             final_body = final_body.replace("{{ loop.index0 }}", "{{ m.index }}")
     loops = {
         MARK["raw"]: _LOOP.replace("{body}", "{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */"),
@@ -542,7 +557,7 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
     for name, text in parts:
         text = _jinja_relations(text, spec)
         for marker, loop in loops.items():
-            comma = r",\s*" if marker == MARK["final"] and final_loop is _LOCAL_LOOP else ""  # the loop writes it
+            comma = r",\s*" if marker == MARK["final"] and own_comma else ""  # the loop writes it
             text = re.sub(comma + r"\b" + marker + r"\b", lambda _m, loop=loop: loop, text)
         text = text.replace(f'"{MARK["column"]}"', MARK["column"]).replace(MARK["column"], "{{ m.column_sql }}")
         text = _jinja_values(_jinja_collations(_population_jinja(text, target), dialect_name), sentinel)
@@ -661,9 +676,11 @@ def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[s
 
 
 def possible(assignment: dict) -> bool:
-    """Whether the macro can set these switch values together: auc's tie bounds and the items' prices
-    are never asked under ties='average' (auc and the money metrics have no exact expected value there)."""
-    return not (assignment.get("ties") == "average" and (assignment.get(BOUNDS) == "on" or assignment.get("items_input") == "price"))
+    """Whether the macro can set these switch values together: auc's tie bounds, the items' prices and
+    a baseline are never read under ties='average' (auc, the money metrics, unexpectedness and
+    serendipity have no exact expected value there)."""
+    return not (assignment.get("ties") == "average"
+                and (assignment.get(BOUNDS) == "on" or assignment.get("items_input") == "price" or assignment.get(BASELINE) == "on"))
 
 
 _ITEM_COLLATE = re.compile(r"\{% if rs\.text\.item_id %\}.*?\{% endif %\}")
@@ -720,7 +737,7 @@ def switches_of(target: str, wide: frozenset, kept, owner: dict[str, tuple[str, 
 # relevance column (without one no relevance is negative), no tie bounds or prices under ties='average'.
 _LAST = {s: values[-1] for s, values in EXTRA_SWITCHES.items()}
 _COMBINED = ({**_LAST, "negative": "no", "ties": "item_id_desc"},
-             {**_LAST, BOUNDS: "off", "relevance": "column", "items_input": "given"})
+             {**_LAST, BOUNDS: "off", "relevance": "column", "items_input": "given", BASELINE: "off"})
 
 
 def _factorised(target: str, keys: list[dict], dims: dict[str, list[str]], switches: dict[str, tuple[str, ...]],
@@ -794,6 +811,22 @@ def _feature_ctes(target: str, base: dict[str, str], key: dict) -> dict[str, tup
     return owner
 
 
+def _merged_order(sequences: list[list[str]]) -> list[str]:
+    """One order of every CTE that keeps each statement's order: of the CTEs whose predecessors in
+    every statement are placed, the first seen comes next."""
+    before: dict[str, set[str]] = {}
+    for sequence in sequences:
+        for n, name in enumerate(sequence):
+            before.setdefault(name, set()).update(sequence[n - 1:n])
+    order: list[str] = []
+    while len(order) < len(before):
+        ready = [name for name in before if name not in order and before[name] <= set(order)]
+        if not ready:
+            raise RuntimeError("the CTEs of the recsql.evaluate statement come in different orders")
+        order.append(ready[0])  # dicts keep the order names were first seen in
+    return order
+
+
 def statement_macro(adapter_name: str) -> str:
     """``<adapter>__recsql_evaluate_sql(rs)``: the statement for every switch key, CTE by CTE."""
     target = adapter(adapter_name).dialect
@@ -802,14 +835,9 @@ def statement_macro(adapter_name: str) -> str:
     every = frozenset(feat.FEATURES)
     wide = [_parts(key, target, every) for key in keys]
     owner = _feature_ctes(target, variants[0], keys[0])
-    order: list[str] = []
-    added = [_parts({**keys[0], **_COMBINED[0]}, target), _parts({**keys[0], **_COMBINED[0]}, target, every)]  # CTEs a switch adds
-    for parts in variants + wide + added:  # every variant's CTEs in its order (a CTE new to the list after its predecessor)
-        previous = None
-        for name in parts:
-            if name not in order:
-                order.insert(order.index(previous) + 1 if previous is not None else 0, name)
-            previous = name
+    # CTEs a switch adds (the baseline's, and at run keys)
+    added = [_parts({**probe, **_COMBINED[0]}, target, w) for probe in PROBES for w in (frozenset(), every)]
+    order = _merged_order([list(parts) for parts in variants + wide + added])
     for parts in variants + wide + added:
         positions = [order.index(n) for n in parts]
         if positions != sorted(positions):
@@ -868,10 +896,10 @@ def statement_macro(adapter_name: str) -> str:
 
 
 def _piece_text(metric_name: str, options: dict[str, str], with_k: bool, target: str, sentinel: int,
-                ties: str = "item_id") -> str:
+                ties: str = "item_id", has_baseline: str = "no") -> str:
     numbers = _numbers(sentinel)
     metric = _metric(metric_name, SENTINELS["k"][sentinel] if with_k else None, options, numbers)
-    node = exp.cast(metric_expression(metric, {"ties": ties}), "DOUBLE")
+    node = exp.cast(metric_expression(metric, {"ties": ties, "has_baseline": has_baseline}), "DOUBLE")
     text = _sql(exp.select(node), target, pretty=False)[len("SELECT "):]
     text = re.sub(r"\b" + str(SENTINELS["k"][sentinel]) + r"\b", "{{ m.k }}", text)
     for p, number in zip([p for p, v in options.items() if v == "#"], numbers):
@@ -900,15 +928,17 @@ def metric_macro(adapter_name: str) -> str:
                                      "{{ exceptions.raise_compiler_error('recsql.evaluate: %s') }}" % message))
                     continue
                 texts = {}
-                for ties in ("item_id", "average"):
-                    first = _piece_text(name, options, with_k, target, 0, ties)
-                    second = _piece_text(name, options, with_k, target, 1, ties)
+                for ties, has_baseline in (("item_id", "no"), ("average", "no"), ("item_id", "yes")):
+                    first = _piece_text(name, options, with_k, target, 0, ties, has_baseline)
+                    second = _piece_text(name, options, with_k, target, 1, ties, has_baseline)
                     if first != second:
                         raise RuntimeError(f"a sentinel of metric {name} appears in its SQL as another value")
-                    texts[ties] = first
-                if texts["average"] != texts["item_id"]:  # its expected value over tied positions
-                    branches.append((" and ".join([*conditions, "m.average"]), texts["average"]))
-                branches.append((" and ".join(conditions), texts["item_id"]))
+                    texts[ties, has_baseline] = first
+                if texts["average", "no"] != texts["item_id", "no"]:  # its expected value over tied positions
+                    branches.append((" and ".join([*conditions, "m.average"]), texts["average", "no"]))
+                if texts["item_id", "yes"] != texts["item_id", "no"]:  # a baseline given (serendipity's, else the popular items)
+                    branches.append((" and ".join([*conditions, "m.baseline"]), texts["item_id", "yes"]))
+                branches.append((" and ".join(conditions), texts["item_id", "no"]))
     out = [f"{{% macro {adapter_name}__recsql_metric_sql(m) -%}}\n"]
     for n, (condition, text) in enumerate(branches):
         out.append(("{%- if " if n == 0 else "{%- elif ") + condition + " %}" + text + "\n")

@@ -45,15 +45,18 @@ GRADE = (0.5772156, 0.6931471)  # a cascade's max_grade
 CASCADE_CUT = 5  # err's cutoff: it appears in no stage text
 
 
-def metrics(sentinel: int) -> dict[str, str]:
-    """One metric per feature (the metric string), composed into the wide statement."""
+def metrics(sentinel: int) -> dict[str, tuple[str, ...]]:
+    """The metrics composed into the wide statement for each feature (metric strings): one, or
+    those reading different columns of it (the items' popularity: their count, arp; their rank,
+    serendipity without a baseline)."""
     s = {f: v[sentinel] for f, v in SENTINELS.items()}
-    return {"list_ideal": f"ndcg(ideal=list)@{s['list_ideal']}", "slots": f"ndcg(ideal=k_slots)@{s['slots']}",
+    one = {"list_ideal": f"ndcg(ideal=list)@{s['list_ideal']}", "slots": f"ndcg(ideal=k_slots)@{s['slots']}",
             "pairs": f"kendall@{s['pairs']}", "corr": f"spearman@{s['corr']}",
             "cascade": f"err(max_grade={GRADE[sentinel]})@{CASCADE_CUT}",
             "popularity": f"arp@{s['popularity']}", "interaction_users": f"surprisal@{s['interaction_users']}",
             # the global metrics: one cutoff for both, as exposure_cuts holds each cutoff asked once
             "exposure": f"personalization@{s['exposure']}", "catalog": f"gini@{s['exposure']}"}
+    return {f: (m, f"serendipity@{s['popularity']}") if f == "popularity" else (m,) for f, m in one.items()}
 
 
 FEATURES = tuple(metrics(0))

@@ -1,9 +1,11 @@
 {# recsql.evaluate with everything from var(): tests/test_dbt.py builds it with several --vars and
    compares every number with recsql.evaluate. The depends_on lines declare the side inputs' seeds,
-   which var('recsql_interactions'), var('recsql_items') and var('recsql_catalog') may name. #}
+   which var('recsql_interactions'), var('recsql_items'), var('recsql_catalog') and var('recsql_baseline')
+   may name. #}
 -- depends_on: {{ ref('interactions') }}
 -- depends_on: {{ ref('items') }}
 -- depends_on: {{ ref('catalog') }}
+-- depends_on: {{ ref('baseline') }}
 {{ config(materialized='table') }}
 {{ recsql.evaluate(
     recs=ref(var('recsql_recs', 'recs')),
@@ -23,4 +25,5 @@
     text_ids=var('recsql_text_ids', none),
     interactions=(ref(var('recsql_interactions')) if var('recsql_interactions', none) is not none else none),
     items=(ref(var('recsql_items')) if var('recsql_items', none) is not none else none),
-    catalog=(ref(var('recsql_catalog')) if var('recsql_catalog', none) is not none else none)) }}
+    catalog=(ref(var('recsql_catalog')) if var('recsql_catalog', none) is not none else none),
+    baseline=(ref(var('recsql_baseline')) if var('recsql_baseline', none) is not none else none)) }}
