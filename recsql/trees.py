@@ -15,11 +15,11 @@ import sqlglot
 from sqlglot import exp
 
 
-def parse(sql: str, read: str | None = None, into: type[exp.Expression] | None = None) -> exp.Expression:
+def parse(sql: str, read: str | None = None) -> exp.Expression:
     """``sqlglot.parse_one`` without the source positions the parser records on identifiers and
     literals (``meta``): recsql never reads them, and every copy of a tree deep-copies each
     position dict with Python's generic ``deepcopy`` (about a fifth of composing a statement)."""
-    tree = sqlglot.parse_one(sql, read=read, into=into)
+    tree = sqlglot.parse_one(sql, read=read)
     for node in tree.walk():
         node._meta = None
     return tree

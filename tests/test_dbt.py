@@ -315,7 +315,9 @@ def _case_models(project: Path, count: int) -> list[str]:
     for i in range(count):
         names.append(f"{VAR_MODEL}_case_{i}")
         case = f"{{% set cases = var('recsql_cases', []) %}}{{% set case = cases[{i}] if cases | length > {i} else {{}} %}}\n"
-        model.with_name(f"{names[-1]}.sql").write_text(case + text.replace("var('recsql_", "case.get('recsql_"))
+        body = text.replace("var('recsql_", "case.get('recsql_")
+        assert "var('" not in body and 'var("' not in body, f"{model.name} reads a var its case copies would not take from the case"
+        model.with_name(f"{names[-1]}.sql").write_text(case + body)
     return names
 
 
