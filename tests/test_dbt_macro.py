@@ -414,16 +414,18 @@ def test_macro_metric_populations(adapter):
 
 SIDE_CASES = [["novelty@3", "ndcg@3", "surprisal@2"], ["arp@4"], ["surprisal@5", "precision@2", "arp@1", "mrr"],
               ["novelty(p=interactions)@2", "err@3", "kendall@4"], ["money_precision@3", "money_recall@2", "ndcg@3"],
-              ["money_recall@4", "arp@3", "spearman@4"], ["money_precision@1"]]
+              ["money_recall@4", "arp@3", "spearman@4"], ["money_precision@1"],
+              ["novelty(p=items)@3", "money_precision@2", "ndcg@3"], ["novelty(p=items)@4", "novelty@2", "mrr"]]
 
 
 @pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
 def test_macro_side_inputs(adapter):
     """interactions= and items= and the metrics that read them (novelty, surprisal, arp; the money
-    metrics: README, "Beyond accuracy"), alone or with truth metrics and other optional parts of the
-    stage, 0-2 run keys, both outputs: recsql.evaluate's numbers; the list-only metrics over the users
-    with a list (the seeds have some without truth: n_users_with_recs beside n_users). Without those
-    metrics interactions= and items= change nothing."""
+    metrics and novelty(p=items): README, "Beyond accuracy"), alone or with truth metrics and other
+    optional parts of the stage, 0-2 run keys, both outputs: recsql.evaluate's numbers; the list-only
+    metrics over the users with a list (the seeds have some without truth: n_users_with_recs beside
+    n_users). Without those metrics interactions= and items= change nothing; novelty with items= and
+    no interactions= reads the items' probabilities (p=items), as recsql.evaluate does."""
     package = Package(adapter)
     con = _duckdb() if adapter == "duckdb" else _sqlite()
     for n, metrics in enumerate(SIDE_CASES):
@@ -434,7 +436,8 @@ def test_macro_side_inputs(adapter):
                         **{role: role for role in _side_inputs(metrics)})
             sql = _render(package, call)
             assert ("interactions_in" in sql) == ("interactions" in call) and ("items_in" in sql) == ("items" in call)
-            assert ("interaction_users" in sql) == any(m.startswith(("novelty", "surprisal")) for m in metrics)
+            assert ("interaction_users" in sql) == any(m.startswith(("novelty", "surprisal")) and "p=items" not in m
+                                                       for m in metrics)
             keys = run_cols + (["user_id"] if output == "per_user" else [])
             got, expected = _fetch(con, sql), _expected_call(call)
             _same(got, expected, keys, str(call))
@@ -442,6 +445,14 @@ def test_macro_side_inputs(adapter):
                 _same_order(got, expected, str(call))
             if adapter == "duckdb":
                 _ctes_not_empty(con, sql, "duckdb", str(call))
+    for output in ("summary", "per_user"):  # novelty fitted to the inputs given: p=items
+        call = dict(recs="recs_two_keys", metrics=["novelty@3", "precision@2"], run_cols=["model", "variant"],
+                    output=output, items="items")
+        sql = _render(package, call)
+        assert "interactions_in" not in sql and "items_in" in sql
+        got, expected = _fetch(con, sql), _expected_call(call)
+        _same(got, expected, call["run_cols"] + (["user_id"] if output == "per_user" else []), str(call))
+        assert not got["novelty_at_3"].isna().all()
     call = dict(recs="recs", metrics=["ndcg@3"], run_cols=["model"], output="summary")
     assert "interactions" not in _render(package, call)
     _same(_fetch(con, _render(package, {**call, "interactions": "interactions", "items": "items"})), _expected_call(call),
@@ -536,18 +547,19 @@ def test_macro_missing_side_input():
     other choice of an option not written included); the side inputs the macro does not take yet fail
     naming `recsql dbt model`."""
     package = Package("duckdb")
-    for metric in ("novelty@5", "novelty(p=interactions)@5", "surprisal@3", "arp@2", "money_precision@3", "money_recall@4",
+    for metric in ("novelty@5", "novelty(p=interactions)@5", "novelty(p=items)@5", "surprisal@3", "arp@2", "money_precision@3", "money_recall@4",
                    "unexpectedness@3", "serendipity@4"):
         with pytest.raises(recsql.RecsqlError) as python:
             recsql.evaluate(_seed("recs"), _seed("truth"), ["precision@3", metric], run_cols=["model"])
         with pytest.raises(CompilerError) as macro:
             package.evaluate(recs="recs", truth="truth", metrics=["precision@3", metric], run_cols=["model"])
         assert str(macro.value) == f"recsql.evaluate: {python.value}"
-    # novelty with items and no interactions: recsql.evaluate reads the items' probabilities (p=items)
-    recsql.evaluate(_seed("recs"), _seed("truth"), ["novelty@5"], run_cols=["model"], items=_seed("items"))
-    with pytest.raises(CompilerError, match=r"metric 'novelty@5' is computed with p=items when items= is given and "
-                                            r"interactions= is not.*pass interactions=, or .*`recsql dbt model`"):
-        package.evaluate(recs="recs", truth="truth", metrics=["novelty@5"], run_cols=["model"], items="items")
+    # a column named in the message is the call's own
+    with pytest.raises(recsql.RecsqlError) as python:
+        recsql.evaluate(_seed("recs"), _seed("truth"), ["novelty(p=items)@5"], run_cols=["model"], probability_col="p")
+    with pytest.raises(CompilerError) as macro:
+        package.evaluate(recs="recs", truth="truth", metrics=["novelty(p=items)@5"], run_cols=["model"], probability_col="p")
+    assert "'p'" in str(python.value) and str(macro.value) == f"recsql.evaluate: {python.value}"
     for role in ("item_features",):
         with pytest.raises(CompilerError, match=f"{role}= is not available in recsql.evaluate yet.*`recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=["precision@3"], **{role: role})
@@ -627,8 +639,8 @@ def test_macro_refuses_what_it_does_not_serve():
             if served(name, options) and not all(served(name, o) for o in _variants(name)):
                 written = ",".join(f"{p}={'0.5' if v == '#' else v}" for p, v in reversed(options.items()))
                 unserved.append(f"{name}({written})" + ("@5" if spec.k_rule != "none" else ""))
-    assert {"diversity@5", "novelty(p=items)@5"} <= set(unserved)
-    assert not {"novelty@5", "arp@5", "auc@5", "coverage@5", "gini@5", "personalization@5", "unexpectedness@5",
+    assert {"diversity@5"} <= set(unserved)
+    assert not {"novelty@5", "novelty(p=items)@5", "arp@5", "auc@5", "coverage@5", "gini@5", "personalization@5", "unexpectedness@5",
                 "serendipity@5"} & set(unserved)
     for metric in unserved:
         with pytest.raises(CompilerError, match="is not computed by recsql.evaluate yet: .* `recsql dbt model`"):

@@ -40,7 +40,8 @@
 {% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
                   score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population=none,
                   duplicates='error', convention='recsql', ties=none, items=none, interactions=none, catalog=none,
-                  baseline=none, item_features=none, column_names='safe', text_ids=none, price_col='price') -%}
+                  baseline=none, item_features=none, column_names='safe', text_ids=none, price_col='price',
+                  probability_col='probability') -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
   {%- set conventions = recsql._registry().conventions -%}
@@ -111,14 +112,21 @@
         {%- if name in m.given or (name in inputs and not inputs[name]) -%}{%- set fits.ok = false -%}{%- endif -%}
       {%- endfor -%}
       {%- if fits.ok -%}
-        {{ recsql._fail("metric '" ~ m.canonical ~ "' is computed with " ~ fitted.choices ~ " when " ~ (fitted.inputs | join('=, ')) ~ "= is given and " ~ missing.input ~ "= is not, as recsql.evaluate computes it; the dbt macro does not compute " ~ fitted.choices ~ " yet: pass " ~ missing.input ~ "=, or write a model with `recsql dbt model`") }}
+        {#- computed with the options its inputs allow (novelty with items= and no interactions=: p=items),
+            as recsql.evaluate computes it -#}
+        {%- do m.choices.update(fitted.choices) -%}
+        {%- do m.update({'variant': fitted.variant, 'features': recsql._registry().features.get(fitted.variant, []),
+                         'exponent': fitted.variant in recsql._registry().exponent}) -%}
+      {%- else -%}
+        {%- set marks = recsql._registry().column_marks -%}
+        {%- set columns = {'user': user_col, 'item': item_col, 'price': price_col, 'probability': probability_col} -%}
+        {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
+        {%- for param, alternative in missing.alternatives.items() -%}
+          {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
+        {%- endfor -%}
+        {%- for role, mark in marks.items() -%}{%- set ns.text = ns.text.replace("'" ~ mark ~ "'", "'" ~ columns[role] ~ "'") -%}{%- endfor -%}
+        {{ recsql._fail(ns.text) }}
       {%- endif -%}
-      {%- set marks = recsql._registry().column_marks -%}
-      {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
-      {%- for param, alternative in missing.alternatives.items() -%}
-        {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
-      {%- endfor -%}
-      {{ recsql._fail(ns.text.replace("'" ~ marks.user ~ "'", "'" ~ user_col ~ "'").replace("'" ~ marks.item ~ "'", "'" ~ item_col ~ "'").replace("'" ~ marks.price ~ "'", "'" ~ price_col ~ "'")) }}
     {%- endif -%}
   {%- endfor -%}
   {#- the summary's user counts, as recsql.evaluate writes them: n_users for the call's population first,
@@ -134,7 +142,7 @@
                    + (counts | rejectattr('name', 'in', ['n_users', 'n_users_with_recs']) | list)
                    + (counts | selectattr('name', 'equalto', 'n_users_with_recs') | list) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {} -%}{%- set bounds = [] -%}{%- set prices = [] -%}{%- set baselines = [] -%}
+  {%- set features = {} -%}{%- set bounds = [] -%}{%- set attributes = [] -%}{%- set baselines = [] -%}
   {%- set given = {'interactions': interactions is not none} -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
@@ -156,7 +164,9 @@
         {%- do features[f].append(m.k) -%}
       {%- endif -%}
     {%- endfor -%}
-    {%- if 'price' in recsql._registry().needs.get(m.variant, []) -%}{%- do prices.append(m.name) -%}{%- endif -%}
+    {%- for need in recsql._registry().needs.get(m.variant, []) if need in recsql._registry().item_attributes -%}
+      {%- do attributes.append(need) -%}
+    {%- endfor -%}
     {%- do m.update({'sql': adapter.dispatch('recsql_metric_sql', 'recsql')(m) | trim}) -%}
   {%- endfor -%}
   {%- if features.slots and features.slots | max > recsql._registry().max_slots -%}
@@ -171,9 +181,10 @@
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
       'relevance': 'column' if relevance_col is not none else 'none',
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
-      'items_input': 'price' if prices else ('given' if items is not none else 'off'),
+      'items_input': 'read' if attributes else ('given' if items is not none else 'off'),
       'catalog': 'on' if catalog is not none else 'off', 'baseline': 'on' if baselines else 'off',
-      'price_col': recsql._ident(price_col),
+      'price_col': recsql._ident(price_col) if 'price' in attributes else 'NULL',
+      'probability_col': recsql._ident(probability_col) if 'probability' in attributes else 'NULL',
       'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}

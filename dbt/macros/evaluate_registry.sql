@@ -81,6 +81,7 @@
  "column_marks": {
   "item": "RECSQLxITEMx",
   "price": "RECSQLxPRICEx",
+  "probability": "RECSQLxPROBABILITYx",
   "user": "RECSQLxUSERx"
  },
  "conventions": {
@@ -341,6 +342,10 @@
   "unexpectedness": [
    "baseline"
   ]
+ },
+ "item_attributes": {
+  "price": "price_col",
+  "probability": "probability_col"
  },
  "max_runs": 4,
  "max_slots": 10000,
@@ -927,21 +932,46 @@
   },
   "novelty|interactions": {
    "alternatives": {
-    "p": "; or write p=items, which needs item probabilities: pass items= with columns 'RECSQLxITEMx' and 'probability'"
+    "p": "; or write p=items, which needs item probabilities: pass items= with columns 'RECSQLxITEMx' and 'RECSQLxPROBABILITYx'"
    },
    "fitted": {
-    "choices": "p=items",
+    "choices": {
+     "p": "items"
+    },
     "inputs": [
      "items"
     ],
     "params": [
      "p"
-    ]
+    ],
+    "variant": "novelty|items"
    },
    "fix": "needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'",
    "input": "interactions",
    "inputs": [
     "interactions"
+   ]
+  },
+  "novelty|items": {
+   "alternatives": {
+    "p": "; or write p=interactions, which needs training interactions: pass interactions= with columns 'RECSQLxUSERx' and 'RECSQLxITEMx'"
+   },
+   "fitted": {
+    "choices": {
+     "p": "interactions"
+    },
+    "inputs": [
+     "interactions"
+    ],
+    "params": [
+     "p"
+    ],
+    "variant": "novelty|interactions"
+   },
+   "fix": "needs item probabilities: pass items= with columns 'RECSQLxITEMx' and 'RECSQLxPROBABILITYx'",
+   "input": "items",
+   "inputs": [
+    "items"
    ]
   },
   "serendipity": {
@@ -986,6 +1016,9 @@
   "novelty|interactions": [
    "interactions"
   ],
+  "novelty|items": [
+   "probability"
+  ],
   "serendipity": [
    "interactions_or_baseline"
   ],
@@ -1019,8 +1052,7 @@
  ],
  "unserved": {
   "diversity|category": "it reads side inputs (category) the macro does not take yet",
-  "diversity|features": "it reads side inputs (features) the macro does not take yet",
-  "novelty|items": "it reads side inputs (probability) the macro does not take yet"
+  "diversity|features": "it reads side inputs (features) the macro does not take yet"
  }
 }) }}
 {%- endmacro %}

@@ -124,9 +124,12 @@ def uses_exponent(tree: exp.Expression) -> bool:
 
 
 def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, int | None],
-            exponent: bool = False, heads: exp.Select | None = None) -> tuple[exp.Select, list[str]]:
-    """The ``checks`` CTE (one row, the diagnostic columns of the inputs given and read, and
-    ``_recs_rows``) and the diagnostic names it holds. ``cuts``: the ranked list CTEs (list_ranked,
+            exponent: bool = False, heads: exp.Select | None = None
+            ) -> tuple[list[tuple[str, exp.Select]], exp.Select, list[str]]:
+    """The checks: one CTE per count, ``checks_<input>_invalid`` and ``checks_<input>_copies`` (one row
+    each: a count of one input, so each varies only with what that count reads), then the ``checks``
+    CTE (one row, the diagnostic columns of the inputs given and read, and ``_recs_rows``), and the
+    diagnostic names it holds. ``cuts``: the ranked list CTEs (list_ranked,
     second_ranked: before the join to truth, which a duplicated truth row would multiply) -> the
     largest position the metrics read from it (None: the whole list). ``exponent``: the metrics
     raise 2 to a relevance, so a relevance above MAX_EXPONENT is invalid (2^1024 overflows a DOUBLE).
@@ -178,10 +181,18 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
         duplicates("items_duplicate_rows", "items_in", ["item_id"])
     if plan.item_features is not None and "features" in needed and "features_in" in read:
         duplicates("item_features_duplicate_rows", "features_in", ["item_id", "feature"])
-    aliases = {n: f"c{i}" for i, part in enumerate(parts) for n in [e.alias for e in part.expressions]}
+    ctes = [(_cte_name(part), part) for part in parts]
+    aliases = {n: name for name, part in ctes for n in [e.alias for e in part.expressions]}
     select = exp.select(*[exp.alias_(exp.column(n, table=aliases[n]) if n in aliases
                                      else exp.cast(exp.Literal.number(0), "BIGINT"), n) for n in [*names, RECS_ROWS]])
-    select = select.from_(parts[0].subquery("c0"))
-    for i, part in enumerate(parts[1:], 1):
-        select = select.join(part.subquery(f"c{i}"), join_type="cross")
-    return select, names
+    select = select.from_(ctes[0][0])
+    for name, _ in ctes[1:]:
+        select = select.join(name, join_type="cross")
+    return ctes, select, names
+
+
+def _cte_name(part: exp.Select) -> str:
+    """A count's CTE, named for its first column: ``recs_invalid_rows`` -> ``checks_recs_invalid``,
+    ``truth_duplicate_rows`` -> ``checks_truth_copies``."""
+    column = part.expressions[0].alias
+    return "checks_" + column.removesuffix("_rows").replace("_duplicate", "_copies")

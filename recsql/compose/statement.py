@@ -124,9 +124,11 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         probe = reachable(ctes, exp.select("*").from_("per_user_raw"))  # what the raw rows read
         main = largest_cutoff([m for m in resolved if id(m) not in on_second])
         read = {c.alias for c in probe}
-        checks, diagnostics = input_checks(plan, needed, read,
-                                      {"list_ranked": main, "second_ranked": largest_cutoff(second_metrics)},
-                                      exponent=any(uses_exponent(c) for c in probe), heads=heads if HEADS in read else None)
+        counts, checks, diagnostics = input_checks(plan, needed, read,
+                                                   {"list_ranked": main, "second_ranked": largest_cutoff(second_metrics)},
+                                                   exponent=any(uses_exponent(c) for c in probe),
+                                                   heads=heads if HEADS in read else None)
+        ctes += [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in counts]
         ctes.append(exp.CTE(this=checks, alias=exp.to_identifier("checks")))
         flagged = flagged.join("checks", join_type="cross")
         flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in [*diagnostics, RECS_ROWS]]])

@@ -8,7 +8,7 @@ module writes, from the composer and the ``sql/`` templates (never by hand), per
   cut, exponential gains; and, factorised, the duplicates policy, a missing relevance column, the
   tie rule: item_id or item_id_desc, auc's tie-group bounds, what a convention sets: negative
   relevance unjudged, no gain below the threshold, tied ids compared as text, the items given,
-  whose CTE ``items_in`` is written only then, and their prices read, and the catalog given),
+  whose CTE ``items_in`` is written only then, and their prices and probabilities read, and the catalog given),
   with every value substituted as a Jinja expression (column names, the relevance threshold, the
   list's cutoff) and the metric projections as a loop over the parsed metrics;
 - ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
@@ -39,7 +39,7 @@ The optional parts of the ranked-rows stage that cascades, pairs, rank correlati
 ideal order and k slots add are written only when a metric asked needs them (:mod:`recsql.dbt.features`).
 
 The metrics it serves (:func:`served`) are those whose SQL reads only recs, truth and the side
-inputs of :data:`NEED_INPUT` (interactions; items for their prices; a baseline) and needs no other optional part
+inputs of :data:`NEED_INPUT` (interactions; items for their prices and probabilities; a baseline) and needs no other optional part
 of the stage than those and the tie bounds; the others raise a compiler error
 naming ``recsql dbt model``, as do a metric its convention ranks or judges unlike its others (a
 second view of the list: the macro of recsql/dbt/jinja.py refuses it) and side inputs. The
@@ -81,13 +81,18 @@ NUMBER_SENTINELS = (0.3141592, 0.2718281)  # a numeric metric option
 # the second, third... numeric option of a metric (pfound's p_break besides max_grade): (first, second)
 MORE_NUMBER_SENTINELS = ((0.1414213, 0.1732050), (0.2236067, 0.2449489))
 COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col": "recsql_c_order",
-           "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance", "price_col": "recsql_c_price"}
+           "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance", "price_col": "recsql_c_price",
+           "probability_col": "recsql_c_probability"}
+# The items' attribute columns a metric may read (its needs), and the macro's column option for each:
+# the macro writes the column where a metric asked reads it and NULL otherwise (recsql.evaluate's items_in
+# holds NULL for an attribute no metric reads, and its checks then find nothing wrong with it).
+ITEM_ATTRIBUTES = {"price": "price_col", "probability": "probability_col"}
 # What the macro's metrics may need besides recs and truth (recsql.compose.needs), and the input that
-# gives it: interactions (the wide statement's features, recsql.dbt.features), the items' prices
+# gives it: interactions (the wide statement's features, recsql.dbt.features), the items' prices and probabilities
 # (a factorised switch: items_in, ranked's join of it, the items' checks), a baseline (a switch:
 # baseline_in, its ranks joined by ranked, its checks); serendipity takes a baseline or else
 # interactions (the macro names interactions, the default, in its messages).
-NEED_INPUT = {"interactions": "interactions", "price": "items", "baseline": "baseline",
+NEED_INPUT = {"interactions": "interactions", "price": "items", "probability": "items", "baseline": "baseline",
               "interactions_or_baseline": "interactions"}
 # The side inputs the macro takes: those and the catalog (coverage and gini count its items; without
 # it the items', else every item of truth and recs).
@@ -124,14 +129,15 @@ BASE_SWITCHES = ("runs", "order", "output", "whole", "exponent")
 # (list_ranked; the item id is then composed as a non-text id, so its COLLATE leaves recs_in and truth_in).
 # The side inputs read by parts of the statement other than the optional stage parts: items_input='given'
 # (items_in and its checks, as recsql.evaluate checks any items given; ranked's join of it; the
-# catalog's items when no catalog is given), items_input='price' (their prices read too: the money
-# metrics); catalog='on' (the catalog's items from the catalog input); baseline='on' (a baseline read:
+# catalog's items when no catalog is given), items_input='read' (their attributes read too: the prices
+# of the money metrics, the probabilities of novelty(p=items), each column NULL unless a metric asked
+# reads it, :data:`ITEM_ATTRIBUTES`); catalog='on' (the catalog's items from the catalog input); baseline='on' (a baseline read:
 # unexpectedness, serendipity).
 # (A switch is never named like a method of the macro's dict ``rs``: Jinja's ``rs.items`` is dict.items.)
 EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"),
                   "ties": ("item_id", "item_id_desc", "average"),
                   "tie_bounds": ("off", "on"), "negative": ("no", "yes"), "gain": ("all", "relevant"),
-                  "id_cast": ("off", "on"), "items_input": ("off", "given", "price"), "catalog": ("off", "on"),
+                  "id_cast": ("off", "on"), "items_input": ("off", "given", "read"), "catalog": ("off", "on"),
                   "baseline": ("off", "on")}
 # The parts of the stage served by a factorised switch of the same name (not by recsql.dbt.features).
 BOUNDS = "tie_bounds"
@@ -280,7 +286,8 @@ def raises_to_relevance(metric: str) -> bool:
 
 def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     runs = [RUN_SENTINEL.format(i) for i in range(key["runs"])]
-    options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"], "price_col": COLUMNS["price_col"],
+    options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"],
+               **{column: COLUMNS[column] for column in ITEM_ATTRIBUTES.values()},
                "relevance_col": COLUMNS["relevance_col"] if key["relevance"] == "column" else None, "run_cols": runs,
                "threshold": SENTINELS["threshold"][sentinel], "population": COMPOSED_POPULATION,
                "duplicates": key["duplicates"], "ties": key["ties"]}
@@ -294,8 +301,9 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     metrics = metrics + [m for f, ms in feat.metrics(sentinel).items() if f in wide for m in ms]
     if (wide and not average) or key[BOUNDS] == "on":  # an auc: the tie bounds in stacked and ranked (the wide ones serve them)
         metrics = metrics + ["auc" if key["whole"] else f"auc@{SENTINELS['max_k'][sentinel]}"]
-    if key["items_input"] == "price":  # the items' prices read: items_in's price column, its checks
-        metrics = metrics + [f"money_precision@{SENTINELS['max_k'][sentinel]}"]
+    if key["items_input"] == "read":  # the items' attributes read: items_in's columns, their checks
+        metrics = metrics + [f"money_precision@{SENTINELS['max_k'][sentinel]}",
+                             f"novelty(p=items)@{SENTINELS['max_k'][sentinel]}"]
     if key[BASELINE] == "on":  # the baseline's ranks, joined by ranked, and its checks
         metrics = metrics + [f"unexpectedness@{SENTINELS['max_k'][sentinel]}"]
     items = () if key["id_cast"] == "on" else (COLUMNS["item_col"],)
@@ -660,27 +668,35 @@ GLOBAL_CTES = ("per_user_raw", "per_user", "")
 
 def _changed(target: str, assignment: dict, wide: frozenset, kept, owner: dict[str, tuple[str, ...]] | None = None) -> set[str]:
     """The CTEs (among ``kept``) an assignment of extra switches changes at the :data:`PROBES` base
-    keys, in the statement with the stage parts ``wide``, those it adds included (the items' CTE,
-    written only under items_input='given' or 'price'); a CTE it removes is refused, but for the own CTEs of a stage
-    part that ties='average' cannot have (``owner``: CTE -> its parts), never written then."""
-    unavailable = ({n for n, fs in (owner or {}).items() if not set(fs) & AVERAGE_FEATURES}
-                   if assignment.get("ties") == "average" else set())
+    keys, in the statement with the stage parts ``wide``: those whose text it changes, those it adds
+    (the items' CTE, written only under items_input='given' or 'read') and those it removes (the
+    checks' copy counts under a de-duplicating policy), whose branch then writes nothing; but not the
+    own CTEs of a stage part that ties='average' cannot have (``owner``: CTE -> its parts), never
+    written then."""
+    unavailable = _unavailable(assignment, owner or {})
     changed: set[str] = set()
     for probe in PROBES:
         at = _parts({**probe, **DEFAULTS}, target, wide)
         varied = _parts({**probe, **DEFAULTS, **assignment}, target, wide)
-        if set(at) - set(varied) - unavailable:
-            raise RuntimeError(f"{assignment} removes CTEs from the statement ({sorted(set(at) - set(varied))})")
-        changed |= {n for n in varied if _material(varied[n], assignment) != _material(at.get(n), assignment) and kept(n, assignment)}
+        changed |= {n for n in {*varied, *(set(at) - unavailable)}
+                    if _material(varied.get(n), assignment) != _material(at.get(n), assignment) and kept(n, assignment)}
     return changed
 
 
+def _unavailable(assignment: dict, owner: dict[str, tuple[str, ...]]) -> set[str]:
+    """The own CTEs of the stage parts an assignment cannot have (ties='average': those of the parts
+    no metric exact under it needs), which the macro never writes then."""
+    if assignment.get("ties") != "average":
+        return set()
+    return {n for n, fs in owner.items() if not set(fs) & AVERAGE_FEATURES}
+
+
 def possible(assignment: dict) -> bool:
-    """Whether the macro can set these switch values together: auc's tie bounds, the items' prices and
-    a baseline are never read under ties='average' (auc, the money metrics, unexpectedness and
+    """Whether the macro can set these switch values together: auc's tie bounds, the items' attributes and
+    a baseline are never read under ties='average' (auc, the money metrics, novelty, unexpectedness and
     serendipity have no exact expected value there)."""
     return not (assignment.get("ties") == "average"
-                and (assignment.get(BOUNDS) == "on" or assignment.get("items_input") == "price" or assignment.get(BASELINE) == "on"))
+                and (assignment.get(BOUNDS) == "on" or assignment.get("items_input") == "read" or assignment.get(BASELINE) == "on"))
 
 
 _ITEM_COLLATE = re.compile(r"\{% if rs\.text\.item_id %\}.*?\{% endif %\}")
@@ -785,19 +801,20 @@ def _more_dims(target: str, name: str, assignment: dict, wide: frozenset, dims: 
     return more
 
 
-def _check_switches(target: str, switches: dict[str, tuple[str, ...]], wide: frozenset, kept) -> None:
-    """Every switch set away from its default together gives, at each probe, each CTE the text the
-    same values of its own switches alone give it: a switch leaves the CTEs it does not change alone
-    in combination too."""
+def _check_switches(target: str, switches: dict[str, tuple[str, ...]], wide: frozenset, kept,
+                    owner: dict[str, tuple[str, ...]]) -> None:
+    """Every switch set away from its default together gives, at each probe, each CTE the text (or
+    the absence) the same values of its own switches alone give it: a switch leaves the CTEs it does
+    not change alone in combination too."""
     for together in _COMBINED:
         for probe in PROBES:
             varied = _parts({**probe, **together}, target, wide)
-            for name, text in varied.items():
+            for name in {*varied, *(set(_parts({**probe, **DEFAULTS}, target, wide)) - _unavailable(together, owner))}:
                 if not kept(name, together):
                     continue
                 own = {s: together[s] for s in switches.get(name, ())}
-                expected = _parts({**probe, **DEFAULTS, **own}, target, wide)[name]
-                if _material(text, together) != _material(expected, together):
+                expected = _parts({**probe, **DEFAULTS, **own}, target, wide).get(name)
+                if _material(varied.get(name), together) != _material(expected, together):
                     raise RuntimeError(f"switches other than {sorted(own)} change {name} in combination ({together})")
 
 
@@ -835,8 +852,10 @@ def statement_macro(adapter_name: str) -> str:
     every = frozenset(feat.FEATURES)
     wide = [_parts(key, target, every) for key in keys]
     owner = _feature_ctes(target, variants[0], keys[0])
-    # CTEs a switch adds (the baseline's, and at run keys)
-    added = [_parts({**probe, **_COMBINED[0]}, target, w) for probe in PROBES for w in (frozenset(), every)]
+    # CTEs a switch adds (the items' and the baseline's, and their checks), alone and with the others
+    assignments = [*({s: v} for s, values in EXTRA_SWITCHES.items() for v in values[1:]), *_COMBINED]
+    added = [_parts({**probe, **DEFAULTS, **a}, target, w) for probe in PROBES for w in (frozenset(), every)
+             for a in assignments if possible(a)]
     order = _merged_order([list(parts) for parts in variants + wide + added])
     for parts in variants + wide + added:
         positions = [order.index(n) for n in parts]
@@ -850,8 +869,8 @@ def statement_macro(adapter_name: str) -> str:
     wide_switches = switches_of(target, every, wide_kept, owner)
     extra = _factorised(target, keys, dims, narrow_switches, frozenset(), narrow_kept, owner)
     wide_extra = _factorised(target, keys, wide_dims, wide_switches, every, wide_kept, owner)
-    _check_switches(target, narrow_switches, frozenset(), narrow_kept)
-    _check_switches(target, wide_switches, every, wide_kept)
+    _check_switches(target, narrow_switches, frozenset(), narrow_kept, owner)
+    _check_switches(target, wide_switches, every, wide_kept, owner)
 
     def framed(position: int, name: str, texts: dict[int, str | None]) -> dict[int, str | None]:
         if not name:

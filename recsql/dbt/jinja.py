@@ -18,7 +18,7 @@ from ..compose import TIES
 from ..compose.plan import MAX_SLOTS
 from . import features as feat
 from ..compose.needs import _REQUIREMENTS, _alternatives, fit_to_inputs
-from .evaluate import (MACRO_INPUTS, MAX_RUNS, NEED_INPUT, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
+from .evaluate import (ITEM_ATTRIBUTES, MACRO_INPUTS, MAX_RUNS, NEED_INPUT, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
                        variant_averaged, variant_features, variant_needs)
 from .model import GENERATED, _comment
 
@@ -30,9 +30,10 @@ def variant_key(name: str, options: dict[str, str]) -> str:
     return "|".join([name, *(options[p] for p in sorted(options))])
 
 
-# The id columns in the messages of a metric whose side input is missing, as the macro fills them in
+# The columns in the messages of a metric whose side input is missing, as the macro fills them in
 # (the other columns are the macro's defaults: it does not take their names yet).
-COLUMN_MARKS = {"user": "RECSQLxUSERx", "item": "RECSQLxITEMx", "price": "RECSQLxPRICEx"}
+COLUMN_MARKS = {"user": "RECSQLxUSERx", "item": "RECSQLxITEMx", "price": "RECSQLxPRICEx",
+                "probability": "RECSQLxPROBABILITYx"}
 
 
 def _missing(name: str, options: dict[str, str]) -> dict:
@@ -40,7 +41,7 @@ def _missing(name: str, options: dict[str, str]) -> dict:
     the fix for its first need and, per enum option the user did not write, the other choices
     and what they need (recsql.compose.needs.check_inputs), id columns as :data:`COLUMN_MARKS`."""
     metric = _metric(name, 7 if registry()[name].k_rule != "none" else None, options, 0.5)
-    names = {k: repr(v) for k, v in dict(probability="probability", category="category", features="features",
+    names = {k: repr(v) for k, v in dict(category="category", features="features",
                                          feature="feature", value="value", **COLUMN_MARKS).items()}
     need = sorted(variant_needs(name, options))[0]
     alternatives = {}
@@ -48,14 +49,15 @@ def _missing(name: str, options: dict[str, str]) -> dict:
         metric.explicit = set(metric.spec.params) - {param}
         alternatives[param] = _alternatives(metric, {"truth"}, names)
     # what recsql.evaluate computes instead when the other inputs the macro takes are given (novelty
-    # with items and no interactions: p=items, which the macro does not compute yet)
+    # with items and no interactions: p=items), which the macro then computes too
     metric.explicit = set()
     others = {"truth", *(set(NEED_INPUT.values()) - {NEED_INPUT[need]})}
     fitted = fit_to_inputs(metric, others)
     moved = {p: v for p, v in fitted.all_options().items() if v != metric.all_options()[p]}
     return {"fix": _REQUIREMENTS[need][1].format(**names), "alternatives": alternatives, "input": NEED_INPUT[need],
             "inputs": sorted(_REQUIREMENTS[need][0]),
-            "fitted": {"choices": ",".join(f"{p}={v}" for p, v in moved.items()), "params": sorted(moved),
+            "fitted": {"choices": moved, "params": sorted(moved),
+                       "variant": variant_key(name, {**options, **moved}),
                        "inputs": sorted(set().union(*(_REQUIREMENTS[n][0] for n in fitted.spec.requires(fitted.all_options()))))}
             if moved else None}
 
@@ -104,7 +106,7 @@ def _facts() -> dict:
             "features": features, "stage_parts": list(feat.FEATURES), "feature_inputs": feat.INPUTS, "max_slots": MAX_SLOTS,
             "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
             "conventions": conventions, "average": sorted(average), "missing": missing, "needs": needs,
-            "column_marks": COLUMN_MARKS,
+            "column_marks": COLUMN_MARKS, "item_attributes": ITEM_ATTRIBUTES,
             "average_metrics": tie_averaged()}
 
 
@@ -268,7 +270,8 @@ EVALUATE = r"""{# GENERATED #}
 {% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
                   score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population=none,
                   duplicates='error', convention='recsql', ties=none, items=none, interactions=none, catalog=none,
-                  baseline=none, item_features=none, column_names='safe', text_ids=none, price_col='price') -%}
+                  baseline=none, item_features=none, column_names='safe', text_ids=none, price_col='price',
+                  probability_col='probability') -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
   {%- set conventions = recsql._registry().conventions -%}
@@ -339,14 +342,21 @@ EVALUATE = r"""{# GENERATED #}
         {%- if name in m.given or (name in inputs and not inputs[name]) -%}{%- set fits.ok = false -%}{%- endif -%}
       {%- endfor -%}
       {%- if fits.ok -%}
-        {{ recsql._fail("metric '" ~ m.canonical ~ "' is computed with " ~ fitted.choices ~ " when " ~ (fitted.inputs | join('=, ')) ~ "= is given and " ~ missing.input ~ "= is not, as recsql.evaluate computes it; the dbt macro does not compute " ~ fitted.choices ~ " yet: pass " ~ missing.input ~ "=, or write a model with `recsql dbt model`") }}
+        {#- computed with the options its inputs allow (novelty with items= and no interactions=: p=items),
+            as recsql.evaluate computes it -#}
+        {%- do m.choices.update(fitted.choices) -%}
+        {%- do m.update({'variant': fitted.variant, 'features': recsql._registry().features.get(fitted.variant, []),
+                         'exponent': fitted.variant in recsql._registry().exponent}) -%}
+      {%- else -%}
+        {%- set marks = recsql._registry().column_marks -%}
+        {%- set columns = {'user': user_col, 'item': item_col, 'price': price_col, 'probability': probability_col} -%}
+        {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
+        {%- for param, alternative in missing.alternatives.items() -%}
+          {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
+        {%- endfor -%}
+        {%- for role, mark in marks.items() -%}{%- set ns.text = ns.text.replace("'" ~ mark ~ "'", "'" ~ columns[role] ~ "'") -%}{%- endfor -%}
+        {{ recsql._fail(ns.text) }}
       {%- endif -%}
-      {%- set marks = recsql._registry().column_marks -%}
-      {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
-      {%- for param, alternative in missing.alternatives.items() -%}
-        {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
-      {%- endfor -%}
-      {{ recsql._fail(ns.text.replace("'" ~ marks.user ~ "'", "'" ~ user_col ~ "'").replace("'" ~ marks.item ~ "'", "'" ~ item_col ~ "'").replace("'" ~ marks.price ~ "'", "'" ~ price_col ~ "'")) }}
     {%- endif -%}
   {%- endfor -%}
   {#- the summary's user counts, as recsql.evaluate writes them: n_users for the call's population first,
@@ -362,7 +372,7 @@ EVALUATE = r"""{# GENERATED #}
                    + (counts | rejectattr('name', 'in', ['n_users', 'n_users_with_recs']) | list)
                    + (counts | selectattr('name', 'equalto', 'n_users_with_recs') | list) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {} -%}{%- set bounds = [] -%}{%- set prices = [] -%}{%- set baselines = [] -%}
+  {%- set features = {} -%}{%- set bounds = [] -%}{%- set attributes = [] -%}{%- set baselines = [] -%}
   {%- set given = {'interactions': interactions is not none} -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
@@ -384,7 +394,9 @@ EVALUATE = r"""{# GENERATED #}
         {%- do features[f].append(m.k) -%}
       {%- endif -%}
     {%- endfor -%}
-    {%- if 'price' in recsql._registry().needs.get(m.variant, []) -%}{%- do prices.append(m.name) -%}{%- endif -%}
+    {%- for need in recsql._registry().needs.get(m.variant, []) if need in recsql._registry().item_attributes -%}
+      {%- do attributes.append(need) -%}
+    {%- endfor -%}
     {%- do m.update({'sql': adapter.dispatch('recsql_metric_sql', 'recsql')(m) | trim}) -%}
   {%- endfor -%}
   {%- if features.slots and features.slots | max > recsql._registry().max_slots -%}
@@ -399,9 +411,10 @@ EVALUATE = r"""{# GENERATED #}
       'relevance_col': recsql._ident(relevance_col) if relevance_col is not none else none,
       'relevance': 'column' if relevance_col is not none else 'none',
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
-      'items_input': 'price' if prices else ('given' if items is not none else 'off'),
+      'items_input': 'read' if attributes else ('given' if items is not none else 'off'),
       'catalog': 'on' if catalog is not none else 'off', 'baseline': 'on' if baselines else 'off',
-      'price_col': recsql._ident(price_col),
+      'price_col': recsql._ident(price_col) if 'price' in attributes else 'NULL',
+      'probability_col': recsql._ident(probability_col) if 'probability' in attributes else 'NULL',
       'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}

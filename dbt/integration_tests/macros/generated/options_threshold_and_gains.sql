@@ -643,58 +643,58 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), checks_recs_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE PRECISION) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE PRECISION) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE PRECISION) <> CAST(ord AS DOUBLE PRECISION)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE PRECISION) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE PRECISION) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE PRECISION) <> CAST(relevance AS DOUBLE PRECISION)
+          )
+          OR relevance > 1000
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
 ), checks AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
     CAST(0 AS BIGINT) AS recs_duplicate_rows,
-    c1.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
     CAST(0 AS BIGINT) AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE PRECISION) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE PRECISION) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE PRECISION) <> CAST(ord AS DOUBLE PRECISION)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE PRECISION) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE PRECISION) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE PRECISION) <> CAST(relevance AS DOUBLE PRECISION)
-            )
-            OR relevance > 1000
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c1
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_truth_invalid
 ), per_user AS (
   SELECT
     _run0,
@@ -1384,58 +1384,58 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), checks_recs_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
+          )
+          OR relevance > 1000
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
 ), checks AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
     CAST(0 AS BIGINT) AS recs_duplicate_rows,
-    c1.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
     CAST(0 AS BIGINT) AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
-            )
-            OR relevance > 1000
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c1
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_truth_invalid
 ), per_user AS (
   SELECT
     _run0,
@@ -2137,58 +2137,58 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), checks_recs_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS REAL) > 1.7976931348623157E308
+            OR CAST(ord AS REAL) < -1.7976931348623157E308
+            OR CAST(ord AS REAL) <> CAST(ord AS REAL)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS INTEGER) AS recs_invalid_rows,
+    CAST(COUNT(*) AS INTEGER) AS _recs_rows
+  FROM recs_in
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS REAL) > 1.7976931348623157E308
+            OR CAST(relevance AS REAL) < -1.7976931348623157E308
+            OR CAST(relevance AS REAL) <> CAST(relevance AS REAL)
+          )
+          OR relevance > 1000
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS INTEGER) AS truth_invalid_rows
+  FROM truth_in
 ), checks AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
     CAST(0 AS INTEGER) AS recs_duplicate_rows,
-    c1.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
     CAST(0 AS INTEGER) AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS REAL) > 1.7976931348623157E308
-              OR CAST(ord AS REAL) < -1.7976931348623157E308
-              OR CAST(ord AS REAL) <> CAST(ord AS REAL)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS INTEGER) AS recs_invalid_rows,
-      CAST(COUNT(*) AS INTEGER) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS REAL) > 1.7976931348623157E308
-              OR CAST(relevance AS REAL) < -1.7976931348623157E308
-              OR CAST(relevance AS REAL) <> CAST(relevance AS REAL)
-            )
-            OR relevance > 1000
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS INTEGER) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c1
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_truth_invalid
 ), per_user AS (
   SELECT
     _run0,
@@ -2878,58 +2878,58 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), checks_recs_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
+          )
+          OR relevance > 1000
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
 ), checks AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
     CAST(0 AS BIGINT) AS recs_duplicate_rows,
-    c1.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
     CAST(0 AS BIGINT) AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
-            )
-            OR relevance > 1000
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c1
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_truth_invalid
 ), per_user AS (
   SELECT
     _run0,
@@ -3638,58 +3638,58 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), checks_recs_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE PRECISION) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE PRECISION) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE PRECISION) <> CAST(ord AS DOUBLE PRECISION)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE PRECISION) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE PRECISION) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE PRECISION) <> CAST(relevance AS DOUBLE PRECISION)
+          )
+          OR relevance > 1000
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
 ), checks AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
     CAST(0 AS BIGINT) AS recs_duplicate_rows,
-    c1.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
     CAST(0 AS BIGINT) AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE PRECISION) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE PRECISION) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE PRECISION) <> CAST(ord AS DOUBLE PRECISION)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE PRECISION) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE PRECISION) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE PRECISION) <> CAST(relevance AS DOUBLE PRECISION)
-            )
-            OR relevance > 1000
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c1
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_truth_invalid
 ), per_user AS (
   SELECT
     _run0,
@@ -4379,58 +4379,58 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), checks_recs_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
+          )
+          OR relevance > 1000
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
 ), checks AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
     CAST(0 AS BIGINT) AS recs_duplicate_rows,
-    c1.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
     CAST(0 AS BIGINT) AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
-            )
-            OR relevance > 1000
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c1
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_truth_invalid
 ), per_user AS (
   SELECT
     _run0,
@@ -5120,58 +5120,58 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), checks_recs_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS FLOAT64) > 1.7976931348623157E308
+            OR CAST(ord AS FLOAT64) < -1.7976931348623157E308
+            OR CAST(ord AS FLOAT64) <> CAST(ord AS FLOAT64)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS INT64) AS recs_invalid_rows,
+    CAST(COUNT(*) AS INT64) AS _recs_rows
+  FROM recs_in
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS FLOAT64) > 1.7976931348623157E308
+            OR CAST(relevance AS FLOAT64) < -1.7976931348623157E308
+            OR CAST(relevance AS FLOAT64) <> CAST(relevance AS FLOAT64)
+          )
+          OR relevance > 1000
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS INT64) AS truth_invalid_rows
+  FROM truth_in
 ), checks AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
     CAST(0 AS INT64) AS recs_duplicate_rows,
-    c1.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
     CAST(0 AS INT64) AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS FLOAT64) > 1.7976931348623157E308
-              OR CAST(ord AS FLOAT64) < -1.7976931348623157E308
-              OR CAST(ord AS FLOAT64) <> CAST(ord AS FLOAT64)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS INT64) AS recs_invalid_rows,
-      CAST(COUNT(*) AS INT64) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS FLOAT64) > 1.7976931348623157E308
-              OR CAST(relevance AS FLOAT64) < -1.7976931348623157E308
-              OR CAST(relevance AS FLOAT64) <> CAST(relevance AS FLOAT64)
-            )
-            OR relevance > 1000
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS INT64) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c1
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_truth_invalid
 ), per_user AS (
   SELECT
     _run0,
@@ -5874,58 +5874,58 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), checks_recs_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
+          )
+          OR relevance > 1000
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
 ), checks AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
     CAST(0 AS BIGINT) AS recs_duplicate_rows,
-    c1.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
     CAST(0 AS BIGINT) AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
-            )
-            OR relevance > 1000
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c1
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_truth_invalid
 ), per_user AS (
   SELECT
     _run0,
@@ -6624,58 +6624,58 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
+), checks_recs_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS FLOAT) > 1.7976931348623157E308
+            OR CAST(ord AS FLOAT) < -1.7976931348623157E308
+            OR CAST(ord AS FLOAT) <> CAST(ord AS FLOAT)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS FLOAT) > 1.7976931348623157E308
+            OR CAST(relevance AS FLOAT) < -1.7976931348623157E308
+            OR CAST(relevance AS FLOAT) <> CAST(relevance AS FLOAT)
+          )
+          OR relevance > 1000
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
 ), checks AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
     CAST(0 AS BIGINT) AS recs_duplicate_rows,
-    c1.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
     CAST(0 AS BIGINT) AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS FLOAT) > 1.7976931348623157E308
-              OR CAST(ord AS FLOAT) < -1.7976931348623157E308
-              OR CAST(ord AS FLOAT) <> CAST(ord AS FLOAT)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS FLOAT) > 1.7976931348623157E308
-              OR CAST(relevance AS FLOAT) < -1.7976931348623157E308
-              OR CAST(relevance AS FLOAT) <> CAST(relevance AS FLOAT)
-            )
-            OR relevance > 1000
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c1
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_truth_invalid
 ), per_user AS (
   SELECT
     _run0,

@@ -205,86 +205,86 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
-), checks AS (
+), checks_recs_invalid AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
-    c1.recs_duplicate_rows AS recs_duplicate_rows,
-    c2.truth_invalid_rows AS truth_invalid_rows,
-    c3.truth_duplicate_rows AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE PRECISION) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE PRECISION) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE PRECISION) <> CAST(ord AS DOUBLE PRECISION)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_recs_copies AS (
+  SELECT
+    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE PRECISION) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE PRECISION) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE PRECISION) <> CAST(ord AS DOUBLE PRECISION)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-    FROM (
-      SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        GROUP BY
-          _run0,
-          user_id,
-          item_id
-      ) AS g
-    ) AS l
-  ) AS c1
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE PRECISION) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE PRECISION) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE PRECISION) <> CAST(relevance AS DOUBLE PRECISION)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c2
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
     FROM (
       SELECT
         COUNT(*) AS n
-      FROM truth_in
+      FROM list_ranked
       GROUP BY
+        _run0,
         user_id,
         item_id
     ) AS g
-  ) AS c3
+  ) AS l
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE PRECISION) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE PRECISION) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE PRECISION) <> CAST(relevance AS DOUBLE PRECISION)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
+), checks_truth_copies AS (
+  SELECT
+    CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+  FROM (
+    SELECT
+      COUNT(*) AS n
+    FROM truth_in
+    GROUP BY
+      user_id,
+      item_id
+  ) AS g
+), checks AS (
+  SELECT
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_copies.recs_duplicate_rows AS recs_duplicate_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_copies.truth_duplicate_rows AS truth_duplicate_rows,
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_recs_copies
+  CROSS JOIN checks_truth_invalid
+  CROSS JOIN checks_truth_copies
 ), per_user AS (
   SELECT
     _run0,
@@ -538,86 +538,86 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
-), checks AS (
+), checks_recs_invalid AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
-    c1.recs_duplicate_rows AS recs_duplicate_rows,
-    c2.truth_invalid_rows AS truth_invalid_rows,
-    c3.truth_duplicate_rows AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_recs_copies AS (
+  SELECT
+    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-    FROM (
-      SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        GROUP BY
-          _run0,
-          user_id,
-          item_id
-      ) AS g
-    ) AS l
-  ) AS c1
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c2
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
     FROM (
       SELECT
         COUNT(*) AS n
-      FROM truth_in
+      FROM list_ranked
       GROUP BY
+        _run0,
         user_id,
         item_id
     ) AS g
-  ) AS c3
+  ) AS l
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
+), checks_truth_copies AS (
+  SELECT
+    CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+  FROM (
+    SELECT
+      COUNT(*) AS n
+    FROM truth_in
+    GROUP BY
+      user_id,
+      item_id
+  ) AS g
+), checks AS (
+  SELECT
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_copies.recs_duplicate_rows AS recs_duplicate_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_copies.truth_duplicate_rows AS truth_duplicate_rows,
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_recs_copies
+  CROSS JOIN checks_truth_invalid
+  CROSS JOIN checks_truth_copies
 ), per_user AS (
   SELECT
     _run0,
@@ -872,86 +872,86 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
-), checks AS (
+), checks_recs_invalid AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
-    c1.recs_duplicate_rows AS recs_duplicate_rows,
-    c2.truth_invalid_rows AS truth_invalid_rows,
-    c3.truth_duplicate_rows AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS REAL) > 1.7976931348623157E308
+            OR CAST(ord AS REAL) < -1.7976931348623157E308
+            OR CAST(ord AS REAL) <> CAST(ord AS REAL)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS INTEGER) AS recs_invalid_rows,
+    CAST(COUNT(*) AS INTEGER) AS _recs_rows
+  FROM recs_in
+), checks_recs_copies AS (
+  SELECT
+    CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS REAL) > 1.7976931348623157E308
-              OR CAST(ord AS REAL) < -1.7976931348623157E308
-              OR CAST(ord AS REAL) <> CAST(ord AS REAL)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS INTEGER) AS recs_invalid_rows,
-      CAST(COUNT(*) AS INTEGER) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
-    FROM (
-      SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        GROUP BY
-          _run0,
-          user_id,
-          item_id
-      ) AS g
-    ) AS l
-  ) AS c1
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS REAL) > 1.7976931348623157E308
-              OR CAST(relevance AS REAL) < -1.7976931348623157E308
-              OR CAST(relevance AS REAL) <> CAST(relevance AS REAL)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS INTEGER) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c2
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS truth_duplicate_rows
+      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
     FROM (
       SELECT
         COUNT(*) AS n
-      FROM truth_in
+      FROM list_ranked
       GROUP BY
+        _run0,
         user_id,
         item_id
     ) AS g
-  ) AS c3
+  ) AS l
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS REAL) > 1.7976931348623157E308
+            OR CAST(relevance AS REAL) < -1.7976931348623157E308
+            OR CAST(relevance AS REAL) <> CAST(relevance AS REAL)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS INTEGER) AS truth_invalid_rows
+  FROM truth_in
+), checks_truth_copies AS (
+  SELECT
+    CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS truth_duplicate_rows
+  FROM (
+    SELECT
+      COUNT(*) AS n
+    FROM truth_in
+    GROUP BY
+      user_id,
+      item_id
+  ) AS g
+), checks AS (
+  SELECT
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_copies.recs_duplicate_rows AS recs_duplicate_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_copies.truth_duplicate_rows AS truth_duplicate_rows,
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_recs_copies
+  CROSS JOIN checks_truth_invalid
+  CROSS JOIN checks_truth_copies
 ), per_user AS (
   SELECT
     _run0,
@@ -1205,86 +1205,86 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
-), checks AS (
+), checks_recs_invalid AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
-    c1.recs_duplicate_rows AS recs_duplicate_rows,
-    c2.truth_invalid_rows AS truth_invalid_rows,
-    c3.truth_duplicate_rows AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_recs_copies AS (
+  SELECT
+    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-    FROM (
-      SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        GROUP BY
-          _run0,
-          user_id,
-          item_id
-      ) AS g
-    ) AS l
-  ) AS c1
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c2
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
     FROM (
       SELECT
         COUNT(*) AS n
-      FROM truth_in
+      FROM list_ranked
       GROUP BY
+        _run0,
         user_id,
         item_id
     ) AS g
-  ) AS c3
+  ) AS l
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
+), checks_truth_copies AS (
+  SELECT
+    CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+  FROM (
+    SELECT
+      COUNT(*) AS n
+    FROM truth_in
+    GROUP BY
+      user_id,
+      item_id
+  ) AS g
+), checks AS (
+  SELECT
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_copies.recs_duplicate_rows AS recs_duplicate_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_copies.truth_duplicate_rows AS truth_duplicate_rows,
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_recs_copies
+  CROSS JOIN checks_truth_invalid
+  CROSS JOIN checks_truth_copies
 ), per_user AS (
   SELECT
     _run0,
@@ -1538,86 +1538,86 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
-), checks AS (
+), checks_recs_invalid AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
-    c1.recs_duplicate_rows AS recs_duplicate_rows,
-    c2.truth_invalid_rows AS truth_invalid_rows,
-    c3.truth_duplicate_rows AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_recs_copies AS (
+  SELECT
+    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-    FROM (
-      SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        GROUP BY
-          _run0,
-          user_id,
-          item_id
-      ) AS g
-    ) AS l
-  ) AS c1
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c2
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
     FROM (
       SELECT
         COUNT(*) AS n
-      FROM truth_in
+      FROM list_ranked
       GROUP BY
+        _run0,
         user_id,
         item_id
     ) AS g
-  ) AS c3
+  ) AS l
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
+), checks_truth_copies AS (
+  SELECT
+    CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+  FROM (
+    SELECT
+      COUNT(*) AS n
+    FROM truth_in
+    GROUP BY
+      user_id,
+      item_id
+  ) AS g
+), checks AS (
+  SELECT
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_copies.recs_duplicate_rows AS recs_duplicate_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_copies.truth_duplicate_rows AS truth_duplicate_rows,
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_recs_copies
+  CROSS JOIN checks_truth_invalid
+  CROSS JOIN checks_truth_copies
 ), per_user AS (
   SELECT
     _run0,
@@ -1871,86 +1871,86 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
-), checks AS (
+), checks_recs_invalid AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
-    c1.recs_duplicate_rows AS recs_duplicate_rows,
-    c2.truth_invalid_rows AS truth_invalid_rows,
-    c3.truth_duplicate_rows AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS FLOAT64) > 1.7976931348623157E308
+            OR CAST(ord AS FLOAT64) < -1.7976931348623157E308
+            OR CAST(ord AS FLOAT64) <> CAST(ord AS FLOAT64)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS INT64) AS recs_invalid_rows,
+    CAST(COUNT(*) AS INT64) AS _recs_rows
+  FROM recs_in
+), checks_recs_copies AS (
+  SELECT
+    CAST(MAX(d) AS INT64) AS recs_duplicate_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS FLOAT64) > 1.7976931348623157E308
-              OR CAST(ord AS FLOAT64) < -1.7976931348623157E308
-              OR CAST(ord AS FLOAT64) <> CAST(ord AS FLOAT64)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS INT64) AS recs_invalid_rows,
-      CAST(COUNT(*) AS INT64) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(MAX(d) AS INT64) AS recs_duplicate_rows
-    FROM (
-      SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS INT64) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        GROUP BY
-          _run0,
-          user_id,
-          item_id
-      ) AS g
-    ) AS l
-  ) AS c1
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS FLOAT64) > 1.7976931348623157E308
-              OR CAST(relevance AS FLOAT64) < -1.7976931348623157E308
-              OR CAST(relevance AS FLOAT64) <> CAST(relevance AS FLOAT64)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS INT64) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c2
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INT64) AS truth_duplicate_rows
+      CAST(COALESCE(SUM(n - 1), 0) AS INT64) AS d
     FROM (
       SELECT
         COUNT(*) AS n
-      FROM truth_in
+      FROM list_ranked
       GROUP BY
+        _run0,
         user_id,
         item_id
     ) AS g
-  ) AS c3
+  ) AS l
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS FLOAT64) > 1.7976931348623157E308
+            OR CAST(relevance AS FLOAT64) < -1.7976931348623157E308
+            OR CAST(relevance AS FLOAT64) <> CAST(relevance AS FLOAT64)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS INT64) AS truth_invalid_rows
+  FROM truth_in
+), checks_truth_copies AS (
+  SELECT
+    CAST(COALESCE(SUM(n - 1), 0) AS INT64) AS truth_duplicate_rows
+  FROM (
+    SELECT
+      COUNT(*) AS n
+    FROM truth_in
+    GROUP BY
+      user_id,
+      item_id
+  ) AS g
+), checks AS (
+  SELECT
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_copies.recs_duplicate_rows AS recs_duplicate_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_copies.truth_duplicate_rows AS truth_duplicate_rows,
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_recs_copies
+  CROSS JOIN checks_truth_invalid
+  CROSS JOIN checks_truth_copies
 ), per_user AS (
   SELECT
     _run0,
@@ -2209,86 +2209,86 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
-), checks AS (
+), checks_recs_invalid AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
-    c1.recs_duplicate_rows AS recs_duplicate_rows,
-    c2.truth_invalid_rows AS truth_invalid_rows,
-    c3.truth_duplicate_rows AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_recs_copies AS (
+  SELECT
+    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-    FROM (
-      SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        GROUP BY
-          _run0,
-          user_id,
-          item_id
-      ) AS g
-    ) AS l
-  ) AS c1
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS DOUBLE) > 1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
-              OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c2
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
     FROM (
       SELECT
         COUNT(*) AS n
-      FROM truth_in
+      FROM list_ranked
       GROUP BY
+        _run0,
         user_id,
         item_id
     ) AS g
-  ) AS c3
+  ) AS l
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS DOUBLE) > 1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) < -1.7976931348623157E308
+            OR CAST(relevance AS DOUBLE) <> CAST(relevance AS DOUBLE)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
+), checks_truth_copies AS (
+  SELECT
+    CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+  FROM (
+    SELECT
+      COUNT(*) AS n
+    FROM truth_in
+    GROUP BY
+      user_id,
+      item_id
+  ) AS g
+), checks AS (
+  SELECT
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_copies.recs_duplicate_rows AS recs_duplicate_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_copies.truth_duplicate_rows AS truth_duplicate_rows,
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_recs_copies
+  CROSS JOIN checks_truth_invalid
+  CROSS JOIN checks_truth_copies
 ), per_user AS (
   SELECT
     _run0,
@@ -2543,86 +2543,86 @@ WITH recs_in AS (
   GROUP BY
     _run0,
     user_id
-), checks AS (
+), checks_recs_invalid AS (
   SELECT
-    c0.recs_invalid_rows AS recs_invalid_rows,
-    c1.recs_duplicate_rows AS recs_duplicate_rows,
-    c2.truth_invalid_rows AS truth_invalid_rows,
-    c3.truth_duplicate_rows AS truth_duplicate_rows,
-    c0._recs_rows AS _recs_rows
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN _run0 IS NULL
+          OR user_id IS NULL
+          OR item_id IS NULL
+          OR ord IS NULL
+          OR (
+            CAST(ord AS FLOAT) > 1.7976931348623157E308
+            OR CAST(ord AS FLOAT) < -1.7976931348623157E308
+            OR CAST(ord AS FLOAT) <> CAST(ord AS FLOAT)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS recs_invalid_rows,
+    CAST(COUNT(*) AS BIGINT) AS _recs_rows
+  FROM recs_in
+), checks_recs_copies AS (
+  SELECT
+    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
   FROM (
     SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN _run0 IS NULL
-            OR user_id IS NULL
-            OR item_id IS NULL
-            OR ord IS NULL
-            OR (
-              CAST(ord AS FLOAT) > 1.7976931348623157E308
-              OR CAST(ord AS FLOAT) < -1.7976931348623157E308
-              OR CAST(ord AS FLOAT) <> CAST(ord AS FLOAT)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS recs_invalid_rows,
-      CAST(COUNT(*) AS BIGINT) AS _recs_rows
-    FROM recs_in
-  ) AS c0
-  CROSS JOIN (
-    SELECT
-      CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-    FROM (
-      SELECT
-        CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-      FROM (
-        SELECT
-          COUNT(*) AS n
-        FROM list_ranked
-        GROUP BY
-          _run0,
-          user_id,
-          item_id
-      ) AS g
-    ) AS l
-  ) AS c1
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(
-        SUM(
-          CASE
-            WHEN user_id IS NULL
-            OR item_id IS NULL
-            OR relevance IS NULL
-            OR (
-              CAST(relevance AS FLOAT) > 1.7976931348623157E308
-              OR CAST(relevance AS FLOAT) < -1.7976931348623157E308
-              OR CAST(relevance AS FLOAT) <> CAST(relevance AS FLOAT)
-            )
-            THEN 1
-            ELSE 0
-          END
-        ),
-        0
-      ) AS BIGINT) AS truth_invalid_rows
-    FROM truth_in
-  ) AS c2
-  CROSS JOIN (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
     FROM (
       SELECT
         COUNT(*) AS n
-      FROM truth_in
+      FROM list_ranked
       GROUP BY
+        _run0,
         user_id,
         item_id
     ) AS g
-  ) AS c3
+  ) AS l
+), checks_truth_invalid AS (
+  SELECT
+    CAST(COALESCE(
+      SUM(
+        CASE
+          WHEN user_id IS NULL
+          OR item_id IS NULL
+          OR relevance IS NULL
+          OR (
+            CAST(relevance AS FLOAT) > 1.7976931348623157E308
+            OR CAST(relevance AS FLOAT) < -1.7976931348623157E308
+            OR CAST(relevance AS FLOAT) <> CAST(relevance AS FLOAT)
+          )
+          THEN 1
+          ELSE 0
+        END
+      ),
+      0
+    ) AS BIGINT) AS truth_invalid_rows
+  FROM truth_in
+), checks_truth_copies AS (
+  SELECT
+    CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS truth_duplicate_rows
+  FROM (
+    SELECT
+      COUNT(*) AS n
+    FROM truth_in
+    GROUP BY
+      user_id,
+      item_id
+  ) AS g
+), checks AS (
+  SELECT
+    checks_recs_invalid.recs_invalid_rows AS recs_invalid_rows,
+    checks_recs_copies.recs_duplicate_rows AS recs_duplicate_rows,
+    checks_truth_invalid.truth_invalid_rows AS truth_invalid_rows,
+    checks_truth_copies.truth_duplicate_rows AS truth_duplicate_rows,
+    checks_recs_invalid._recs_rows AS _recs_rows
+  FROM checks_recs_invalid
+  CROSS JOIN checks_recs_copies
+  CROSS JOIN checks_truth_invalid
+  CROSS JOIN checks_truth_copies
 ), per_user AS (
   SELECT
     _run0,
