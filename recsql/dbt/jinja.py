@@ -286,6 +286,7 @@ EVALUATE = r"""{# GENERATED #}
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
   {%- set later = [] -%}
+  {%- set item_columns = {'price': price_col, 'probability': probability_col} -%}{#- the items' attribute columns, by need -#}
   {%- if duplicates not in ['error', 'best', 'max'] -%}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
@@ -349,7 +350,7 @@ EVALUATE = r"""{# GENERATED #}
                          'exponent': fitted.variant in recsql._registry().exponent}) -%}
       {%- else -%}
         {%- set marks = recsql._registry().column_marks -%}
-        {%- set columns = {'user': user_col, 'item': item_col, 'price': price_col, 'probability': probability_col} -%}
+        {%- set columns = {'user': user_col, 'item': item_col} -%}{%- do columns.update(item_columns) -%}
         {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
         {%- for param, alternative in missing.alternatives.items() -%}
           {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
@@ -413,11 +414,13 @@ EVALUATE = r"""{# GENERATED #}
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
       'items_input': 'read' if attributes else ('given' if items is not none else 'off'),
       'catalog': 'on' if catalog is not none else 'off', 'baseline': 'on' if baselines else 'off',
-      'price_col': recsql._ident(price_col) if 'price' in attributes else 'NULL',
-      'probability_col': recsql._ident(probability_col) if 'probability' in attributes else 'NULL',
       'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
+  {#- each attribute column of the items where a metric asked reads it, else NULL (recsql.evaluate's items_in) -#}
+  {%- for need, option in recsql._registry().item_attributes.items() -%}
+    {%- do rs.update({option: recsql._ident(item_columns[need]) if need in attributes else 'NULL'}) -%}
+  {%- endfor -%}
   {%- do rs.update({'text': recsql._text_ids(text_ids, recs, user_col, item_col, rs.run_cols)}) -%}
   {%- do rs.update({'id_cast': 'on' if conv.id_order == 'text' and not rs.text.item_id else 'off'}) -%}
   {%- set quoted = [] -%}
