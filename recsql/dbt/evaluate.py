@@ -554,9 +554,10 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
     for cte in tree.args["with_"].expressions:
         if wide and cte.alias == "stacked":
             parts.append((cte.alias, feat.guarded_stacked(cte, lambda node: _sql(node, target))))
-        elif wide and cte.alias == "ranked":
+        elif cte.alias == "ranked":
             parts.append((cte.alias, feat.guarded_ranked(cte, lambda node: _sql(node, target),
-                                                         lambda node: _projection(node, target))))
+                                                         lambda node: _projection(node, target),
+                                                         {name: g[0] for name, g in RANKED_SWITCHES.items()})))
         else:
             parts.append((cte.alias, _sql(cte, target)))
     tree.set("with_", None)  # its CTEs written: the final select alone (the tree is this call's own copy)
@@ -632,6 +633,9 @@ def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict], dims: l
     if len(by_text) == 1:
         (text,) = by_text
         return text or ""
+    # the keys where the CTE is not written need no branch: no condition of the others holds there
+    by_text.pop(None, None)
+    by_text.pop("", None)
     out = []
     for n, (text, conditions) in enumerate(by_text.items()):
         test = " or ".join(f"({c})" for c in conditions)
@@ -647,6 +651,20 @@ def _parts(key: dict, target: str, wide: frozenset = frozenset()) -> dict[str, s
 @lru_cache(maxsize=None)
 def _rendered(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str, str], ...]:
     key = dict(items)
+    parts = dict(_marked_parts(items, target, wide))
+    full = _full(key, wide)
+    if full != key and "ranked" in parts:  # ranked as the switches' fullest values compose it, guarded
+        ranked = dict(_marked_parts(tuple(sorted(full.items())), target, wide))["ranked"]
+        if _switched(ranked, key) != _switched(parts["ranked"], key):
+            raise RuntimeError(f"ranked differs from its guarded text at {key} by more than its switched joins")
+        parts["ranked"] = ranked
+    return tuple((name, _switch_jinja(text)) for name, text in parts.items())
+
+
+@lru_cache(maxsize=None)
+def _marked_parts(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str, str], ...]:
+    """The statement's parts for one switch key, ranked's switched joins marked (:data:`RANKED_SWITCHES`)."""
+    key = dict(items)
     first = _statement_parts(key, target, 0, wide)
     # The second composition checks the sentinels (once per composition the dialects share, on the
     # keys that vary what the numbers of the SQL are: the list's cut, run keys, output, checks).
@@ -654,6 +672,50 @@ def _rendered(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str, st
     if checked and first != _statement_parts(key, target, 1, wide):
         raise RuntimeError(f"a sentinel value of the recsql.evaluate macro appears in the SQL as another value ({key})")
     return tuple(first)
+
+
+# ranked's joins that a factorised switch adds, and the columns that read them: guard -> (the joins'
+# aliases, the switch, its values that write the joins, those that write the columns). ranked is
+# composed at the fullest values the key allows (:func:`_full`) and each of them is written behind
+# its switch, so ranked is one text for every value of these switches (and :func:`_rendered` checks
+# that this text, its guards applied, is the key's own). Not the baseline in the wide statement: a
+# baseline given, serendipity reads it instead of the popular items' ranks (the part popularity's
+# column pop_rank), so the wide ranked's columns depend on it beyond its join.
+RANKED_SWITCHES = {"items": ({"i"}, "items_input", ("given", "read"), ("read",)),
+                   "baseline": ({"b"}, BASELINE, ("on",), ("on",))}
+_NARROW_ONLY = {"baseline"}
+_SWITCHED = re.compile(r"(\n?)" + feat.SWITCH_IF + r"(\w+?)_(join|columns)(.*?)" + feat.SWITCH_ENDIF, re.S)
+
+
+def _full(key: dict, wide: frozenset) -> dict:
+    """The key with each of :data:`RANKED_SWITCHES` (in the wide statement, but the baseline) at its
+    last value that :func:`possible` allows."""
+    full = dict(key)
+    for name, (_, switch, _joins, _columns) in RANKED_SWITCHES.items():
+        if not (wide and name in _NARROW_ONLY):
+            full[switch] = next(v for v in reversed(EXTRA_SWITCHES[switch]) if possible({**full, switch: v}))
+    return full
+
+
+def _switch_values(match: re.Match) -> tuple[str, tuple[str, ...]]:
+    _, switch, joins, columns = RANKED_SWITCHES[match.group(2)]
+    return switch, joins if match.group(3) == "join" else columns
+
+
+def _switched(text: str, key: dict) -> str:
+    """A text with its switched joins and columns kept or dropped as the key's switch values say."""
+    def keep(match: re.Match) -> str:
+        switch, values = _switch_values(match)
+        return match.group(1) + match.group(4) if key[switch] in values else ""
+    return _SWITCHED.sub(keep, text)
+
+
+def _switch_jinja(text: str) -> str:
+    """A text's switched joins and columns behind their Jinja conditions."""
+    def guard(match: re.Match) -> str:
+        switch, values = _switch_values(match)
+        return f"{match.group(1)}{{%- if rs.{switch} in {list(values)!r} %}}{match.group(4)}{{%- endif %}}"
+    return _SWITCHED.sub(guard, text)
 
 
 Extra = dict  # CTE name -> [(assignment, base keys, texts at those keys, the base switches they depend on)]
@@ -908,6 +970,7 @@ def statement_macro(adapter_name: str) -> str:
             raise RuntimeError(f"{name} is changed by a factorised switch in the wide statement only")
         body.append(text)
     _rendered.cache_clear()  # an adapter's texts serve only its own macro
+    _marked_parts.cache_clear()
     inputs = "".join(f", {role}=none" for role in MACRO_INPUTS)
     return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth{inputs}) -%}}\n"
             + f"{{%- set recsql_population_sql = {population_sql(get_dialect(target).sqlglot)!r} %}}\n" + "".join(body)

@@ -82,35 +82,42 @@ def guarded_stacked(cte: exp.CTE, render) -> str:
     return text + "\n)"
 
 
-def guarded_ranked(cte: exp.CTE, render, render_projection) -> str:
+def guarded_ranked(cte: exp.CTE, render, render_projection, switch_joins: dict[str, set[str]] | None = None) -> str:
     """``ranked`` with the joins of a side input's feature (:data:`SIDE_JOINS`), and the columns that
     read them, written only when that feature is asked: the wide statement's ``ranked`` serves every
-    call that asks any feature, and a side input not given has no CTE to join."""
+    call that asks any feature, and a side input not given has no CTE to join. ``switch_joins``: guard
+    name -> the aliases of joins a factorised switch adds (recsql.dbt.evaluate), marked
+    :data:`SWITCH_IF` ``<name>_join`` and ``<name>_columns`` (the columns that read them) until that
+    module writes their conditions."""
     select = cte.this.copy()
     if any(select.args.get(a) for a in ("where", "group", "having", "order")):
         raise RuntimeError("ranked is not a plain join: its side joins cannot be appended")
-    def feature_of(aliases: set[str]) -> str | None:
-        found = [f for f, mine in SIDE_JOINS.items() if aliases & mine]
+    guards = {f: (mine, _IF + f, _IF + f, _ENDIF) for f, mine in SIDE_JOINS.items()}
+    guards.update({name: (mine, f"{SWITCH_IF}{name}_join", f"{SWITCH_IF}{name}_columns", SWITCH_ENDIF)
+                   for name, mine in (switch_joins or {}).items()})
+
+    def guard_of(aliases: set[str]) -> tuple | None:
+        found = [g for g in guards.values() if aliases & g[0]]
         if len(found) > 1:
-            raise RuntimeError(f"a part of ranked reads the joins of two features ({found})")
+            raise RuntimeError(f"a part of ranked reads the joins of two guards ({aliases})")
         return found[0] if found else None
 
     joins = []
     for join in list(select.args.get("joins") or []):
-        feature = feature_of({join.this.alias_or_name})
-        if feature:
-            joins.append(f"\n{_IF}{feature}\n{render(join)}\n{_ENDIF}")
+        guard = guard_of({join.this.alias_or_name})
+        if guard:
+            joins.append(f"\n{guard[1]}\n{render(join)}\n{guard[3]}")
             join.pop()
-    columns: dict[str, tuple[str, str]] = {}
+    columns: dict[str, tuple[tuple, str]] = {}
     for n, projection in enumerate(list(select.expressions)):
-        feature = feature_of({c.table for c in projection.find_all(exp.Column)})
-        if feature:
+        guard = guard_of({c.table for c in projection.find_all(exp.Column)})
+        if guard:
             marker = f"recsql_side_column_{n}"
-            columns[marker] = (feature, render_projection(projection.copy()))
+            columns[marker] = (guard, render_projection(projection.copy()))
             projection.replace(exp.column(marker))
     text = render(select)
-    for marker, (feature, projection) in columns.items():
-        text, found = re.subn(r",\s*\b" + marker + r"\b", lambda _m: f"{_IF}{feature},\n    {projection}{_ENDIF}", text)
+    for marker, (guard, projection) in columns.items():
+        text, found = re.subn(r",\s*\b" + marker + r"\b", lambda _m: f"{guard[2]},\n    {projection}{guard[3]}", text)
         if found != 1:
             raise RuntimeError(f"the column {projection} of ranked is first or written twice")
     return f"{cte.alias} AS (\n" + text + "".join(joins) + "\n)"
@@ -118,6 +125,8 @@ def guarded_ranked(cte: exp.CTE, render, render_projection) -> str:
 
 # Words standing for the guards of ``stacked``'s branches until the text's values become Jinja.
 _IF, _ENDIF = "recsql_feature_if_", "recsql_feature_endif"
+# and for the guards of ranked's joins a factorised switch adds (recsql.dbt.evaluate writes them)
+SWITCH_IF, SWITCH_ENDIF = "recsql_switch_if_", "recsql_switch_endif"
 
 
 def _rows(text: str, loop: str, row) -> str:
