@@ -342,7 +342,7 @@ def _evaluate_from_vars(project: Path, cases: list[dict] | None = None, failures
                              (["ndcg(gain=cubic)@10"], "option gain=cubic is not valid; choose one of linear, exponential, binary"),
                              (["rbp(p=1.5)@10"], "option p=1.5 must lie in (0, 1)"),
                              (["precision"], "metric 'precision' needs a cutoff"),
-                             (["diversity@5"], "is not computed by recsql.evaluate yet"),
+                             (["diversity(by=features)@5"], "is not computed by recsql.evaluate yet"),
                              (["novelty@5"], "metric 'novelty@5' needs training interactions: pass interactions=")):
         failed = _dbt(project, "compile", "--select", VAR_MODEL, "--vars", json.dumps({"recsql_metrics": metrics}),
                       "--target-path", str(project.parent / "target"), check=False)

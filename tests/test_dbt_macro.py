@@ -415,13 +415,17 @@ def test_macro_metric_populations(adapter):
 SIDE_CASES = [["novelty@3", "ndcg@3", "surprisal@2"], ["arp@4"], ["surprisal@5", "precision@2", "arp@1", "mrr"],
               ["novelty(p=interactions)@2", "err@3", "kendall@4"], ["money_precision@3", "money_recall@2", "ndcg@3"],
               ["money_recall@4", "arp@3", "spearman@4"], ["money_precision@1"],
-              ["novelty(p=items)@3", "money_precision@2", "ndcg@3"], ["novelty(p=items)@4", "novelty@2", "mrr"]]
+              ["novelty(p=items)@3", "money_precision@2", "ndcg@3"], ["novelty(p=items)@4", "novelty@2", "mrr"],
+              # the items' categories compared in pairs (diversity), with kendall's pairs, with the items'
+              # other attributes; and pairs and attributes read without categories
+              ["diversity@3", "ndcg@3"], ["diversity@4", "kendall@3", "money_precision@2", "diversity(by=category)@2"],
+              ["kendall@4", "money_recall@3", "novelty(p=items)@2"]]
 
 
 @pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
 def test_macro_side_inputs(adapter):
     """interactions= and items= and the metrics that read them (novelty, surprisal, arp; the money
-    metrics and novelty(p=items): README, "Beyond accuracy"), alone or with truth metrics and other
+    metrics, novelty(p=items) and diversity: README, "Beyond accuracy"), alone or with truth metrics and other
     optional parts of the stage, 0-2 run keys, both outputs: recsql.evaluate's numbers; the list-only
     metrics over the users with a list (the seeds have some without truth: n_users_with_recs beside
     n_users). Without those metrics interactions= and items= change nothing; novelty with items= and
@@ -548,18 +552,19 @@ def test_macro_missing_side_input():
     naming `recsql dbt model`."""
     package = Package("duckdb")
     for metric in ("novelty@5", "novelty(p=interactions)@5", "novelty(p=items)@5", "surprisal@3", "arp@2", "money_precision@3", "money_recall@4",
-                   "unexpectedness@3", "serendipity@4"):
+                   "unexpectedness@3", "serendipity@4", "diversity@3", "diversity(by=category)@3"):
         with pytest.raises(recsql.RecsqlError) as python:
             recsql.evaluate(_seed("recs"), _seed("truth"), ["precision@3", metric], run_cols=["model"])
         with pytest.raises(CompilerError) as macro:
             package.evaluate(recs="recs", truth="truth", metrics=["precision@3", metric], run_cols=["model"])
         assert str(macro.value) == f"recsql.evaluate: {python.value}"
     # a column named in the message is the call's own
-    with pytest.raises(recsql.RecsqlError) as python:
-        recsql.evaluate(_seed("recs"), _seed("truth"), ["novelty(p=items)@5"], run_cols=["model"], probability_col="p")
-    with pytest.raises(CompilerError) as macro:
-        package.evaluate(recs="recs", truth="truth", metrics=["novelty(p=items)@5"], run_cols=["model"], probability_col="p")
-    assert "'p'" in str(python.value) and str(macro.value) == f"recsql.evaluate: {python.value}"
+    for metric, option in (("novelty(p=items)@5", "probability_col"), ("diversity@5", "category_col")):
+        with pytest.raises(recsql.RecsqlError) as python:
+            recsql.evaluate(_seed("recs"), _seed("truth"), [metric], run_cols=["model"], **{option: "c"})
+        with pytest.raises(CompilerError) as macro:
+            package.evaluate(recs="recs", truth="truth", metrics=[metric], run_cols=["model"], **{option: "c"})
+        assert "'c'" in str(python.value) and str(macro.value) == f"recsql.evaluate: {python.value}"
     for role in ("item_features",):
         with pytest.raises(CompilerError, match=f"{role}= is not available in recsql.evaluate yet.*`recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=["precision@3"], **{role: role})
@@ -639,9 +644,9 @@ def test_macro_refuses_what_it_does_not_serve():
             if served(name, options) and not all(served(name, o) for o in _variants(name)):
                 written = ",".join(f"{p}={'0.5' if v == '#' else v}" for p, v in reversed(options.items()))
                 unserved.append(f"{name}({written})" + ("@5" if spec.k_rule != "none" else ""))
-    assert {"diversity@5"} <= set(unserved)
+    assert {"diversity(by=features)@5"} <= set(unserved)
     assert not {"novelty@5", "novelty(p=items)@5", "arp@5", "auc@5", "coverage@5", "gini@5", "personalization@5", "unexpectedness@5",
-                "serendipity@5"} & set(unserved)
+                "serendipity@5", "diversity@5", "diversity(by=category)@5"} & set(unserved)
     for metric in unserved:
         with pytest.raises(CompilerError, match="is not computed by recsql.evaluate yet: .* `recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=[metric], run_cols=["model"])

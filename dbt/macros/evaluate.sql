@@ -40,8 +40,7 @@
 {% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
                   score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population=none,
                   duplicates='error', convention='recsql', ties=none, items=none, interactions=none, catalog=none,
-                  baseline=none, item_features=none, column_names='safe', text_ids=none, price_col='price',
-                  probability_col='probability') -%}
+                  baseline=none, item_features=none, column_names='safe', text_ids=none, price_col='price', probability_col='probability', category_col='category') -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
   {%- set conventions = recsql._registry().conventions -%}
@@ -56,7 +55,7 @@
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
   {%- set later = [] -%}
-  {%- set item_columns = {'price': price_col, 'probability': probability_col} -%}{#- the items' attribute columns, by need -#}
+  {%- set item_columns = {'price': price_col, 'probability': probability_col, 'category': category_col} -%}{#- the items' attribute columns, by need -#}
   {%- if duplicates not in ['error', 'best', 'max'] -%}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
@@ -156,6 +155,8 @@
         {#- a baseline's ranks when one is given; a part over an input not given is not built (serendipity's
             popular items when a baseline is given: recsql.evaluate leaves them out too) -#}
         {%- if f == 'baseline' and baseline is not none -%}{%- do baselines.append(m.name) -%}{%- endif -%}
+      {%- elif f == 'categories' -%}
+        {#- the items' categories, compared in pairs when their attributes are read (a need of items) -#}
       {%- elif f == 'truth_rows' -%}
         {%- do whole.append(m.name) -%}
       {%- elif f == 'cascade' -%}

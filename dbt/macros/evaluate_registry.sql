@@ -79,6 +79,7 @@
   "recall"
  ],
  "column_marks": {
+  "category": "RECSQLxCATEGORYx",
   "item": "RECSQLxITEMx",
   "price": "RECSQLxPRICEx",
   "probability": "RECSQLxPROBABILITYx",
@@ -227,6 +228,10 @@
    "catalog",
    "exposure"
   ],
+  "diversity|category": [
+   "categories",
+   "pairs"
+  ],
   "err|#": [
    "cascade"
   ],
@@ -344,6 +349,7 @@
   ]
  },
  "item_attributes": {
+  "category": "category_col",
   "price": "price_col",
   "probability": "probability_col"
  },
@@ -912,6 +918,17 @@
     "interactions"
    ]
   },
+  "diversity|category": {
+   "alternatives": {
+    "by": "; or write by=features, which needs item feature vectors: pass items= with an array column 'features', or item_features= with rows ('RECSQLxITEMx', 'feature', 'value')"
+   },
+   "fitted": none,
+   "fix": "needs item categories: pass items= with columns 'RECSQLxITEMx' and 'RECSQLxCATEGORYx'",
+   "input": "items",
+   "inputs": [
+    "items"
+   ]
+  },
   "money_precision": {
    "alternatives": {},
    "fitted": none,
@@ -1007,6 +1024,9 @@
   "arp": [
    "interactions"
   ],
+  "diversity|category": [
+   "category"
+  ],
   "money_precision": [
    "price"
   ],
@@ -1051,7 +1071,6 @@
   "average"
  ],
  "unserved": {
-  "diversity|category": "it reads side inputs (category) the macro does not take yet",
   "diversity|features": "it reads side inputs (features) the macro does not take yet"
  }
 }) }}

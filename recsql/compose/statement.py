@@ -79,7 +79,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         tree = metric_expression(m, context)
         return on_second_list(tree) if id(m) in on_second else tree
 
-    inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", items_in(plan, needed)),
+    inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", items_in(plan, needed | plan.read_item_columns)),
               ("interactions_in", interactions_in(plan)), ("catalog_in", catalog_in(plan)),
               ("baseline_in", baseline_in(plan)), ("features_in", features_in(plan, needed))]
     runs = internal_runs(plan)

@@ -82,17 +82,18 @@ NUMBER_SENTINELS = (0.3141592, 0.2718281)  # a numeric metric option
 MORE_NUMBER_SENTINELS = ((0.1414213, 0.1732050), (0.2236067, 0.2449489))
 COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col": "recsql_c_order",
            "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance", "price_col": "recsql_c_price",
-           "probability_col": "recsql_c_probability"}
+           "probability_col": "recsql_c_probability", "category_col": "recsql_c_category"}
 # The items' attribute columns a metric may read (its needs), and the macro's column option for each:
 # the macro writes the column where a metric asked reads it and NULL otherwise (recsql.evaluate's items_in
 # holds NULL for an attribute no metric reads, and its checks then find nothing wrong with it).
-ITEM_ATTRIBUTES = {"price": "price_col", "probability": "probability_col"}
+ITEM_ATTRIBUTES = {"price": "price_col", "probability": "probability_col", "category": "category_col"}
 # What the macro's metrics may need besides recs and truth (recsql.compose.needs), and the input that
-# gives it: interactions (the wide statement's features, recsql.dbt.features), the items' prices and probabilities
-# (a factorised switch: items_in, ranked's join of it, the items' checks), a baseline (a switch:
+# gives it: interactions (the wide statement's features, recsql.dbt.features), the items' prices, probabilities
+# and categories (a factorised switch: items_in, ranked's join of it, the items' checks; the categories
+# compared in pairs by the wide statement), a baseline (a switch:
 # baseline_in, its ranks joined by ranked, its checks); serendipity takes a baseline or else
 # interactions (the macro names interactions, the default, in its messages).
-NEED_INPUT = {"interactions": "interactions", "price": "items", "probability": "items", "baseline": "baseline",
+NEED_INPUT = {"interactions": "interactions", "price": "items", "probability": "items", "category": "items", "baseline": "baseline",
               "interactions_or_baseline": "interactions"}
 # The side inputs the macro takes: those and the catalog (coverage and gini count its items; without
 # it the items', else every item of truth and recs).
@@ -130,8 +131,8 @@ BASE_SWITCHES = ("runs", "order", "output", "whole", "exponent")
 # The side inputs read by parts of the statement other than the optional stage parts: items_input='given'
 # (items_in and its checks, as recsql.evaluate checks any items given; ranked's join of it; the
 # catalog's items when no catalog is given), items_input='read' (their attributes read too: the prices
-# of the money metrics, the probabilities of novelty(p=items), each column NULL unless a metric asked
-# reads it, :data:`ITEM_ATTRIBUTES`); catalog='on' (the catalog's items from the catalog input); baseline='on' (a baseline read:
+# of the money metrics, the probabilities of novelty(p=items), the categories of diversity, compared in
+# pairs by the wide statement, each column NULL unless a metric asked reads it, :data:`ITEM_ATTRIBUTES`); catalog='on' (the catalog's items from the catalog input); baseline='on' (a baseline read:
 # unexpectedness, serendipity).
 # (A switch is never named like a method of the macro's dict ``rs``: Jinja's ``rs.items`` is dict.items.)
 EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"),
@@ -145,6 +146,9 @@ BASELINE = "baseline"
 # Every truth row (money_recall), not the ideal order cut at the largest cutoff: what the statements
 # for the whole list (the base switch ``whole``) read, which the macro then sets.
 WHOLE_TRUTH = "truth_rows"
+# The items' categories compared in pairs (diversity by category): the wide statement's pairs read them
+# whenever the items' attributes are read (items_input='read', which a metric reading categories sets).
+CATEGORIES = "categories"
 SWITCHES = (*BASE_SWITCHES, *EXTRA_SWITCHES)
 DEFAULTS = {name: values[0] for name, values in EXTRA_SWITCHES.items()}
 
@@ -201,7 +205,7 @@ def served(name: str, options: dict[str, str]) -> str:
     needs = variant_needs(name, options)
     if needs - set(NEED_INPUT):
         return f"it reads side inputs ({', '.join(sorted(needs))}) the macro does not take yet"
-    features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS, BASELINE, WHOLE_TRUTH}
+    features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS, BASELINE, WHOLE_TRUTH, CATEGORIES}
     if features:
         return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
     if spec.population not in ("truth", "lists", "global"):
@@ -304,6 +308,8 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     if key["items_input"] == "read":  # the items' attributes read: items_in's columns, their checks
         metrics = metrics + [f"money_precision@{SENTINELS['max_k'][sentinel]}",
                              f"novelty(p=items)@{SENTINELS['max_k'][sentinel]}"]
+        if "pairs" in wide:  # and the categories compared in pairs
+            metrics = metrics + [f"diversity(by=category)@{feat.SENTINELS['pairs'][sentinel]}"]
     if key[BASELINE] == "on":  # the baseline's ranks, joined by ranked, and its checks
         metrics = metrics + [f"unexpectedness@{SENTINELS['max_k'][sentinel]}"]
     items = () if key["id_cast"] == "on" else (COLUMNS["item_col"],)
@@ -317,7 +323,9 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
 def _plan_fields(key: dict) -> dict:
     """The plan's fields a key's convention switches set (:func:`recsql.dbt.model._statement`'s ``plan``)."""
     return {"negative_unjudged": key["negative"] == "yes", "gain_rule": key["gain"],
-            "id_order": "text" if key["id_cast"] == "on" else "native"}
+            "id_order": "text" if key["id_cast"] == "on" else "native",
+            # every attribute column of the items read: the macro writes NULL for those no metric asked reads
+            "read_item_columns": frozenset(ITEM_ATTRIBUTES) if key["items_input"] == "read" else frozenset()}
 
 
 def _keys() -> list[dict]:
@@ -675,13 +683,15 @@ def _marked_parts(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str
 
 
 # ranked's joins that a factorised switch adds, and the columns that read them: guard -> (the joins'
-# aliases, the switch, its values that write the joins, those that write the columns). ranked is
+# aliases and the other columns the switch adds, the switch, its values that write the joins, those that
+# write the columns). With the items' attributes read, the wide statement compares the items'
+# categories in pairs (diversity: :func:`_spec`), which ranked reads from stacked. ranked is
 # composed at the fullest values the key allows (:func:`_full`) and each of them is written behind
 # its switch, so ranked is one text for every value of these switches (and :func:`_rendered` checks
 # that this text, its guards applied, is the key's own). Not the baseline in the wide statement: a
 # baseline given, serendipity reads it instead of the popular items' ranks (the part popularity's
 # column pop_rank), so the wide ranked's columns depend on it beyond its join.
-RANKED_SWITCHES = {"items": ({"i"}, "items_input", ("given", "read"), ("read",)),
+RANKED_SWITCHES = {"items": ({"i", "s.pair_category_dissim"}, "items_input", ("given", "read"), ("read",)),
                    "baseline": ({"b"}, BASELINE, ("on",), ("on",))}
 _NARROW_ONLY = {"baseline"}
 _SWITCHED = re.compile(r"(\n?)" + feat.SWITCH_IF + r"(\w+?)_(join|columns)(.*?)" + feat.SWITCH_ENDIF, re.S)

@@ -86,7 +86,9 @@ def guarded_ranked(cte: exp.CTE, render, render_projection, switch_joins: dict[s
     """``ranked`` with the joins of a side input's feature (:data:`SIDE_JOINS`), and the columns that
     read them, written only when that feature is asked: the wide statement's ``ranked`` serves every
     call that asks any feature, and a side input not given has no CTE to join. ``switch_joins``: guard
-    name -> the aliases of joins a factorised switch adds (recsql.dbt.evaluate), marked
+    name -> the aliases of joins a factorised switch adds (recsql.dbt.evaluate), and the columns of
+    other tables it adds (``table.column``: the items' categories compared in pairs, read from
+    ``stacked``), marked
     :data:`SWITCH_IF` ``<name>_join`` and ``<name>_columns`` (the columns that read them) until that
     module writes their conditions."""
     select = cte.this.copy()
@@ -110,7 +112,7 @@ def guarded_ranked(cte: exp.CTE, render, render_projection, switch_joins: dict[s
             join.pop()
     columns: dict[str, tuple[tuple, str]] = {}
     for n, projection in enumerate(list(select.expressions)):
-        guard = guard_of({c.table for c in projection.find_all(exp.Column)})
+        guard = guard_of({name for c in projection.find_all(exp.Column) for name in (c.table, f"{c.table}.{c.name}")})
         if guard:
             marker = f"recsql_side_column_{n}"
             columns[marker] = (guard, render_projection(projection.copy()))

@@ -33,7 +33,7 @@ def variant_key(name: str, options: dict[str, str]) -> str:
 # The columns in the messages of a metric whose side input is missing, as the macro fills them in
 # (the other columns are the macro's defaults: it does not take their names yet).
 COLUMN_MARKS = {"user": "RECSQLxUSERx", "item": "RECSQLxITEMx", "price": "RECSQLxPRICEx",
-                "probability": "RECSQLxPROBABILITYx"}
+                "probability": "RECSQLxPROBABILITYx", "category": "RECSQLxCATEGORYx"}
 
 
 def _missing(name: str, options: dict[str, str]) -> dict:
@@ -41,7 +41,7 @@ def _missing(name: str, options: dict[str, str]) -> dict:
     the fix for its first need and, per enum option the user did not write, the other choices
     and what they need (recsql.compose.needs.check_inputs), id columns as :data:`COLUMN_MARKS`."""
     metric = _metric(name, 7 if registry()[name].k_rule != "none" else None, options, 0.5)
-    names = {k: repr(v) for k, v in dict(category="category", features="features",
+    names = {k: repr(v) for k, v in dict(features="features",
                                          feature="feature", value="value", **COLUMN_MARKS).items()}
     need = sorted(variant_needs(name, options))[0]
     alternatives = {}
@@ -270,8 +270,8 @@ EVALUATE = r"""{# GENERATED #}
 {% macro evaluate(recs, truth, metrics, run_cols=[], output='summary', user_col='user_id', item_col='item_id',
                   score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population=none,
                   duplicates='error', convention='recsql', ties=none, items=none, interactions=none, catalog=none,
-                  baseline=none, item_features=none, column_names='safe', text_ids=none, price_col='price',
-                  probability_col='probability') -%}
+                  baseline=none, item_features=none, column_names='safe', text_ids=none,
+                  RECSQL_ITEM_ARGUMENTS) -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
   {%- set conventions = recsql._registry().conventions -%}
@@ -286,7 +286,7 @@ EVALUATE = r"""{# GENERATED #}
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
   {%- set later = [] -%}
-  {%- set item_columns = {'price': price_col, 'probability': probability_col} -%}{#- the items' attribute columns, by need -#}
+  {%- set item_columns = RECSQL_ITEM_COLUMNS -%}{#- the items' attribute columns, by need -#}
   {%- if duplicates not in ['error', 'best', 'max'] -%}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
@@ -386,6 +386,8 @@ EVALUATE = r"""{# GENERATED #}
         {#- a baseline's ranks when one is given; a part over an input not given is not built (serendipity's
             popular items when a baseline is given: recsql.evaluate leaves them out too) -#}
         {%- if f == 'baseline' and baseline is not none -%}{%- do baselines.append(m.name) -%}{%- endif -%}
+      {%- elif f == 'categories' -%}
+        {#- the items' categories, compared in pairs when their attributes are read (a need of items) -#}
       {%- elif f == 'truth_rows' -%}
         {%- do whole.append(m.name) -%}
       {%- elif f == 'cascade' -%}
@@ -429,4 +431,6 @@ EVALUATE = r"""{# GENERATED #}
   {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, RECSQL_SIDE_INPUTS)) }}
 {%- endmacro %}
 """.replace("{# GENERATED #}", f"{{# {GENERATED} #}}").replace(
-    "RECSQL_SIDE_INPUTS", ", ".join(f"{role}={role}" for role in MACRO_INPUTS))
+    "RECSQL_SIDE_INPUTS", ", ".join(f"{role}={role}" for role in MACRO_INPUTS)).replace(
+    "RECSQL_ITEM_ARGUMENTS", ", ".join(f"{option}='{need}'" for need, option in ITEM_ATTRIBUTES.items())).replace(
+    "RECSQL_ITEM_COLUMNS", "{" + ", ".join(f"'{need}': {option}" for need, option in ITEM_ATTRIBUTES.items()) + "}")
