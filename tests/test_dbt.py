@@ -351,12 +351,16 @@ def _evaluate_from_vars(project: Path, cases: list[dict] | None = None, failures
 
 def test_dbt_spark_session(tmp_path):
     """dbt-spark in session mode (pyspark in dbt's environment): a small fixture, as Spark seeds slowly.
-    The seeds have no empty cells (dbt-spark would store one as the string 'None')."""
-    models = ["summary_no_run_keys", "summary_one_run_key"]
+    The seeds have no empty cells (dbt-spark would store one as the string 'None'). The beyond-accuracy
+    model seeds the side inputs, which a var() case then reads with every served metric that reads one
+    (diversity by the items' categories, the money metrics, novelty, unexpectedness, serendipity...)."""
+    models = ["summary_no_run_keys", "summary_one_run_key", "beyond_accuracy_per_user"]
     project = _build_and_compare(tmp_path, {"type": "spark", "method": "session", "host": "NA", "schema": "recsql_it",
                                             "threads": 1}, models)
     cases = _var_cases()
-    _evaluate_from_vars(project, [cases[0], cases[2], cases[3]], failures=False)
+    side = dict(recsql_metrics=_served_variants(3, side=True), recsql_run_cols=["model"], recsql_output="per_user",
+                recsql_interactions="interactions", recsql_items="items", recsql_baseline="baseline")
+    _evaluate_from_vars(project, [cases[0], cases[2], cases[3], side], failures=False)
 
 
 # ---------------------------------------------------------------- dbt compile without a connection

@@ -39,8 +39,8 @@ The optional parts of the ranked-rows stage that cascades, pairs, rank correlati
 ideal order and k slots add are written only when a metric asked needs them (:mod:`recsql.dbt.features`).
 
 The metrics it serves (:func:`served`) are those whose SQL reads only recs, truth and the side
-inputs of :data:`NEED_INPUT` (interactions; items for their prices and probabilities; a baseline) and needs no other optional part
-of the stage than those and the tie bounds; the others raise a compiler error
+inputs of :data:`NEED_INPUT` (interactions; items for their prices, probabilities and categories; a baseline) and needs no
+other optional part of the stage than those, the tie bounds and the categories compared in pairs (:data:`CATEGORIES`); the others raise a compiler error
 naming ``recsql dbt model``, as do a metric its convention ranks or judges unlike its others (a
 second view of the list: the macro of recsql/dbt/jinja.py refuses it) and side inputs. The
 global metrics (one value per run: coverage, gini, personalization) are served: with one asked, the

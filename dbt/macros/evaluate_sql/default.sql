@@ -311,7 +311,7 @@ WITH recs_in AS (
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     CAST({{ rs.price_col }} AS DOUBLE PRECISION) AS price,
     CAST({{ rs.probability_col }} AS DOUBLE PRECISION) AS probability,
-    NULL AS category
+    {{ rs.category_col }} AS category
   FROM {{ items }}
 )
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given') %}
@@ -331,7 +331,7 @@ WITH recs_in AS (
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MAX(CAST({{ rs.price_col }} AS DOUBLE PRECISION)) AS price,
     MAX(CAST({{ rs.probability_col }} AS DOUBLE PRECISION)) AS probability,
-    NULL AS category
+    MAX({{ rs.category_col }}) AS category
   FROM {{ items }}
   GROUP BY
     item_id
@@ -415,8 +415,7 @@ WITH recs_in AS (
 {%- endif %}
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , runs AS (
   SELECT DISTINCT
     _run0
@@ -466,8 +465,7 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -3508,6 +3506,164 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.features.pairs %}
+{%- if (rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, pair_rows AS (
+  SELECT
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 1) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 2) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 3) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 4) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p._run3 AS _run3,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- endif %}
+{%- else %}
 {%- if (rs.runs == 0) %}
 , pair_rows AS (
   SELECT
@@ -3613,6 +3769,7 @@ UNION ALL
     CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
   FROM list_pairs AS p
 )
+{%- endif %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.corr %}
@@ -4113,7 +4270,1239 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'average') %}
+{%- if (rs.ties == 'item_id' and rs.items_input == 'read') or (rs.ties == 'item_id_desc' and rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 1) %}
+, stacked AS (
+SELECT
+  _run0,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 2) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 3) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 4) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- endif %}
+{%- elif (rs.ties == 'average' and rs.items_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , stacked AS (
 SELECT
@@ -6251,7 +7640,7 @@ FROM cascade_rows
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -6271,32 +7660,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6329,32 +7727,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6383,32 +7790,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6442,32 +7858,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6497,32 +7922,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6557,32 +7991,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6613,22 +8056,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6637,11 +8083,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6677,22 +8129,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6701,11 +8156,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6737,22 +8198,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6762,11 +8226,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6803,22 +8273,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6828,11 +8301,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6842,2451 +8321,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -9308,14 +8343,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9329,6 +8367,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9368,14 +8410,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9389,6 +8434,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9422,14 +8471,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9443,6 +8495,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9483,14 +8539,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9504,6 +8563,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9538,14 +8601,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9559,6 +8625,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9600,14 +8670,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9621,6 +8694,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9656,14 +8733,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9680,6 +8760,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9722,14 +8806,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9746,6 +8833,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9782,14 +8873,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9807,6 +8901,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9850,14 +8948,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9875,6 +8976,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9887,7 +8992,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -9909,32 +9014,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9971,32 +9085,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10027,32 +9150,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10090,32 +9222,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10147,32 +9288,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10211,32 +9361,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10269,22 +9428,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10293,11 +9455,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10337,22 +9505,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10361,11 +9532,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10399,22 +9576,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10424,11 +9604,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10469,22 +9655,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10494,11 +9683,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10508,2571 +9703,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -13094,6 +9725,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -13123,6 +9758,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -13146,6 +9785,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -13176,6 +9819,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -13200,6 +9847,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -13231,6 +9882,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -13259,6 +9914,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -13294,6 +9953,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -13324,6 +9987,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -13361,320 +10028,13 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -13698,6 +10058,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -13731,6 +10095,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -13756,6 +10124,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -13790,6 +10162,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -13816,6 +10192,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -13851,6 +10231,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -13881,6 +10265,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -13920,6 +10308,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -13952,6 +10344,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -13993,347 +10389,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-)
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
@@ -14356,14 +10415,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14377,6 +10439,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14412,14 +10478,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14433,6 +10502,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14464,14 +10537,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14485,6 +10561,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14521,14 +10601,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14542,6 +10625,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14574,14 +10661,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14595,6 +10685,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14632,14 +10726,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14653,6 +10750,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14686,14 +10787,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14710,6 +10814,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14748,14 +10856,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14772,6 +10883,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14806,14 +10921,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14831,6 +10949,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14870,14 +10992,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14895,6 +11020,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14909,5360 +11038,1528 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- endif %}
 {%- else %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
 {%- endif %}
@@ -20559,7 +12856,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COUNT(*) AS BIGINT) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') or (rs.runs == 1 and rs.output == 'per_user') or (rs.runs == 2 and rs.output == 'per_user') or (rs.runs == 3 and rs.output == 'per_user') or (rs.runs == 4 and rs.output == 'per_user') %}
 {%- elif (rs.runs == 1 and rs.output == 'summary') %}
 , checks_recs_invalid AS (
   SELECT
@@ -20701,7 +12997,6 @@ CROSS JOIN catalog_size AS cs
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 0 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == true) %}
 {%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
@@ -20892,7 +13187,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary' and rs.exponent == false) %}
@@ -20940,7 +13234,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
@@ -20958,7 +13251,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.baseline == 'on') %}
@@ -20984,7 +13276,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS baseline_invalid_rows
   FROM baseline_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20995,7 +13286,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COALESCE(SUM(CASE WHEN item_id IS NULL OR FALSE THEN 1 ELSE 0 END), 0) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.items_input == 'read') %}
 {%- if (rs.output == 'summary') %}
@@ -21032,7 +13322,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21049,7 +13338,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21067,7 +13355,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21089,7 +13376,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_baseline_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21109,7 +13395,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21133,7 +13418,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21147,7 +13431,6 @@ CROSS JOIN catalog_size AS cs
   FROM checks_recs_invalid
   CROSS JOIN checks_truth_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21164,7 +13447,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_baseline_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21181,7 +13463,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21201,7 +13482,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary') %}
@@ -21217,7 +13497,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_truth_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
@@ -25610,6 +17889,7 @@ WHERE
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE PRECISION) * (CAST(LN(2) AS DOUBLE PRECISION) / LN(rank + 1)) END), 0) AS DOUBLE PRECISION)
 {%- elif m.name == 'dcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE PRECISION) * (CAST(1 AS DOUBLE PRECISION) / GREATEST(1, CAST(LN(rank) AS DOUBLE PRECISION) / LN(2))) END), 0) AS DOUBLE PRECISION)
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE PRECISION) * (CAST(1 AS DOUBLE PRECISION) / GREATEST(1, CAST(LN(rank) AS DOUBLE PRECISION) / LN(2))) END), 0) AS DOUBLE PRECISION)
+{%- elif m.name == 'diversity' and m.has_k == true and m.choices.by == 'category' %}CAST(AVG(CASE WHEN src = 6 AND rank <= {{ m.k }} THEN pair_category_dissim END) AS DOUBLE PRECISION)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS DOUBLE PRECISION) / rank END), 0) AS DOUBLE PRECISION)
 {%- elif m.name == 'err' and m.has_k == false and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS DOUBLE PRECISION) / rank END), 0) AS DOUBLE PRECISION)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade = {{ m.numbers.max_grade }}) THEN CAST(cascade_rel * cascade_reach AS DOUBLE PRECISION) / rank END), 0) AS DOUBLE PRECISION)

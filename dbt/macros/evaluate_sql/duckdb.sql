@@ -311,7 +311,7 @@ WITH recs_in AS (
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
     CAST({{ rs.price_col }} AS DOUBLE) AS price,
     CAST({{ rs.probability_col }} AS DOUBLE) AS probability,
-    NULL AS category
+    {{ rs.category_col }} AS category
   FROM {{ items }}
 )
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given') %}
@@ -331,7 +331,7 @@ WITH recs_in AS (
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
     MAX(CAST({{ rs.price_col }} AS DOUBLE)) AS price,
     MAX(CAST({{ rs.probability_col }} AS DOUBLE)) AS probability,
-    NULL AS category
+    MAX({{ rs.category_col }}) AS category
   FROM {{ items }}
   GROUP BY
     item_id
@@ -415,8 +415,7 @@ WITH recs_in AS (
 {%- endif %}
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , runs AS (
   SELECT DISTINCT
     _run0
@@ -466,8 +465,7 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -3805,6 +3803,164 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.features.pairs %}
+{%- if (rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, pair_rows AS (
+  SELECT
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 1) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 2) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 3) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 4) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p._run3 AS _run3,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- endif %}
+{%- else %}
 {%- if (rs.runs == 0) %}
 , pair_rows AS (
   SELECT
@@ -3910,6 +4066,7 @@ UNION ALL
     CAST(NULL AS DOUBLE) AS pair_feature_dissim
   FROM list_pairs AS p
 )
+{%- endif %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.corr %}
@@ -4410,7 +4567,1239 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'average') %}
+{%- if (rs.ties == 'item_id' and rs.items_input == 'read') or (rs.ties == 'item_id_desc' and rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 1) %}
+, stacked AS (
+SELECT
+  _run0,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 2) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 3) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 4) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- endif %}
+{%- elif (rs.ties == 'average' and rs.items_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , stacked AS (
 SELECT
@@ -6548,7 +7937,7 @@ FROM cascade_rows
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -6568,32 +7957,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6626,32 +8024,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6680,32 +8087,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6739,32 +8155,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6794,32 +8219,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6854,32 +8288,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6910,22 +8353,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6934,11 +8380,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6974,22 +8426,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6998,11 +8453,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -7034,22 +8495,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -7059,11 +8523,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -7100,22 +8570,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -7125,11 +8598,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -7139,2451 +8618,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -9605,14 +8640,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9626,6 +8664,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9665,14 +8707,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9686,6 +8731,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9719,14 +8768,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9740,6 +8792,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9780,14 +8836,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9801,6 +8860,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9835,14 +8898,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9856,6 +8922,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9897,14 +8967,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9918,6 +8991,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9953,14 +9030,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9977,6 +9057,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -10019,14 +9103,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -10043,6 +9130,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -10079,14 +9170,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -10104,6 +9198,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -10147,14 +9245,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -10172,6 +9273,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -10184,7 +9289,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -10206,32 +9311,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10268,32 +9382,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10324,32 +9447,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10387,32 +9519,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10444,32 +9585,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10508,32 +9658,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10566,22 +9725,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10590,11 +9752,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10634,22 +9802,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10658,11 +9829,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10696,22 +9873,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10721,11 +9901,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10766,22 +9952,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10791,11 +9980,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10805,2571 +10000,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -13391,6 +10022,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -13420,6 +10055,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -13443,6 +10082,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -13473,6 +10116,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -13497,6 +10144,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -13528,6 +10179,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -13556,6 +10211,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -13591,6 +10250,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -13621,6 +10284,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -13658,320 +10325,13 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -13995,6 +10355,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -14028,6 +10392,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -14053,6 +10421,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -14087,6 +10459,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -14113,6 +10489,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -14148,6 +10528,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -14178,6 +10562,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -14217,6 +10605,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -14249,6 +10641,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -14290,347 +10686,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-)
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
@@ -14653,14 +10712,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14674,6 +10736,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14709,14 +10775,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14730,6 +10799,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14761,14 +10834,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14782,6 +10858,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14818,14 +10898,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14839,6 +10922,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14871,14 +10958,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14892,6 +10982,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14929,14 +11023,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14950,6 +11047,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14983,14 +11084,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -15007,6 +11111,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -15045,14 +11153,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -15069,6 +11180,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -15103,14 +11218,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -15128,6 +11246,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -15167,14 +11289,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -15192,6 +11317,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -15206,5360 +11335,1528 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- endif %}
 {%- else %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
 {%- endif %}
@@ -20856,7 +13153,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COUNT(*) AS BIGINT) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') or (rs.runs == 1 and rs.output == 'per_user') or (rs.runs == 2 and rs.output == 'per_user') or (rs.runs == 3 and rs.output == 'per_user') or (rs.runs == 4 and rs.output == 'per_user') %}
 {%- elif (rs.runs == 1 and rs.output == 'summary') %}
 , checks_recs_invalid AS (
   SELECT
@@ -20998,7 +13294,6 @@ CROSS JOIN catalog_size AS cs
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 0 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == true) %}
 {%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
@@ -21189,7 +13484,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary' and rs.exponent == false) %}
@@ -21237,7 +13531,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
@@ -21255,7 +13548,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.baseline == 'on') %}
@@ -21281,7 +13573,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS baseline_invalid_rows
   FROM baseline_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21292,7 +13583,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COALESCE(SUM(CASE WHEN item_id IS NULL OR FALSE THEN 1 ELSE 0 END), 0) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.items_input == 'read') %}
 {%- if (rs.output == 'summary') %}
@@ -21329,7 +13619,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21346,7 +13635,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21364,7 +13652,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21386,7 +13673,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_baseline_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21406,7 +13692,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21430,7 +13715,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21444,7 +13728,6 @@ CROSS JOIN catalog_size AS cs
   FROM checks_recs_invalid
   CROSS JOIN checks_truth_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21461,7 +13744,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_baseline_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21478,7 +13760,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21498,7 +13779,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary') %}
@@ -21514,7 +13794,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_truth_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
@@ -25907,6 +18186,7 @@ WHERE
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (LN(2) / LN(rank + 1)) END), 0) AS DOUBLE)
 {%- elif m.name == 'dcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (1 / GREATEST(1, LN(rank) / LN(2))) END), 0) AS DOUBLE)
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (1 / GREATEST(1, LN(rank) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'diversity' and m.has_k == true and m.choices.by == 'category' %}CAST(AVG(CASE WHEN src = 6 AND rank <= {{ m.k }} THEN pair_category_dissim END) AS DOUBLE)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade IS NULL) THEN cascade_rel * cascade_reach / rank END), 0) AS DOUBLE)
 {%- elif m.name == 'err' and m.has_k == false and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND (cascade_grade IS NULL) THEN cascade_rel * cascade_reach / rank END), 0) AS DOUBLE)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade = {{ m.numbers.max_grade }}) THEN cascade_rel * cascade_reach / rank END), 0) AS DOUBLE)

@@ -311,7 +311,7 @@ WITH recs_in AS (
     {{ rs.item_col }} AS item_id,
     CAST({{ rs.price_col }} AS DOUBLE PRECISION) AS price,
     CAST({{ rs.probability_col }} AS DOUBLE PRECISION) AS probability,
-    NULL AS category
+    {{ rs.category_col }} AS category
   FROM {{ items }}
 )
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given') %}
@@ -331,7 +331,7 @@ WITH recs_in AS (
     {{ rs.item_col }} AS item_id,
     MAX(CAST({{ rs.price_col }} AS DOUBLE PRECISION)) AS price,
     MAX(CAST({{ rs.probability_col }} AS DOUBLE PRECISION)) AS probability,
-    NULL AS category
+    MAX({{ rs.category_col }}) AS category
   FROM {{ items }}
   GROUP BY
     item_id
@@ -415,8 +415,7 @@ WITH recs_in AS (
 {%- endif %}
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , runs AS (
   SELECT DISTINCT
     _run0
@@ -466,8 +465,7 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -3487,6 +3485,164 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.features.pairs %}
+{%- if (rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, pair_rows AS (
+  SELECT
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 1) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 2) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 3) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 4) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p._run3 AS _run3,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE PRECISION) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- endif %}
+{%- else %}
 {%- if (rs.runs == 0) %}
 , pair_rows AS (
   SELECT
@@ -3592,6 +3748,7 @@ UNION ALL
     CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
   FROM list_pairs AS p
 )
+{%- endif %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.corr %}
@@ -4092,7 +4249,1239 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'average') %}
+{%- if (rs.ties == 'item_id' and rs.items_input == 'read') or (rs.ties == 'item_id_desc' and rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 1) %}
+, stacked AS (
+SELECT
+  _run0,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 2) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 3) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 4) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE PRECISION) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
+  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- endif %}
+{%- elif (rs.ties == 'average' and rs.items_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , stacked AS (
 SELECT
@@ -6230,7 +7619,7 @@ FROM cascade_rows
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -6250,32 +7639,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6308,32 +7706,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6362,32 +7769,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6421,32 +7837,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6476,32 +7901,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6536,32 +7970,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6592,22 +8035,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6616,11 +8062,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6656,22 +8108,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6680,11 +8135,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6716,22 +8177,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6741,11 +8205,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6782,22 +8252,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6807,11 +8280,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6821,2451 +8300,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -9287,14 +8322,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9308,6 +8346,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9347,14 +8389,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9368,6 +8413,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9401,14 +8450,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9422,6 +8474,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9462,14 +8518,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9483,6 +8542,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9517,14 +8580,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9538,6 +8604,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9579,14 +8649,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9600,6 +8673,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9635,14 +8712,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9659,6 +8739,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9701,14 +8785,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9725,6 +8812,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9761,14 +8852,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9786,6 +8880,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9829,14 +8927,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9854,6 +8955,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9866,7 +8971,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -9888,32 +8993,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9950,32 +9064,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10006,32 +9129,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10069,32 +9201,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10126,32 +9267,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10190,32 +9340,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10248,22 +9407,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10272,11 +9434,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10316,22 +9484,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10340,11 +9511,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10378,22 +9555,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10403,11 +9583,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10448,22 +9634,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10473,11 +9662,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10487,2571 +9682,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE PRECISION) AS price,
-  CAST(i.probability AS DOUBLE PRECISION) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -13073,6 +9704,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -13102,6 +9737,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -13125,6 +9764,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -13155,6 +9798,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -13179,6 +9826,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -13210,6 +9861,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -13238,6 +9893,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -13273,6 +9932,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -13303,6 +9966,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -13340,320 +10007,13 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -13677,6 +10037,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -13710,6 +10074,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -13735,6 +10103,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -13769,6 +10141,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -13795,6 +10171,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -13830,6 +10210,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -13860,6 +10244,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -13899,6 +10287,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -13931,6 +10323,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -13972,347 +10368,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-)
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
@@ -14335,14 +10394,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14356,6 +10418,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14391,14 +10457,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14412,6 +10481,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14443,14 +10516,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14464,6 +10540,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14500,14 +10580,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14521,6 +10604,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14553,14 +10640,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14574,6 +10664,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14611,14 +10705,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14632,6 +10729,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14665,14 +10766,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14689,6 +10793,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14727,14 +10835,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14751,6 +10862,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14785,14 +10900,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14810,6 +10928,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14849,14 +10971,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14874,6 +10999,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14888,5360 +11017,1528 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- endif %}
 {%- else %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE PRECISION) AS price,
-    CAST(i.probability AS DOUBLE PRECISION) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE PRECISION)
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-      ELSE CAST(0 AS DOUBLE PRECISION)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
 {%- endif %}
@@ -20538,7 +12835,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COUNT(*) AS BIGINT) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') or (rs.runs == 1 and rs.output == 'per_user') or (rs.runs == 2 and rs.output == 'per_user') or (rs.runs == 3 and rs.output == 'per_user') or (rs.runs == 4 and rs.output == 'per_user') %}
 {%- elif (rs.runs == 1 and rs.output == 'summary') %}
 , checks_recs_invalid AS (
   SELECT
@@ -20680,7 +12976,6 @@ CROSS JOIN catalog_size AS cs
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 0 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == true) %}
 {%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
@@ -20871,7 +13166,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary' and rs.exponent == false) %}
@@ -20919,7 +13213,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
@@ -20937,7 +13230,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.baseline == 'on') %}
@@ -20963,7 +13255,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS baseline_invalid_rows
   FROM baseline_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20974,7 +13265,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COALESCE(SUM(CASE WHEN item_id IS NULL OR FALSE THEN 1 ELSE 0 END), 0) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.items_input == 'read') %}
 {%- if (rs.output == 'summary') %}
@@ -21011,7 +13301,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21028,7 +13317,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21046,7 +13334,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -21068,7 +13355,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_baseline_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21088,7 +13374,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21112,7 +13397,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21126,7 +13410,6 @@ CROSS JOIN catalog_size AS cs
   FROM checks_recs_invalid
   CROSS JOIN checks_truth_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21143,7 +13426,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_baseline_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21160,7 +13442,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21180,7 +13461,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary') %}
@@ -21196,7 +13476,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_truth_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
@@ -25589,6 +17868,7 @@ WHERE
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE PRECISION) * (CAST(LN(2) AS DOUBLE PRECISION) / LN(rank + 1)) END), 0) AS DOUBLE PRECISION)
 {%- elif m.name == 'dcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE PRECISION) * (CAST(1 AS DOUBLE PRECISION) / GREATEST(1, CAST(LN(rank) AS DOUBLE PRECISION) / LN(2))) END), 0) AS DOUBLE PRECISION)
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE PRECISION) * (CAST(1 AS DOUBLE PRECISION) / GREATEST(1, CAST(LN(rank) AS DOUBLE PRECISION) / LN(2))) END), 0) AS DOUBLE PRECISION)
+{%- elif m.name == 'diversity' and m.has_k == true and m.choices.by == 'category' %}CAST(AVG(CASE WHEN src = 6 AND rank <= {{ m.k }} THEN pair_category_dissim END) AS DOUBLE PRECISION)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS DOUBLE PRECISION) / rank END), 0) AS DOUBLE PRECISION)
 {%- elif m.name == 'err' and m.has_k == false and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS DOUBLE PRECISION) / rank END), 0) AS DOUBLE PRECISION)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade = {{ m.numbers.max_grade }}) THEN CAST(cascade_rel * cascade_reach AS DOUBLE PRECISION) / rank END), 0) AS DOUBLE PRECISION)

@@ -311,7 +311,7 @@ WITH recs_in AS (
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
     CAST({{ rs.price_col }} AS FLOAT) AS price,
     CAST({{ rs.probability_col }} AS FLOAT) AS probability,
-    NULL AS category
+    {{ rs.category_col }} AS category
   FROM {{ items }}
 )
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given') %}
@@ -331,7 +331,7 @@ WITH recs_in AS (
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
     MAX(CAST({{ rs.price_col }} AS FLOAT)) AS price,
     MAX(CAST({{ rs.probability_col }} AS FLOAT)) AS probability,
-    NULL AS category
+    MAX({{ rs.category_col }}) AS category
   FROM {{ items }}
   GROUP BY
     item_id
@@ -415,8 +415,7 @@ WITH recs_in AS (
 {%- endif %}
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , runs AS (
   SELECT DISTINCT
     _run0 AS _run0
@@ -466,8 +465,7 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -3388,6 +3386,164 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.features.pairs %}
+{%- if (rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, pair_rows AS (
+  SELECT
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS FLOAT) AS pair_category_dissim,
+    CAST(NULL AS FLOAT) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 1) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS FLOAT) AS pair_category_dissim,
+    CAST(NULL AS FLOAT) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 2) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS FLOAT) AS pair_category_dissim,
+    CAST(NULL AS FLOAT) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 3) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS FLOAT) AS pair_category_dissim,
+    CAST(NULL AS FLOAT) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 4) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p._run3 AS _run3,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS FLOAT) AS pair_category_dissim,
+    CAST(NULL AS FLOAT) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- endif %}
+{%- else %}
 {%- if (rs.runs == 0) %}
 , pair_rows AS (
   SELECT
@@ -3493,6 +3649,7 @@ UNION ALL
     CAST(NULL AS FLOAT) AS pair_feature_dissim
   FROM list_pairs AS p
 )
+{%- endif %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.corr %}
@@ -3993,7 +4150,1239 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'average') %}
+{%- if (rs.ties == 'item_id' and rs.items_input == 'read') or (rs.ties == 'item_id_desc' and rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS FLOAT) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
+  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS FLOAT) AS cascade_grade,
+  CAST(cascade_rel AS FLOAT) AS cascade_rel,
+  CAST(cascade_reach AS FLOAT) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 1) %}
+, stacked AS (
+SELECT
+  _run0,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS FLOAT) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
+  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS FLOAT) AS cascade_grade,
+  CAST(cascade_rel AS FLOAT) AS cascade_rel,
+  CAST(cascade_reach AS FLOAT) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 2) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS FLOAT) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
+  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS FLOAT) AS cascade_grade,
+  CAST(cascade_rel AS FLOAT) AS cascade_rel,
+  CAST(cascade_reach AS FLOAT) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 3) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS FLOAT) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
+  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS FLOAT) AS cascade_grade,
+  CAST(cascade_rel AS FLOAT) AS cascade_rel,
+  CAST(cascade_reach AS FLOAT) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 4) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS FLOAT) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
+  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
+  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(NULL AS FLOAT) AS cascade_grade,
+  CAST(NULL AS FLOAT) AS cascade_rel,
+  CAST(NULL AS FLOAT) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS FLOAT) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS FLOAT) AS pair_category_dissim,
+  CAST(NULL AS FLOAT) AS corr_rank_x,
+  CAST(NULL AS FLOAT) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
+  CAST(cascade_grade AS FLOAT) AS cascade_grade,
+  CAST(cascade_rel AS FLOAT) AS cascade_rel,
+  CAST(cascade_reach AS FLOAT) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- endif %}
+{%- elif (rs.ties == 'average' and rs.items_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , stacked AS (
 SELECT
@@ -6131,7 +7520,7 @@ FROM cascade_rows
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -6147,32 +7536,41 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6201,32 +7599,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6251,32 +7658,41 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6306,32 +7722,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6357,32 +7782,41 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6413,32 +7847,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6465,22 +7908,25 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6489,11 +7935,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6525,22 +7977,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6549,11 +8004,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6581,22 +8042,25 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6606,11 +8070,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6643,22 +8113,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6668,11 +8141,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6682,2291 +8161,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -8988,14 +8183,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9009,6 +8207,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9048,14 +8250,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9069,6 +8274,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9102,14 +8311,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9123,6 +8335,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9163,14 +8379,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9184,6 +8403,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9218,14 +8441,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9239,6 +8465,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9280,14 +8510,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9301,6 +8534,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9336,14 +8573,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9360,6 +8600,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9402,14 +8646,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9426,6 +8673,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9462,14 +8713,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9487,6 +8741,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9530,14 +8788,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9555,6 +8816,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9567,7 +8832,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -9589,32 +8854,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9651,32 +8925,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9707,32 +8990,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9770,32 +9062,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9827,32 +9128,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9891,32 +9201,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9949,22 +9268,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -9973,11 +9295,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10017,22 +9345,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10041,11 +9372,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10079,22 +9416,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10104,11 +9444,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10149,22 +9495,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10174,11 +9523,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10188,2571 +9543,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS FLOAT) AS price,
-  CAST(i.probability AS FLOAT) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -12774,6 +9565,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -12803,6 +9598,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -12826,6 +9625,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -12856,6 +9659,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -12880,6 +9687,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -12911,6 +9722,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -12939,6 +9754,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -12974,6 +9793,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -13004,6 +9827,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -13041,320 +9868,13 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -13378,6 +9898,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -13411,6 +9935,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -13436,6 +9964,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -13470,6 +10002,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -13496,6 +10032,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -13531,6 +10071,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -13561,6 +10105,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -13600,6 +10148,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -13632,6 +10184,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -13673,347 +10229,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-)
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
@@ -14032,14 +10251,17 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14053,6 +10275,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14084,14 +10310,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14105,6 +10334,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14132,14 +10365,17 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14153,6 +10389,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14185,14 +10425,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14206,6 +10449,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14234,14 +10481,17 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14255,6 +10505,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14288,14 +10542,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14309,6 +10566,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14338,14 +10599,17 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14362,6 +10626,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14396,14 +10664,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14420,6 +10691,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14450,14 +10725,17 @@ SELECT
   CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14475,6 +10753,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14510,14 +10792,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14535,6 +10820,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14549,5120 +10838,1488 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- endif %}
 {%- else %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS FLOAT) AS price,
-    CAST(i.probability AS FLOAT) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS FLOAT)
-      ELSE CAST(0 AS FLOAT)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-      ELSE CAST(0 AS FLOAT)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
+    ELSE CAST(0 AS FLOAT)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
 {%- endif %}
@@ -19959,7 +12616,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COUNT(*) AS BIGINT) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') or (rs.runs == 1 and rs.output == 'per_user') or (rs.runs == 2 and rs.output == 'per_user') or (rs.runs == 3 and rs.output == 'per_user') or (rs.runs == 4 and rs.output == 'per_user') %}
 {%- elif (rs.runs == 1 and rs.output == 'summary') %}
 , checks_recs_invalid AS (
   SELECT
@@ -20101,7 +12757,6 @@ CROSS JOIN catalog_size AS cs
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 0 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == true) %}
 {%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
@@ -20292,7 +12947,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary' and rs.exponent == false) %}
@@ -20340,7 +12994,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
@@ -20358,7 +13011,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.baseline == 'on') %}
@@ -20384,7 +13036,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS baseline_invalid_rows
   FROM baseline_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20395,7 +13046,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COALESCE(SUM(CASE WHEN item_id IS NULL OR (1 = 0) THEN 1 ELSE 0 END), 0) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.items_input == 'read') %}
 {%- if (rs.output == 'summary') %}
@@ -20432,7 +13082,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20449,7 +13098,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20467,7 +13115,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20489,7 +13136,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_baseline_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -20509,7 +13155,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -20533,7 +13178,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -20547,7 +13191,6 @@ CROSS JOIN catalog_size AS cs
   FROM checks_recs_invalid
   CROSS JOIN checks_truth_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -20564,7 +13207,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_baseline_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -20581,7 +13223,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -20601,7 +13242,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary') %}
@@ -20617,7 +13257,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_truth_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
@@ -25010,6 +17649,7 @@ WHERE
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS FLOAT) * (CAST(LOG(2) AS FLOAT) / LOG(rank + 1)) END), 0) AS FLOAT)
 {%- elif m.name == 'dcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS FLOAT) * (CAST(1 AS FLOAT) / GREATEST(1, CAST(LOG(rank) AS FLOAT) / LOG(2))) END), 0) AS FLOAT)
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS FLOAT) * (CAST(1 AS FLOAT) / GREATEST(1, CAST(LOG(rank) AS FLOAT) / LOG(2))) END), 0) AS FLOAT)
+{%- elif m.name == 'diversity' and m.has_k == true and m.choices.by == 'category' %}CAST(AVG(CASE WHEN src = 6 AND rank <= {{ m.k }} THEN pair_category_dissim END) AS FLOAT)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS FLOAT) / rank END), 0) AS FLOAT)
 {%- elif m.name == 'err' and m.has_k == false and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS FLOAT) / rank END), 0) AS FLOAT)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade = {{ m.numbers.max_grade }}) THEN CAST(cascade_rel * cascade_reach AS FLOAT) / rank END), 0) AS FLOAT)

@@ -311,7 +311,7 @@ WITH recs_in AS (
     {{ rs.item_col }} AS item_id,
     CAST({{ rs.price_col }} AS DOUBLE) AS price,
     CAST({{ rs.probability_col }} AS DOUBLE) AS probability,
-    NULL AS category
+    {{ rs.category_col }} AS category
   FROM {{ items }}
 )
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given') %}
@@ -331,7 +331,7 @@ WITH recs_in AS (
     {{ rs.item_col }} AS item_id,
     MAX(CAST({{ rs.price_col }} AS DOUBLE)) AS price,
     MAX(CAST({{ rs.probability_col }} AS DOUBLE)) AS probability,
-    NULL AS category
+    MAX({{ rs.category_col }}) AS category
   FROM {{ items }}
   GROUP BY
     item_id
@@ -415,8 +415,7 @@ WITH recs_in AS (
 {%- endif %}
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , runs AS (
   SELECT DISTINCT
     _run0
@@ -466,8 +465,7 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 0) %}
-{%- elif (rs.runs == 1) %}
+{%- if (rs.runs == 1) %}
 , truth_runs AS (
   SELECT
     runs._run0 AS _run0,
@@ -3407,6 +3405,164 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.features.pairs %}
+{%- if (rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, pair_rows AS (
+  SELECT
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 1) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 2) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 3) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- elif (rs.runs == 4) %}
+, pair_rows AS (
+  SELECT
+    p._run0 AS _run0,
+    p._run1 AS _run1,
+    p._run2 AS _run2,
+    p._run3 AS _run3,
+    p.user_id AS user_id,
+    6 AS src,
+    p.rank AS rank,
+    CASE
+      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
+      THEN CAST(NULL AS BIGINT)
+      WHEN p.relevance_a > p.relevance_b
+      THEN CAST(1 AS BIGINT)
+      WHEN p.relevance_a < p.relevance_b
+      THEN CAST(-1 AS BIGINT)
+      ELSE CAST(0 AS BIGINT)
+    END AS pair_sign,
+    CAST(CASE
+      WHEN ca.category IS NULL OR cb.category IS NULL
+      THEN NULL
+      WHEN ca.category = cb.category
+      THEN 0
+      ELSE 1
+    END AS DOUBLE) AS pair_category_dissim,
+    CAST(NULL AS DOUBLE) AS pair_feature_dissim
+  FROM list_pairs AS p
+  LEFT JOIN items_in AS ca
+    ON ca.item_id = p.item_a
+  LEFT JOIN items_in AS cb
+    ON cb.item_id = p.item_b
+)
+{%- endif %}
+{%- else %}
 {%- if (rs.runs == 0) %}
 , pair_rows AS (
   SELECT
@@ -3512,6 +3668,7 @@ UNION ALL
     CAST(NULL AS DOUBLE) AS pair_feature_dissim
   FROM list_pairs AS p
 )
+{%- endif %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.corr %}
@@ -4012,7 +4169,1239 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'average') %}
+{%- if (rs.ties == 'item_id' and rs.items_input == 'read') or (rs.ties == 'item_id_desc' and rs.items_input == 'read') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 1) %}
+, stacked AS (
+SELECT
+  _run0,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 2) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 3) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- elif (rs.runs == 4) %}
+, stacked AS (
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS BIGINT) AS tie_first,
+  CAST(tie_last AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  3 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(exposure AS BIGINT) AS exposure,
+  CAST(list_users AS BIGINT) AS list_users,
+  CAST(in_catalog AS BIGINT) AS in_catalog,
+  CAST(exposure_rank AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(pair_sign AS BIGINT) AS pair_sign,
+  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  CAST(NULL AS BIGINT) AS rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
+  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
+  CAST(NULL AS VARCHAR) AS cascade_kind,
+  CAST(NULL AS DOUBLE) AS cascade_grade,
+  CAST(NULL AS DOUBLE) AS cascade_rel,
+  CAST(NULL AS DOUBLE) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  _run0,
+  _run1,
+  _run2,
+  _run3,
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  CAST(NULL AS BIGINT) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS DOUBLE) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS BIGINT) AS hits_cum,
+  CAST(NULL AS BIGINT) AS nonrel_cum,
+  CAST(NULL AS BIGINT) AS tie_first,
+  CAST(NULL AS BIGINT) AS tie_last,
+  CAST(NULL AS BIGINT) AS exposure,
+  CAST(NULL AS BIGINT) AS list_users,
+  CAST(NULL AS BIGINT) AS in_catalog,
+  CAST(NULL AS BIGINT) AS exposure_rank,
+  CAST(NULL AS BIGINT) AS pair_sign,
+  CAST(NULL AS DOUBLE) AS pair_category_dissim,
+  CAST(NULL AS DOUBLE) AS corr_rank_x,
+  CAST(NULL AS DOUBLE) AS corr_rank_y,
+  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
+  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
+  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
+  CAST(cascade_reach AS DOUBLE) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+)
+{%- endif %}
+{%- elif (rs.ties == 'average' and rs.items_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , stacked AS (
 SELECT
@@ -6150,7 +7539,7 @@ FROM cascade_rows
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -6170,32 +7559,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6228,32 +7626,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6282,32 +7689,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6341,32 +7757,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6396,32 +7821,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6456,32 +7890,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6512,22 +7955,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6536,11 +7982,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6576,22 +8028,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6600,11 +8055,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6636,22 +8097,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6661,11 +8125,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6702,22 +8172,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -6727,11 +8200,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -6741,2451 +8220,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -9207,14 +8242,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9228,6 +8266,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9267,14 +8309,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9288,6 +8333,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9321,14 +8370,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9342,6 +8394,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9382,14 +8438,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9403,6 +8462,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9437,14 +8500,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9458,6 +8524,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9499,14 +8569,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9520,6 +8593,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9555,14 +8632,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9579,6 +8659,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9621,14 +8705,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9645,6 +8732,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9681,14 +8772,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9706,6 +8800,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9749,14 +8847,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -9774,6 +8875,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -9786,7 +8891,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -9808,32 +8913,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9870,32 +8984,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9926,32 +9049,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -9989,32 +9121,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10046,32 +9187,41 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10110,32 +9260,41 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10168,22 +9327,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10192,11 +9354,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10236,22 +9404,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10260,11 +9431,17 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10298,22 +9475,25 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10323,11 +9503,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10368,22 +9554,25 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
   s.cascade_grade AS cascade_grade,
   s.cascade_rel AS cascade_rel,
   s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
     iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
@@ -10393,11 +9582,17 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
 LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
 {%- endif %}
 {%- if rs.features.interaction_users %}
 CROSS JOIN interaction_users AS iu
@@ -10407,2571 +9602,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
-  CAST(i.price AS DOUBLE) AS price,
-  CAST(i.probability AS DOUBLE) AS probability,
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %},
-  b.baseline_rank AS baseline_rank{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -12993,6 +9624,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -13022,6 +9657,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -13045,6 +9684,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -13075,6 +9718,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -13099,6 +9746,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -13130,6 +9781,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -13158,6 +9813,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -13193,6 +9852,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -13223,6 +9886,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -13260,320 +9927,13 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
 SELECT
@@ -13597,6 +9957,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
@@ -13630,6 +9994,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
@@ -13655,6 +10023,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
@@ -13689,6 +10061,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
@@ -13715,6 +10091,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
@@ -13750,6 +10130,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
@@ -13780,6 +10164,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
@@ -13819,6 +10207,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
@@ -13851,6 +10243,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
@@ -13892,347 +10288,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
-)
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
@@ -14255,14 +10314,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14276,6 +10338,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14311,14 +10377,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14332,6 +10401,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14363,14 +10436,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14384,6 +10460,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14420,14 +10500,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14441,6 +10524,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14473,14 +10560,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14494,6 +10584,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14531,14 +10625,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14552,6 +10649,10 @@ SELECT
 FROM stacked AS s
 LEFT JOIN truth_users AS u
   ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14585,14 +10686,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14609,6 +10713,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14647,14 +10755,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14671,6 +10782,10 @@ LEFT JOIN truth_users AS u
   AND u._run1 = s._run1
   AND u._run2 = s._run2
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14705,14 +10820,17 @@ SELECT
   END AS gain,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14730,6 +10848,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14769,14 +10891,17 @@ SELECT
   END AS gain_exp,
   COALESCE(u.n_rel, 0) AS n_rel,
   COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
   s.tie_first AS tie_first,
   s.tie_last AS tie_last,
   s.exposure AS exposure,
   s.list_users AS list_users,
   s.in_catalog AS in_catalog,
   s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %},
   s.corr_rank_x AS corr_rank_x,
   s.corr_rank_y AS corr_rank_y,
   s.cascade_kind AS cascade_kind,
@@ -14794,6 +10919,10 @@ LEFT JOIN truth_users AS u
   AND u._run2 = s._run2
   AND u._run3 = s._run3
   AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 {%- if rs.features.popularity %}
 LEFT JOIN item_popularity AS pop
   ON s.item_id = pop.item_id
@@ -14808,5360 +10937,1528 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- endif %}
 {%- else %}
-{%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'all') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'on') %}
+{%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.items_input == 'read' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth,
-    CAST(i.price AS DOUBLE) AS price,
-    CAST(i.probability AS DOUBLE) AS probability,
-    b.baseline_rank AS baseline_rank
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-  LEFT JOIN baseline_ranked AS b
-    ON s.user_id = b.user_id AND s.item_id = b.item_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain_exp
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'off' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-)
-{%- endif %}
-{%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.items_input == 'given' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.hit AS hit,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.src = 1
-      THEN s.tie_gain_exp
-      WHEN s.relevance > 0 AND (
-        s.relevance >= {{ rs.threshold }}
-      )
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    s.tie_miss AS tie_miss,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
-  LEFT JOIN items_in AS i
-    ON s.item_id = i.item_id
 )
 {%- endif %}
 {%- else %}
 {%- if (rs.runs == 0 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 0 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON s.user_id = u.user_id
+SELECT
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 1 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 2 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 3 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == false) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- elif (rs.runs == 4 and rs.exponent == true) %}
 , ranked AS (
-  SELECT
-    s._run0 AS _run0,
-    s._run1 AS _run1,
-    s._run2 AS _run2,
-    s._run3 AS _run3,
-    s.user_id AS user_id,
-    s.src AS src,
-    s.rank AS rank,
-    s.ideal_rank AS ideal_rank,
-    s.relevance AS relevance,
-    s.hit AS hit,
-    s.hits_cum AS hits_cum,
-    s.nonrel_cum AS nonrel_cum,
-    CASE
-      WHEN s.relevance > 0
-      THEN CAST(s.relevance AS DOUBLE)
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain,
-    CASE
-      WHEN s.relevance > 0
-      THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-      ELSE CAST(0 AS DOUBLE)
-    END AS gain_exp,
-    COALESCE(u.n_rel, 0) AS n_rel,
-    COALESCE(u.n_nonrel, 0) AS n_nonrel,
-    COALESCE(u.n_truth, 0) AS n_truth
-  FROM stacked AS s
-  LEFT JOIN truth_users AS u
-    ON u._run0 = s._run0
-    AND u._run1 = s._run1
-    AND u._run2 = s._run2
-    AND u._run3 = s._run3
-    AND s.user_id = u.user_id
+SELECT
+  s._run0 AS _run0,
+  s._run1 AS _run1,
+  s._run2 AS _run2,
+  s._run3 AS _run3,
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  CASE
+    WHEN s.relevance > 0
+    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain_exp,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON u._run0 = s._run0
+  AND u._run1 = s._run1
+  AND u._run2 = s._run2
+  AND u._run3 = s._run3
+  AND s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
 )
 {%- endif %}
 {%- endif %}
@@ -20458,7 +12755,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COUNT(*) AS BIGINT) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') or (rs.runs == 1 and rs.output == 'per_user') or (rs.runs == 2 and rs.output == 'per_user') or (rs.runs == 3 and rs.output == 'per_user') or (rs.runs == 4 and rs.output == 'per_user') %}
 {%- elif (rs.runs == 1 and rs.output == 'summary') %}
 , checks_recs_invalid AS (
   SELECT
@@ -20600,7 +12896,6 @@ CROSS JOIN catalog_size AS cs
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 0 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 1 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 2 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 3 and rs.output == 'per_user' and rs.whole == true) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == false) or (rs.runs == 4 and rs.output == 'per_user' and rs.whole == true) %}
 {%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
@@ -20791,7 +13086,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary' and rs.exponent == false) %}
@@ -20839,7 +13133,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS truth_invalid_rows
   FROM truth_in
 )
-{%- elif (rs.output == 'per_user' and rs.exponent == false) %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
@@ -20857,7 +13150,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if (rs.baseline == 'on') %}
@@ -20883,7 +13175,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS baseline_invalid_rows
   FROM baseline_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20894,7 +13185,6 @@ CROSS JOIN catalog_size AS cs
     CAST(COALESCE(SUM(CASE WHEN item_id IS NULL OR FALSE THEN 1 ELSE 0 END), 0) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.items_input == 'read') %}
 {%- if (rs.output == 'summary') %}
@@ -20931,7 +13221,6 @@ CROSS JOIN catalog_size AS cs
     ) AS BIGINT) AS items_invalid_rows
   FROM items_in
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20948,7 +13237,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20966,7 +13254,6 @@ CROSS JOIN catalog_size AS cs
       item_id
   ) AS g
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- endif %}
@@ -20988,7 +13275,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_baseline_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21008,7 +13294,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'error' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'error' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21032,7 +13317,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_items_invalid
   CROSS JOIN checks_items_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21046,7 +13330,6 @@ CROSS JOIN catalog_size AS cs
   FROM checks_recs_invalid
   CROSS JOIN checks_truth_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'off' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21063,7 +13346,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_baseline_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'off') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'off') %}
 {%- if (rs.output == 'summary') %}
@@ -21080,7 +13362,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- elif (rs.duplicates == 'best' and rs.items_input == 'given' and rs.baseline == 'on') or (rs.duplicates == 'best' and rs.items_input == 'read' and rs.baseline == 'on') %}
 {%- if (rs.output == 'summary') %}
@@ -21100,7 +13381,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_baseline_invalid
   CROSS JOIN checks_items_invalid
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- else %}
 {%- if (rs.output == 'summary') %}
@@ -21116,7 +13396,6 @@ CROSS JOIN catalog_size AS cs
   CROSS JOIN checks_truth_invalid
   CROSS JOIN checks_truth_copies
 )
-{%- elif (rs.output == 'per_user') %}
 {%- endif %}
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
@@ -25509,6 +17788,7 @@ WHERE
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'log2' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(LN(2) AS DOUBLE) / LN(rank + 1)) END), 0) AS DOUBLE)
 {%- elif m.name == 'dcg' and m.has_k == true and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 AND rank <= {{ m.k }} THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
 {%- elif m.name == 'dcg' and m.has_k == false and m.choices.gain == 'binary' and m.choices.discount == 'jarvelin' %}CAST(COALESCE(SUM(CASE WHEN src = 1 THEN CAST(hit AS DOUBLE) * (CAST(1 AS DOUBLE) / GREATEST(1, CAST(LN(rank) AS DOUBLE) / LN(2))) END), 0) AS DOUBLE)
+{%- elif m.name == 'diversity' and m.has_k == true and m.choices.by == 'category' %}CAST(AVG(CASE WHEN src = 6 AND rank <= {{ m.k }} THEN pair_category_dissim END) AS DOUBLE)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS DOUBLE) / rank END), 0) AS DOUBLE)
 {%- elif m.name == 'err' and m.has_k == false and m.choices.max_grade == 'auto' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND (cascade_grade IS NULL) THEN CAST(cascade_rel * cascade_reach AS DOUBLE) / rank END), 0) AS DOUBLE)
 {%- elif m.name == 'err' and m.has_k == true and m.choices.max_grade == '#' %}CAST(COALESCE(SUM(CASE WHEN src = 8 AND cascade_kind = 'err' AND rank <= {{ m.k }} AND (cascade_grade = {{ m.numbers.max_grade }}) THEN CAST(cascade_rel * cascade_reach AS DOUBLE) / rank END), 0) AS DOUBLE)
