@@ -88,9 +88,8 @@ def guarded_ranked(cte: exp.CTE, render, render_projection, switch_joins: dict[s
     call that asks any feature, and a side input not given has no CTE to join. ``switch_joins``: guard
     name -> the aliases of joins a factorised switch adds (recsql.dbt.evaluate), and the columns of
     other tables it adds (``table.column``: the items' categories compared in pairs, read from
-    ``stacked``), marked
-    :data:`SWITCH_IF` ``<name>_join`` and ``<name>_columns`` (the columns that read them) until that
-    module writes their conditions."""
+    ``stacked``), marked :data:`SWITCH_IF` ``<name>_join`` and ``<name>_columns`` (the columns that
+    read them) until that module writes their conditions."""
     select = cte.this.copy()
     if any(select.args.get(a) for a in ("where", "group", "having", "order")):
         raise RuntimeError("ranked is not a plain join: its side joins cannot be appended")
