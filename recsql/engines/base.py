@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from ..errors import RecsqlError
 from ..sources import Source
@@ -45,12 +46,14 @@ class Runner:
         """Column name -> the engine's type name, for a bound input."""
         raise NotImplementedError
 
-    def fetch(self, sql: str) -> pd.DataFrame:
+    def fetch(self, sql: str) -> pd.DataFrame | pa.Table:
         """Run one statement; return its rows."""
         raise NotImplementedError
 
     def fetch_rows(self, sql: str) -> list[tuple]:
         frame = self.fetch(sql)
+        if isinstance(frame, pa.Table):  # NULL as None, as DB-API drivers give it
+            return list(zip(*(column.to_pylist() for column in frame.columns)))
         return [tuple(row) for row in frame.itertuples(index=False, name=None)]
 
     def missing(self, source: Source, error: Exception) -> RecsqlError:

@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from sqlglot import exp
 
 from ..sources import Source
@@ -30,8 +31,12 @@ class SparkRunner(Runner):
         except Exception as err:  # noqa: BLE001 - AnalysisException and friends
             raise self.missing(source, err) from None
 
-    def fetch(self, sql: str) -> pd.DataFrame:
+    def fetch(self, sql: str) -> pa.Table | pd.DataFrame:
+        """The rows as Arrow where PySpark can (``DataFrame.toArrow``, PySpark 4): no row-by-row
+        conversion through Python objects, which took a second of a 10M-row evaluation's 100k users."""
         try:
-            return self.con.sql(sql).toPandas()
+            frame = self.con.sql(sql)
+            to_arrow = getattr(frame, "toArrow", None)
+            return to_arrow() if to_arrow else frame.toPandas()
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None
