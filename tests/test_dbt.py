@@ -293,7 +293,7 @@ def _expected_from_vars(case: dict) -> pd.DataFrame:
                    duplicates=case.get("recsql_duplicates", "error"),
                    ties=case.get("recsql_ties"), convention=case.get("recsql_convention", "recsql"),
                    relevance_col=case.get("recsql_relevance_col", "relevance"))
-    for role in ("interactions", "items", "catalog", "baseline"):
+    for role in ("interactions", "items", "catalog", "baseline", "item_features"):
         if case.get(f"recsql_{role}"):
             options[role] = _seed(case[f"recsql_{role}"])
     result = recsql.evaluate(_seed(case.get("recsql_recs", "recs")), _seed(case.get("recsql_truth", "truth")),
@@ -342,7 +342,7 @@ def _evaluate_from_vars(project: Path, cases: list[dict] | None = None, failures
                              (["ndcg(gain=cubic)@10"], "option gain=cubic is not valid; choose one of linear, exponential, binary"),
                              (["rbp(p=1.5)@10"], "option p=1.5 must lie in (0, 1)"),
                              (["precision"], "metric 'precision' needs a cutoff"),
-                             (["diversity(by=features)@5"], "is not computed by recsql.evaluate yet"),
+                             (["diversity(by=features)@5"], "needs item feature vectors: pass item_features= with rows"),
                              (["novelty@5"], "metric 'novelty@5' needs training interactions: pass interactions=")):
         failed = _dbt(project, "compile", "--select", VAR_MODEL, "--vars", json.dumps({"recsql_metrics": metrics}),
                       "--target-path", str(project.parent / "target"), check=False)
@@ -353,13 +353,15 @@ def test_dbt_spark_session(tmp_path):
     """dbt-spark in session mode (pyspark in dbt's environment): a small fixture, as Spark seeds slowly.
     The seeds have no empty cells (dbt-spark would store one as the string 'None'). The beyond-accuracy
     model seeds the side inputs, which a var() case then reads with every served metric that reads one
-    (diversity by the items' categories, the money metrics, novelty, unexpectedness, serendipity...)."""
+    (diversity by the items' categories and by feature vectors, the money metrics, novelty, unexpectedness,
+    serendipity...)."""
     models = ["summary_no_run_keys", "summary_one_run_key", "beyond_accuracy_per_user"]
     project = _build_and_compare(tmp_path, {"type": "spark", "method": "session", "host": "NA", "schema": "recsql_it",
                                             "threads": 1}, models)
     cases = _var_cases()
     side = dict(recsql_metrics=_served_variants(3, side=True), recsql_run_cols=["model"], recsql_output="per_user",
-                recsql_interactions="interactions", recsql_items="items", recsql_baseline="baseline")
+                recsql_interactions="interactions", recsql_items="items", recsql_baseline="baseline",
+                recsql_item_features="item_features")
     _evaluate_from_vars(project, [cases[0], cases[2], cases[3], side], failures=False)
 
 
@@ -396,6 +398,7 @@ def test_dbt_compile_offline(tmp_path, name):
          "--select", *models, "--target-path", str(target),
          "--vars", json.dumps({"recsql_metrics": _served_variants(None, side=True), "recsql_run_cols": ["model", "variant"],
                                "recsql_interactions": "interactions", "recsql_items": "items", "recsql_catalog": "catalog", "recsql_baseline": "baseline",
+                               "recsql_item_features": "item_features",
                                # named: found from the warehouse's column types otherwise (a connection)
                                "recsql_text_ids": ["model", "item_id"]}))
     for model in models:

@@ -35,7 +35,7 @@ from frames import assert_same_values
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "dbt" / "integration_tests" / "seeds"
 NAMES = ("recs", "recs_single", "recs_two_keys", "recs_three_keys", "recs_four_keys", "recs_duplicates", "truth",
-         "items", "interactions", "baseline", "catalog", "recs_text", "truth_text")
+         "items", "interactions", "baseline", "catalog", "recs_text", "truth_text", "item_features")
 # The recommendations with 0 to 4 run keys, and the run columns the macro is called with for each.
 BY_RUNS = {0: ("recs_single", []), 1: ("recs", ["model"]), 2: ("recs_two_keys", ["model", "variant"]),
            3: ("recs_three_keys", ["model", "variant", "fold"]), 4: ("recs_four_keys", ["model", "variant", "fold", "seed"])}
@@ -111,7 +111,7 @@ def _same(actual: pd.DataFrame, expected: pd.DataFrame, keys: list[str], where: 
 
 
 def _expected(recs: str, metrics: list[str], output: str, column_names: str = "safe", **options) -> pd.DataFrame:
-    inputs = {role: _seed(options.pop(role)) for role in ("truth", "items", "interactions", "baseline", "catalog")
+    inputs = {role: _seed(options.pop(role)) for role in ("truth", "items", "interactions", "baseline", "catalog", "item_features")
               if options.get(role)}
     result = recsql.evaluate(_seed(recs), inputs.pop("truth", None), metrics, **inputs, **options)
     frame = result.per_user if output == "per_user" else result.summary
@@ -145,8 +145,7 @@ EXTRA_MODELS = [  # inputs left out: nothing of them may appear in the SQL
 
 
 def _model_cases() -> list[ModelSpec]:
-    specs = [s for s in read_specs(ROOT / "dbt") if s.name != "dirty_recs_fail_the_build"
-             and not s.text_ids and "item_features" not in s.inputs]
+    specs = [s for s in read_specs(ROOT / "dbt") if s.name != "dirty_recs_fail_the_build" and not s.text_ids]
     return specs + EXTRA_MODELS
 
 
@@ -217,7 +216,7 @@ def _random_call(rng: random.Random) -> dict:
         call["metrics"] = [m for m in call["metrics"] if not _own_rule(call, m)] or ["precision@3"]
     if call.get("ties") == "average":  # the metrics with an exact expected value over tied positions
         call["metrics"] = [m for m in call["metrics"] if averaged(recsql.parse_metric(m))] or ["precision@3"]
-    for role in ("interactions", "items", "catalog", "baseline"):  # a side input when a metric reads it, and some more
+    for role in ("interactions", "items", "catalog", "baseline", "item_features"):  # a side input when a metric reads it, and some more
         if role in _side_inputs(call["metrics"]) or rng.random() < 0.2:
             call[role] = role
     return call
@@ -225,7 +224,7 @@ def _random_call(rng: random.Random) -> dict:
 
 def _side_inputs(metrics: list[str]) -> set[str]:
     """The side inputs the metrics read: interactions (novelty, surprisal, arp), items (their prices:
-    money_precision, money_recall)."""
+    money_precision, money_recall; ...), item_features (diversity by feature vectors)."""
     return {NEED_INPUT[n] for m in map(recsql.parse_metric, metrics) for n in m.spec.requires(m.all_options())}
 
 
@@ -419,7 +418,12 @@ SIDE_CASES = [["novelty@3", "ndcg@3", "surprisal@2"], ["arp@4"], ["surprisal@5",
               # the items' categories compared in pairs (diversity), with kendall's pairs, with the items'
               # other attributes; and pairs and attributes read without categories
               ["diversity@3", "ndcg@3"], ["diversity@4", "kendall@3", "money_precision@2", "diversity(by=category)@2"],
-              ["kendall@4", "money_recall@3", "novelty(p=items)@2"]]
+              ["kendall@4", "money_recall@3", "novelty(p=items)@2"],
+              # the item feature vectors compared in pairs, alone, with the categories and kendall's pairs, with
+              # the items' other attributes
+              ["diversity(by=features)@3", "ndcg@3"],
+              ["diversity(by=features)@4", "diversity@3", "kendall@2", "money_precision@2"],
+              ["diversity(by=features)@2", "novelty(p=items)@3", "mrr"]]
 
 
 @pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
@@ -440,6 +444,7 @@ def test_macro_side_inputs(adapter):
                         **{role: role for role in _side_inputs(metrics)})
             sql = _render(package, call)
             assert ("interactions_in" in sql) == ("interactions" in call) and ("items_in" in sql) == ("items" in call)
+            assert ("features_in" in sql) == ("item_features" in call)
             assert ("interaction_users" in sql) == any(m.startswith(("novelty", "surprisal")) and "p=items" not in m
                                                        for m in metrics)
             keys = run_cols + (["user_id"] if output == "per_user" else [])
@@ -459,8 +464,9 @@ def test_macro_side_inputs(adapter):
         assert not got["novelty_at_3"].isna().all()
     call = dict(recs="recs", metrics=["ndcg@3"], run_cols=["model"], output="summary")
     assert "interactions" not in _render(package, call)
-    _same(_fetch(con, _render(package, {**call, "interactions": "interactions", "items": "items"})), _expected_call(call),
-          ["model"], "unused")
+    _same(_fetch(con, _render(package, {**call, "interactions": "interactions", "items": "items", "item_features": "item_features"})),
+          _expected_call(call), ["model"], "unused")
+    assert "features_in" not in _render(package, {**call, "item_features": "item_features"})
 
 
 def _side_calls(cases: list[list[str]], sides: tuple[dict, ...], inputs_of):
@@ -565,9 +571,15 @@ def test_macro_missing_side_input():
         with pytest.raises(CompilerError) as macro:
             package.evaluate(recs="recs", truth="truth", metrics=[metric], run_cols=["model"], **{option: "c"})
         assert "'c'" in str(python.value) and str(macro.value) == f"recsql.evaluate: {python.value}"
-    for role in ("item_features",):
-        with pytest.raises(CompilerError, match=f"{role}= is not available in recsql.evaluate yet.*`recsql dbt model`"):
-            package.evaluate(recs="recs", truth="truth", metrics=["precision@3"], **{role: role})
+    # feature vectors: from item_features= rows only (recsql.evaluate also reads an array column of items=
+    # on DuckDB), so the macro's fix names item_features= alone, with the call's columns
+    for items in ({}, {"items": "items"}):
+        with pytest.raises(CompilerError) as macro:
+            package.evaluate(recs="recs", truth="truth", metrics=["precision@3", "diversity(by=features)@3"],
+                             feature_col="f", value_col="v", **items)
+        assert str(macro.value) == ("recsql.evaluate: metric 'diversity(by=features)@3' needs item feature vectors: pass "
+                                    "item_features= with rows ('item_id', 'f', 'v'); recsql.evaluate in dbt does not read "
+                                    "them from an array column of items= (a model written by `recsql dbt model` for DuckDB does)")
 
 
 TEXT_METRICS = ["ndcg@3", "precision@2", "recall@4", "mrr", "hit_rate@1", "map@4"]
@@ -644,12 +656,7 @@ def test_macro_refuses_what_it_does_not_serve():
             if served(name, options) and not all(served(name, o) for o in _variants(name)):
                 written = ",".join(f"{p}={'0.5' if v == '#' else v}" for p, v in reversed(options.items()))
                 unserved.append(f"{name}({written})" + ("@5" if spec.k_rule != "none" else ""))
-    assert {"diversity(by=features)@5"} <= set(unserved)
-    assert not {"novelty@5", "novelty(p=items)@5", "arp@5", "auc@5", "coverage@5", "gini@5", "personalization@5", "unexpectedness@5",
-                "serendipity@5", "diversity@5", "diversity(by=category)@5"} & set(unserved)
-    for metric in unserved:
-        with pytest.raises(CompilerError, match="is not computed by recsql.evaluate yet: .* `recsql dbt model`"):
-            package.evaluate(recs="recs", truth="truth", metrics=[metric], run_cols=["model"])
+    assert unserved == []  # every metric of the registry, with every choice of its options
     # options it does not serve, or not valid for evaluate either
     refusals = [(dict(metrics=["ndcg(ideal=list)"]), "metric 'ndcg\\(ideal=list\\)' needs a cutoff with these options"),
                 (dict(metrics=["ndcg(ideal=k_slots)@10001"]), "ideal=k_slots supports k <= 10000 .*; got k = 10001"),

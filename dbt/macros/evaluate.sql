@@ -41,7 +41,7 @@
                   score_col='score', rank_col=none, relevance_col='relevance', threshold=none, population=none,
                   duplicates='error', convention='recsql', ties=none, items=none, interactions=none, catalog=none,
                   baseline=none, item_features=none, column_names='safe', text_ids=none,
-                  price_col='price', probability_col='probability', category_col='category') -%}
+                  price_col='price', probability_col='probability', category_col='category', feature_col='feature', value_col='value') -%}
   {%- if output not in ['summary', 'per_user'] -%}{{ recsql._fail("output='" ~ output ~ "' is not valid; choose summary or per_user") }}{%- endif -%}
   {%- if column_names not in ['safe', 'as_asked'] -%}{{ recsql._fail("column_names='" ~ column_names ~ "' is not valid; choose safe or as_asked") }}{%- endif -%}
   {%- set conventions = recsql._registry().conventions -%}
@@ -55,19 +55,12 @@
   {%- if population not in recsql._registry().populations -%}
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
-  {%- set later = [] -%}
   {%- set item_columns = {'price': price_col, 'probability': probability_col, 'category': category_col} -%}{#- the items' attribute columns, by need -#}
   {%- if duplicates not in ['error', 'best', 'max'] -%}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
-  {%- endif -%}
-  {%- for role, given in [('item_features', item_features)] -%}
-    {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
-  {%- endfor -%}
-  {%- if later -%}
-    {{ recsql._fail((later | join(', ')) ~ " is not available in recsql.evaluate yet; write a model for it with `recsql dbt model`") }}
   {%- endif -%}
   {%- if run_cols is string -%}{%- set run_cols = [run_cols] -%}{%- endif -%}
   {%- if run_cols | length > recsql._registry().max_runs -%}
@@ -103,7 +96,7 @@
     {#- a side input it reads and that was not given: recsql.evaluate's message -#}
     {%- set missing = recsql._registry().missing.get(m.variant) -%}
     {%- set inputs = {'interactions': interactions is not none, 'items': items is not none, 'baseline': baseline is not none,
-                      'catalog': catalog is not none} -%}
+                      'catalog': catalog is not none, 'item_features': item_features is not none} -%}
     {%- set met = namespace(any=false) -%}
     {%- for role in (missing.inputs if missing is not none else []) -%}{%- if inputs[role] -%}{%- set met.any = true -%}{%- endif -%}{%- endfor -%}
     {%- if missing is not none and not met.any -%}
@@ -120,7 +113,7 @@
                          'exponent': fitted.variant in recsql._registry().exponent}) -%}
       {%- else -%}
         {%- set marks = recsql._registry().column_marks -%}
-        {%- set columns = {'user': user_col, 'item': item_col} -%}{%- do columns.update(item_columns) -%}
+        {%- set columns = {'user': user_col, 'item': item_col, 'feature': feature_col, 'value': value_col} -%}{%- do columns.update(item_columns) -%}
         {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
         {%- for param, alternative in missing.alternatives.items() -%}
           {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
@@ -143,7 +136,7 @@
                    + (counts | rejectattr('name', 'in', ['n_users', 'n_users_with_recs']) | list)
                    + (counts | selectattr('name', 'equalto', 'n_users_with_recs') | list) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {} -%}{%- set bounds = [] -%}{%- set attributes = [] -%}{%- set baselines = [] -%}
+  {%- set features = {} -%}{%- set bounds = [] -%}{%- set attributes = [] -%}{%- set baselines = [] -%}{%- set vectors = [] -%}
   {%- set given = {'interactions': interactions is not none} -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
@@ -156,8 +149,8 @@
         {#- a baseline's ranks when one is given; a part over an input not given is not built (serendipity's
             popular items when a baseline is given: recsql.evaluate leaves them out too) -#}
         {%- if f == 'baseline' and baseline is not none -%}{%- do baselines.append(m.name) -%}{%- endif -%}
-      {%- elif f == 'categories' -%}
-        {#- the items' categories, compared in pairs when their attributes are read (a need of items) -#}
+      {%- elif f in recsql._registry().switch_parts -%}
+        {#- the items' categories or feature vectors, compared in pairs when they are read (a need: its switch) -#}
       {%- elif f == 'truth_rows' -%}
         {%- do whole.append(m.name) -%}
       {%- elif f == 'cascade' -%}
@@ -170,6 +163,7 @@
     {%- for need in recsql._registry().needs.get(m.variant, []) if need in recsql._registry().item_attributes -%}
       {%- do attributes.append(need) -%}
     {%- endfor -%}
+    {%- if 'features' in recsql._registry().needs.get(m.variant, []) -%}{%- do vectors.append(m.name) -%}{%- endif -%}
     {%- do m.update({'sql': adapter.dispatch('recsql_metric_sql', 'recsql')(m) | trim}) -%}
   {%- endfor -%}
   {%- if features.slots and features.slots | max > recsql._registry().max_slots -%}
@@ -186,6 +180,7 @@
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
       'items_input': 'read' if attributes else ('given' if items is not none else 'off'),
       'catalog': 'on' if catalog is not none else 'off', 'baseline': 'on' if baselines else 'off',
+      'features_input': 'on' if vectors else 'off', 'feature_col': recsql._ident(feature_col), 'value_col': recsql._ident(value_col),
       'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
@@ -198,5 +193,5 @@
   {%- set quoted = [] -%}
   {%- for c in run_cols -%}{%- do quoted.append(recsql._ident(c)) -%}{%- endfor -%}
   {%- do rs.update({'run_cols': quoted}) -%}
-  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, baseline=baseline, catalog=catalog, interactions=interactions, items=items)) }}
+  {{ return(adapter.dispatch('recsql_evaluate_sql', 'recsql')(rs, recs, truth, baseline=baseline, catalog=catalog, interactions=interactions, item_features=item_features, items=items)) }}
 {%- endmacro %}

@@ -80,10 +80,12 @@
  ],
  "column_marks": {
   "category": "RECSQLxCATEGORYx",
+  "feature": "RECSQLxFEATUREx",
   "item": "RECSQLxITEMx",
   "price": "RECSQLxPRICEx",
   "probability": "RECSQLxPROBABILITYx",
-  "user": "RECSQLxUSERx"
+  "user": "RECSQLxUSERx",
+  "value": "RECSQLxVALUEx"
  },
  "conventions": {
   "ir_measures": {
@@ -230,6 +232,10 @@
   ],
   "diversity|category": [
    "categories",
+   "pairs"
+  ],
+  "diversity|features": [
+   "feature_vectors",
    "pairs"
   ],
   "err|#": [
@@ -920,13 +926,36 @@
   },
   "diversity|category": {
    "alternatives": {
-    "by": "; or write by=features, which needs item feature vectors: pass items= with an array column 'features', or item_features= with rows ('RECSQLxITEMx', 'feature', 'value')"
+    "by": "; or write by=features, which needs item feature vectors: pass items= with an array column 'features', or item_features= with rows ('RECSQLxITEMx', 'RECSQLxFEATUREx', 'RECSQLxVALUEx')"
    },
-   "fitted": none,
+   "fitted": {
+    "choices": {
+     "by": "features"
+    },
+    "inputs": [
+     "item_features",
+     "items"
+    ],
+    "params": [
+     "by"
+    ],
+    "variant": "diversity|features"
+   },
    "fix": "needs item categories: pass items= with columns 'RECSQLxITEMx' and 'RECSQLxCATEGORYx'",
    "input": "items",
    "inputs": [
     "items"
+   ]
+  },
+  "diversity|features": {
+   "alternatives": {
+    "by": "; or write by=category, which needs item categories: pass items= with columns 'RECSQLxITEMx' and 'RECSQLxCATEGORYx'"
+   },
+   "fitted": none,
+   "fix": "needs item feature vectors: pass item_features= with rows ('RECSQLxITEMx', 'RECSQLxFEATUREx', 'RECSQLxVALUEx'); recsql.evaluate in dbt does not read them from an array column of items= (a model written by `recsql dbt model` for DuckDB does)",
+   "input": "item_features",
+   "inputs": [
+    "item_features"
    ]
   },
   "money_precision": {
@@ -1027,6 +1056,9 @@
   "diversity|category": [
    "category"
   ],
+  "diversity|features": [
+   "features"
+  ],
   "money_precision": [
    "price"
   ],
@@ -1065,13 +1097,15 @@
   "exposure",
   "catalog"
  ],
+ "switch_parts": [
+  "categories",
+  "feature_vectors"
+ ],
  "ties": [
   "item_id",
   "item_id_desc",
   "average"
  ],
- "unserved": {
-  "diversity|features": "it reads side inputs (features) the macro does not take yet"
- }
+ "unserved": {}
 }) }}
 {%- endmacro %}

@@ -87,9 +87,10 @@ class Plan:
     baseline_ord_type: str = "DOUBLE"
     id_casts: dict[tuple[str, str], str] = field(default_factory=dict)  # (input, internal id) -> _ID_CASTS key
     item_needs: frozenset = frozenset()  # the items' value columns the metrics read (explaining a failed check)
-    # items_in's attribute columns read besides those the metrics read: the dbt package's macro composes
-    # items_in once for every metric list, and writes NULL for a column no metric asked reads
-    # (recsql/dbt/evaluate.py); empty for recsql.evaluate, which reads only what its metrics read
+    # items_in's attribute columns (and "features": the item feature vectors of features_in, and their
+    # checks) read besides those the metrics read: the dbt package's macro composes items_in once for
+    # every metric list, and writes NULL for a column no metric asked reads (recsql/dbt/evaluate.py);
+    # empty for recsql.evaluate, which reads only what its metrics read
     read_item_columns: frozenset = frozenset()
     # Inputs of the beyond-accuracy metrics (README, "Beyond accuracy and user models"), each optional.
     interactions: exp.Expression | None = None  # (user, item) seen in training

@@ -107,10 +107,10 @@ def drop_join(select: exp.Select, table: str) -> None:
     select.set("joins", joins or None)
 
 
-def reachable(ctes: list[exp.CTE], final: exp.Expression) -> list[exp.CTE]:
-    """The CTEs something refers to, repeatedly: those ``final`` reads, and those the CTEs kept read
-    (each CTE's tables are collected once; the tree is not changed)."""
-    read_by_final = {t.name for t in final.find_all(exp.Table)}
+def reachable(ctes: list[exp.CTE], final: exp.Expression, roots: frozenset[str] = frozenset()) -> list[exp.CTE]:
+    """The CTEs something refers to, repeatedly: those ``final`` reads (and the CTEs named ``roots``),
+    and those the CTEs kept read (each CTE's tables are collected once; the tree is not changed)."""
+    read_by_final = {t.name for t in final.find_all(exp.Table)} | roots
     kept = [(c, {t.name for t in c.this.find_all(exp.Table) if t.name != c.alias}) for c in ctes]
     while True:
         used = read_by_final.union(*(tables for _, tables in kept))
@@ -120,9 +120,9 @@ def reachable(ctes: list[exp.CTE], final: exp.Expression) -> list[exp.CTE]:
         kept = still
 
 
-def prune(with_: exp.With, final: exp.Select) -> None:
-    """Remove CTEs nothing refers to (repeatedly)."""
-    kept = reachable(with_.expressions, final)
+def prune(with_: exp.With, final: exp.Select, roots: frozenset[str] = frozenset()) -> None:
+    """Remove CTEs nothing refers to (repeatedly), but those named ``roots``."""
+    kept = reachable(with_.expressions, final, roots)
     if len(kept) != len(with_.expressions):
         with_.set("expressions", kept)
 

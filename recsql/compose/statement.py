@@ -79,9 +79,10 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         tree = metric_expression(m, context)
         return on_second_list(tree) if id(m) in on_second else tree
 
-    inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", items_in(plan, needed | plan.read_item_columns)),
+    read_items = needed | plan.read_item_columns  # what items_in and features_in read
+    inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", items_in(plan, read_items)),
               ("interactions_in", interactions_in(plan)), ("catalog_in", catalog_in(plan)),
-              ("baseline_in", baseline_in(plan)), ("features_in", features_in(plan, needed))]
+              ("baseline_in", baseline_in(plan)), ("features_in", features_in(plan, read_items))]
     runs = internal_runs(plan)
     context = {"ties": plan.ties, "has_baseline": "yes" if plan.baseline is not None else "no"}
     has_global = any(m.spec.population == "global" for m in resolved)
@@ -123,8 +124,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     if output != "per_user":  # the input checks travel in the statement, as columns of every raw row
         probe = reachable(ctes, exp.select("*").from_("per_user_raw"))  # what the raw rows read
         main = largest_cutoff([m for m in resolved if id(m) not in on_second])
-        read = {c.alias for c in probe}
-        counts, checks, diagnostics = input_checks(plan, needed, read,
+        read = {c.alias for c in probe} | ({"features_in"} if "features" in plan.read_item_columns else set())
+        counts, checks, diagnostics = input_checks(plan, read_items, read,
                                                    {"list_ranked": main, "second_ranked": largest_cutoff(second_metrics)},
                                                    exponent=any(uses_exponent(c) for c in probe),
                                                    heads=heads if HEADS in read else None)
@@ -147,7 +148,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     statement = final.copy()
     new_with = exp.With(expressions=ctes)
     statement.set("with_", new_with)
-    prune(new_with, final)
+    # the dbt macro's feature vectors are read by the pairs of its wide statement, whatever the output
+    prune(new_with, final, frozenset({"features_in"}) if "features" in plan.read_item_columns else frozenset())
     return statement
 
 

@@ -8,7 +8,8 @@ module writes, from the composer and the ``sql/`` templates (never by hand), per
   cut, exponential gains; and, factorised, the duplicates policy, a missing relevance column, the
   tie rule: item_id or item_id_desc, auc's tie-group bounds, what a convention sets: negative
   relevance unjudged, no gain below the threshold, tied ids compared as text, the items given,
-  whose CTE ``items_in`` is written only then, and their prices and probabilities read, and the catalog given),
+  whose CTE ``items_in`` is written only then, and their prices and probabilities read, the catalog
+  given, and the item feature vectors read),
   with every value substituted as a Jinja expression (column names, the relevance threshold, the
   list's cutoff) and the metric projections as a loop over the parsed metrics;
 - ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
@@ -39,10 +40,12 @@ The optional parts of the ranked-rows stage that cascades, pairs, rank correlati
 ideal order and k slots add are written only when a metric asked needs them (:mod:`recsql.dbt.features`).
 
 The metrics it serves (:func:`served`) are those whose SQL reads only recs, truth and the side
-inputs of :data:`NEED_INPUT` (interactions; items for their prices, probabilities and categories; a baseline) and needs no
-other optional part of the stage than those, the tie bounds and the categories compared in pairs (:data:`CATEGORIES`); the others raise a compiler error
-naming ``recsql dbt model``, as do a metric its convention ranks or judges unlike its others (a
-second view of the list: the macro of recsql/dbt/jinja.py refuses it) and side inputs. The
+inputs of :data:`NEED_INPUT` (interactions; items for their prices, probabilities and categories; a baseline;
+item_features for feature vectors) and needs no other optional part of the stage than those, the tie
+bounds and the categories and feature vectors compared in pairs (:data:`SWITCH_PARTS`): every metric of
+the registry today. Any other would raise a compiler error naming ``recsql dbt model``, as does a
+metric its convention ranks or judges unlike its others (a second view of the list: the macro of
+recsql/dbt/jinja.py refuses it). The
 global metrics (one value per run: coverage, gini, personalization) are served: with one asked, the
 per-user rows and the final select come from the wide statement (:data:`GLOBAL_CTES`). A metric
 averaged over a population of its own (msr's ndcg) is served: whom each metric averages over is
@@ -82,19 +85,24 @@ NUMBER_SENTINELS = (0.3141592, 0.2718281)  # a numeric metric option
 MORE_NUMBER_SENTINELS = ((0.1414213, 0.1732050), (0.2236067, 0.2449489))
 COLUMNS = {"user_col": "recsql_c_user", "item_col": "recsql_c_item", "score_col": "recsql_c_order",
            "rank_col": "recsql_c_order", "relevance_col": "recsql_c_relevance", "price_col": "recsql_c_price",
-           "probability_col": "recsql_c_probability", "category_col": "recsql_c_category"}
+           "probability_col": "recsql_c_probability", "category_col": "recsql_c_category",
+           "feature_col": "recsql_c_feature", "value_col": "recsql_c_value"}
 # The items' attribute columns a metric may read (its needs), and the macro's column option for each:
 # the macro writes the column where a metric asked reads it and NULL otherwise (recsql.evaluate's items_in
 # holds NULL for an attribute no metric reads, and its checks then find nothing wrong with it).
 ITEM_ATTRIBUTES = {"price": "price_col", "probability": "probability_col", "category": "category_col"}
+# The item feature vectors' columns (item_features= rows: item, feature, value) and the macro's option for each.
+FEATURE_COLUMNS = {"feature": "feature_col", "value": "value_col"}
 # What the macro's metrics may need besides recs and truth (recsql.compose.needs), and the input that
 # gives it: interactions (the wide statement's features, recsql.dbt.features), the items' prices, probabilities
 # and categories (a factorised switch: items_in, ranked's join of it, the items' checks; the categories
 # compared in pairs by the wide statement), a baseline (a switch:
 # baseline_in, its ranks joined by ranked, its checks); serendipity takes a baseline or else
-# interactions (the macro names interactions, the default, in its messages).
+# interactions (the macro names interactions, the default, in its messages); the item feature vectors
+# (a switch: features_in and its checks; the vectors compared in pairs by the wide statement), read
+# from item_features= rows only (recsql.evaluate also reads an array column of the items on DuckDB).
 NEED_INPUT = {"interactions": "interactions", "price": "items", "probability": "items", "category": "items", "baseline": "baseline",
-              "interactions_or_baseline": "interactions"}
+              "interactions_or_baseline": "interactions", "features": "item_features"}
 # The side inputs the macro takes: those and the catalog (coverage and gini count its items; without
 # it the items', else every item of truth and recs).
 MACRO_INPUTS = tuple(sorted({*NEED_INPUT.values(), "catalog"}))
@@ -133,22 +141,29 @@ BASE_SWITCHES = ("runs", "order", "output", "whole", "exponent")
 # catalog's items when no catalog is given), items_input='read' (their attributes read too: the prices
 # of the money metrics, the probabilities of novelty(p=items), the categories of diversity, compared in
 # pairs by the wide statement, each column NULL unless a metric asked reads it, :data:`ITEM_ATTRIBUTES`); catalog='on' (the catalog's items from the catalog input); baseline='on' (a baseline read:
-# unexpectedness, serendipity).
+# unexpectedness, serendipity); features_input='on' (the item feature vectors read: features_in and its
+# checks, the vectors compared in pairs by the wide statement: diversity by features).
 # (A switch is never named like a method of the macro's dict ``rs``: Jinja's ``rs.items`` is dict.items.)
 EXTRA_SWITCHES = {"duplicates": ("error", "best"), "relevance": ("column", "none"),
                   "ties": ("item_id", "item_id_desc", "average"),
                   "tie_bounds": ("off", "on"), "negative": ("no", "yes"), "gain": ("all", "relevant"),
                   "id_cast": ("off", "on"), "items_input": ("off", "given", "read"), "catalog": ("off", "on"),
-                  "baseline": ("off", "on")}
+                  "baseline": ("off", "on"), "features_input": ("off", "on")}
 # The parts of the stage served by a factorised switch of the same name (not by recsql.dbt.features).
 BOUNDS = "tie_bounds"
 BASELINE = "baseline"
+FEATURES_INPUT = "features_input"
 # Every truth row (money_recall), not the ideal order cut at the largest cutoff: what the statements
 # for the whole list (the base switch ``whole``) read, which the macro then sets.
 WHOLE_TRUTH = "truth_rows"
 # The items' categories compared in pairs (diversity by category): the wide statement's pairs read them
 # whenever the items' attributes are read (items_input='read', which a metric reading categories sets).
 CATEGORIES = "categories"
+# The item feature vectors compared in pairs (diversity by features): whenever the vectors are read
+# (features_in, features_input='on', which a metric reading them sets).
+FEATURE_VECTORS = "feature_vectors"
+# The parts of the stage a factorised switch serves with nothing for the macro to fill in.
+SWITCH_PARTS = (CATEGORIES, FEATURE_VECTORS)
 SWITCHES = (*BASE_SWITCHES, *EXTRA_SWITCHES)
 DEFAULTS = {name: values[0] for name, values in EXTRA_SWITCHES.items()}
 
@@ -205,7 +220,7 @@ def served(name: str, options: dict[str, str]) -> str:
     needs = variant_needs(name, options)
     if needs - set(NEED_INPUT):
         return f"it reads side inputs ({', '.join(sorted(needs))}) the macro does not take yet"
-    features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS, BASELINE, WHOLE_TRUTH, CATEGORIES}
+    features = variant_features(name, options) - set(feat.FEATURES) - {BOUNDS, BASELINE, WHOLE_TRUTH, *SWITCH_PARTS}
     if features:
         return f"it needs a part of the ranked-rows stage not generated for the macro yet ({', '.join(sorted(features))})"
     if spec.population not in ("truth", "lists", "global"):
@@ -291,7 +306,7 @@ def raises_to_relevance(metric: str) -> bool:
 def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
     runs = [RUN_SENTINEL.format(i) for i in range(key["runs"])]
     options = {"user_col": COLUMNS["user_col"], "item_col": COLUMNS["item_col"],
-               **{column: COLUMNS[column] for column in ITEM_ATTRIBUTES.values()},
+               **{column: COLUMNS[column] for column in (*ITEM_ATTRIBUTES.values(), *FEATURE_COLUMNS.values())},
                "relevance_col": COLUMNS["relevance_col"] if key["relevance"] == "column" else None, "run_cols": runs,
                "threshold": SENTINELS["threshold"][sentinel], "population": COMPOSED_POPULATION,
                "duplicates": key["duplicates"], "ties": key["ties"]}
@@ -312,9 +327,12 @@ def _spec(key: dict, sentinel: int, wide: frozenset = frozenset()) -> ModelSpec:
             metrics = metrics + [f"diversity(by=category)@{feat.SENTINELS['pairs'][sentinel]}"]
     if key[BASELINE] == "on":  # the baseline's ranks, joined by ranked, and its checks
         metrics = metrics + [f"unexpectedness@{SENTINELS['max_k'][sentinel]}"]
+    if key[FEATURES_INPUT] == "on" and "pairs" in wide:  # the item feature vectors compared in pairs
+        metrics = metrics + [f"diversity(by=features)@{feat.SENTINELS['pairs'][sentinel]}"]
     items = () if key["id_cast"] == "on" else (COLUMNS["item_col"],)
     given = ({feat.INPUTS[f] for f in wide if f in feat.INPUTS} | ({"items"} if key["items_input"] != "off" else set())
-             | ({"catalog"} if key["catalog"] == "on" else set()) | ({"baseline"} if key[BASELINE] == "on" else set()))
+             | ({"catalog"} if key["catalog"] == "on" else set()) | ({"baseline"} if key[BASELINE] == "on" else set())
+             | ({"item_features"} if key[FEATURES_INPUT] == "on" else set()))
     inputs = {role: role for role in ("recs", "truth", *sorted(given))}
     return ModelSpec("recsql_evaluate", metrics, inputs=inputs, output=key["output"], options=options,
                      text_ids=(COLUMNS["user_col"], *items, *runs))
@@ -324,8 +342,10 @@ def _plan_fields(key: dict) -> dict:
     """The plan's fields a key's convention switches set (:func:`recsql.dbt.model._statement`'s ``plan``)."""
     return {"negative_unjudged": key["negative"] == "yes", "gain_rule": key["gain"],
             "id_order": "text" if key["id_cast"] == "on" else "native",
-            # every attribute column of the items read: the macro writes NULL for those no metric asked reads
-            "read_item_columns": frozenset(ITEM_ATTRIBUTES) if key["items_input"] == "read" else frozenset()}
+            # every attribute column of the items read: the macro writes NULL for those no metric asked reads;
+            # the feature vectors and their checks whenever they are read, pairs or not
+            "read_item_columns": frozenset([*(ITEM_ATTRIBUTES if key["items_input"] == "read" else ()),
+                                            *(["features"] if key[FEATURES_INPUT] == "on" else [])])}
 
 
 def _keys() -> list[dict]:
@@ -692,7 +712,8 @@ def _marked_parts(items: tuple, target: str, wide: frozenset) -> tuple[tuple[str
 # baseline given, serendipity reads it instead of the popular items' ranks (the part popularity's
 # column pop_rank), so the wide ranked's columns depend on it beyond its join.
 RANKED_SWITCHES = {"items": ({"i", "s.pair_category_dissim"}, "items_input", ("given", "read"), ("read",)),
-                   "baseline": ({"b"}, BASELINE, ("on",), ("on",))}
+                   "baseline": ({"b"}, BASELINE, ("on",), ("on",)),
+                   "features": ({"s.pair_feature_dissim"}, FEATURES_INPUT, ("on",), ("on",))}
 _NARROW_ONLY = {"baseline"}
 _SWITCHED = re.compile(r"(\n?)" + feat.SWITCH_IF + r"(\w+?)_(join|columns)(.*?)" + feat.SWITCH_ENDIF, re.S)
 
@@ -764,11 +785,12 @@ def _unavailable(assignment: dict, owner: dict[str, tuple[str, ...]]) -> set[str
 
 
 def possible(assignment: dict) -> bool:
-    """Whether the macro can set these switch values together: auc's tie bounds, the items' attributes and
-    a baseline are never read under ties='average' (auc, the money metrics, novelty, unexpectedness and
-    serendipity have no exact expected value there)."""
+    """Whether the macro can set these switch values together: auc's tie bounds, the items' attributes,
+    a baseline and feature vectors are never read under ties='average' (auc, the money metrics, novelty,
+    unexpectedness, serendipity and diversity have no exact expected value there)."""
     return not (assignment.get("ties") == "average"
-                and (assignment.get(BOUNDS) == "on" or assignment.get("items_input") == "read" or assignment.get(BASELINE) == "on"))
+                and (assignment.get(BOUNDS) == "on" or assignment.get("items_input") == "read" or assignment.get(BASELINE) == "on"
+                     or assignment.get(FEATURES_INPUT) == "on"))
 
 
 _ITEM_COLLATE = re.compile(r"\{% if rs\.text\.item_id %\}.*?\{% endif %\}")
@@ -822,10 +844,11 @@ def switches_of(target: str, wide: frozenset, kept, owner: dict[str, tuple[str, 
 
 
 # Every switch away from its default, as the macro can set them together: negative='yes' only with a
-# relevance column (without one no relevance is negative), no tie bounds or prices under ties='average'.
+# relevance column (without one no relevance is negative), no tie bounds, prices, baseline or feature vectors
+# under ties='average'.
 _LAST = {s: values[-1] for s, values in EXTRA_SWITCHES.items()}
 _COMBINED = ({**_LAST, "negative": "no", "ties": "item_id_desc"},
-             {**_LAST, BOUNDS: "off", "relevance": "column", "items_input": "given", BASELINE: "off"})
+             {**_LAST, BOUNDS: "off", "relevance": "column", "items_input": "given", BASELINE: "off", FEATURES_INPUT: "off"})
 
 
 def _factorised(target: str, keys: list[dict], dims: dict[str, list[str]], switches: dict[str, tuple[str, ...]],
@@ -923,7 +946,9 @@ def statement_macro(adapter_name: str) -> str:
     variants = [_parts(key, target) for key in keys]
     every = frozenset(feat.FEATURES)
     wide = [_parts(key, target, every) for key in keys]
-    owner = _feature_ctes(target, variants[0], keys[0])
+    # (the item feature vectors' pairs CTEs, feature_norms and pair_dots, exist only when they are read)
+    vectors = {**keys[0], FEATURES_INPUT: "on"}
+    owner = {**_feature_ctes(target, variants[0], keys[0]), **_feature_ctes(target, _parts(vectors, target), vectors)}
     # CTEs a switch adds (the items' and the baseline's, and their checks), alone and with the others
     assignments = [*({s: v} for s, values in EXTRA_SWITCHES.items() for v in values[1:]), *_COMBINED]
     added = [_parts({**probe, **DEFAULTS, **a}, target, w) for probe in PROBES for w in (frozenset(), every)

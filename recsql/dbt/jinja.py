@@ -18,7 +18,7 @@ from ..compose import TIES
 from ..compose.plan import MAX_SLOTS
 from . import features as feat
 from ..compose.needs import _REQUIREMENTS, _alternatives, fit_to_inputs
-from .evaluate import (ITEM_ATTRIBUTES, MACRO_INPUTS, MAX_RUNS, NEED_INPUT, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
+from .evaluate import (FEATURE_COLUMNS, ITEM_ATTRIBUTES, SWITCH_PARTS, MACRO_INPUTS, MAX_RUNS, NEED_INPUT, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
                        variant_averaged, variant_features, variant_needs)
 from .model import GENERATED, _comment
 
@@ -33,7 +33,13 @@ def variant_key(name: str, options: dict[str, str]) -> str:
 # The columns in the messages of a metric whose side input is missing, as the macro fills them in
 # (the other columns are the macro's defaults: it does not take their names yet).
 COLUMN_MARKS = {"user": "RECSQLxUSERx", "item": "RECSQLxITEMx", "price": "RECSQLxPRICEx",
-                "probability": "RECSQLxPROBABILITYx", "category": "RECSQLxCATEGORYx"}
+                "probability": "RECSQLxPROBABILITYx", "category": "RECSQLxCATEGORYx", "feature": "RECSQLxFEATUREx",
+                "value": "RECSQLxVALUEx"}
+# The macro reads item feature vectors from item_features= rows only: its fix for a metric that needs them
+# (recsql.evaluate's also offers an array column of items=, which it reads on DuckDB).
+FEATURES_FIX = ("needs item feature vectors: pass item_features= with rows ({item}, {feature}, {value}); "
+                "recsql.evaluate in dbt does not read them from an array column of items= (a model written by "
+                "`recsql dbt model` for DuckDB does)")
 
 
 def _missing(name: str, options: dict[str, str]) -> dict:
@@ -41,8 +47,7 @@ def _missing(name: str, options: dict[str, str]) -> dict:
     the fix for its first need and, per enum option the user did not write, the other choices
     and what they need (recsql.compose.needs.check_inputs), id columns as :data:`COLUMN_MARKS`."""
     metric = _metric(name, 7 if registry()[name].k_rule != "none" else None, options, 0.5)
-    names = {k: repr(v) for k, v in dict(features="features",
-                                         feature="feature", value="value", **COLUMN_MARKS).items()}
+    names = {k: repr(v) for k, v in dict(features="features", **COLUMN_MARKS).items()}
     need = sorted(variant_needs(name, options))[0]
     alternatives = {}
     for param in metric.spec.params:
@@ -54,8 +59,9 @@ def _missing(name: str, options: dict[str, str]) -> dict:
     others = {"truth", *(set(NEED_INPUT.values()) - {NEED_INPUT[need]})}
     fitted = fit_to_inputs(metric, others)
     moved = {p: v for p, v in fitted.all_options().items() if v != metric.all_options()[p]}
-    return {"fix": _REQUIREMENTS[need][1].format(**names), "alternatives": alternatives, "input": NEED_INPUT[need],
-            "inputs": sorted(_REQUIREMENTS[need][0]),
+    inputs, fix = ({NEED_INPUT[need]}, FEATURES_FIX) if need == "features" else _REQUIREMENTS[need]
+    return {"fix": fix.format(**names), "alternatives": alternatives, "input": NEED_INPUT[need],
+            "inputs": sorted(inputs),
             "fitted": {"choices": moved, "params": sorted(moved),
                        "variant": variant_key(name, {**options, **moved}),
                        "inputs": sorted(set().union(*(_REQUIREMENTS[n][0] for n in fitted.spec.requires(fitted.all_options()))))}
@@ -106,7 +112,7 @@ def _facts() -> dict:
             "features": features, "stage_parts": list(feat.FEATURES), "feature_inputs": feat.INPUTS, "max_slots": MAX_SLOTS,
             "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
             "conventions": conventions, "average": sorted(average), "missing": missing, "needs": needs,
-            "column_marks": COLUMN_MARKS, "item_attributes": ITEM_ATTRIBUTES,
+            "column_marks": COLUMN_MARKS, "item_attributes": ITEM_ATTRIBUTES, "switch_parts": list(SWITCH_PARTS),
             "average_metrics": tie_averaged()}
 
 
@@ -285,19 +291,12 @@ EVALUATE = r"""{# GENERATED #}
   {%- if population not in recsql._registry().populations -%}
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
-  {%- set later = [] -%}
   {%- set item_columns = RECSQL_ITEM_COLUMNS -%}{#- the items' attribute columns, by need -#}
   {%- if duplicates not in ['error', 'best', 'max'] -%}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
   {%- if ties not in recsql._registry().ties -%}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
-  {%- endif -%}
-  {%- for role, given in [('item_features', item_features)] -%}
-    {%- if given is not none -%}{%- do later.append(role ~ '=') -%}{%- endif -%}
-  {%- endfor -%}
-  {%- if later -%}
-    {{ recsql._fail((later | join(', ')) ~ " is not available in recsql.evaluate yet; write a model for it with `recsql dbt model`") }}
   {%- endif -%}
   {%- if run_cols is string -%}{%- set run_cols = [run_cols] -%}{%- endif -%}
   {%- if run_cols | length > recsql._registry().max_runs -%}
@@ -333,7 +332,7 @@ EVALUATE = r"""{# GENERATED #}
     {#- a side input it reads and that was not given: recsql.evaluate's message -#}
     {%- set missing = recsql._registry().missing.get(m.variant) -%}
     {%- set inputs = {'interactions': interactions is not none, 'items': items is not none, 'baseline': baseline is not none,
-                      'catalog': catalog is not none} -%}
+                      'catalog': catalog is not none, 'item_features': item_features is not none} -%}
     {%- set met = namespace(any=false) -%}
     {%- for role in (missing.inputs if missing is not none else []) -%}{%- if inputs[role] -%}{%- set met.any = true -%}{%- endif -%}{%- endfor -%}
     {%- if missing is not none and not met.any -%}
@@ -350,7 +349,7 @@ EVALUATE = r"""{# GENERATED #}
                          'exponent': fitted.variant in recsql._registry().exponent}) -%}
       {%- else -%}
         {%- set marks = recsql._registry().column_marks -%}
-        {%- set columns = {'user': user_col, 'item': item_col} -%}{%- do columns.update(item_columns) -%}
+        {%- set columns = {'user': user_col, 'item': item_col, 'feature': feature_col, 'value': value_col} -%}{%- do columns.update(item_columns) -%}
         {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
         {%- for param, alternative in missing.alternatives.items() -%}
           {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
@@ -373,7 +372,7 @@ EVALUATE = r"""{# GENERATED #}
                    + (counts | rejectattr('name', 'in', ['n_users', 'n_users_with_recs']) | list)
                    + (counts | selectattr('name', 'equalto', 'n_users_with_recs') | list) -%}
   {%- set ks = [] -%}{%- set whole = [] -%}{%- set exponent = [] -%}
-  {%- set features = {} -%}{%- set bounds = [] -%}{%- set attributes = [] -%}{%- set baselines = [] -%}
+  {%- set features = {} -%}{%- set bounds = [] -%}{%- set attributes = [] -%}{%- set baselines = [] -%}{%- set vectors = [] -%}
   {%- set given = {'interactions': interactions is not none} -%}
   {%- for part in recsql._registry().stage_parts -%}{%- do features.update({part: []}) -%}{%- endfor -%}
   {%- for m in parsed -%}
@@ -386,8 +385,8 @@ EVALUATE = r"""{# GENERATED #}
         {#- a baseline's ranks when one is given; a part over an input not given is not built (serendipity's
             popular items when a baseline is given: recsql.evaluate leaves them out too) -#}
         {%- if f == 'baseline' and baseline is not none -%}{%- do baselines.append(m.name) -%}{%- endif -%}
-      {%- elif f == 'categories' -%}
-        {#- the items' categories, compared in pairs when their attributes are read (a need of items) -#}
+      {%- elif f in recsql._registry().switch_parts -%}
+        {#- the items' categories or feature vectors, compared in pairs when they are read (a need: its switch) -#}
       {%- elif f == 'truth_rows' -%}
         {%- do whole.append(m.name) -%}
       {%- elif f == 'cascade' -%}
@@ -400,6 +399,7 @@ EVALUATE = r"""{# GENERATED #}
     {%- for need in recsql._registry().needs.get(m.variant, []) if need in recsql._registry().item_attributes -%}
       {%- do attributes.append(need) -%}
     {%- endfor -%}
+    {%- if 'features' in recsql._registry().needs.get(m.variant, []) -%}{%- do vectors.append(m.name) -%}{%- endif -%}
     {%- do m.update({'sql': adapter.dispatch('recsql_metric_sql', 'recsql')(m) | trim}) -%}
   {%- endfor -%}
   {%- if features.slots and features.slots | max > recsql._registry().max_slots -%}
@@ -416,6 +416,7 @@ EVALUATE = r"""{# GENERATED #}
       'duplicates': 'error' if duplicates == 'error' else 'best', 'ties': ties,
       'items_input': 'read' if attributes else ('given' if items is not none else 'off'),
       'catalog': 'on' if catalog is not none else 'off', 'baseline': 'on' if baselines else 'off',
+      'features_input': 'on' if vectors else 'off', 'feature_col': recsql._ident(feature_col), 'value_col': recsql._ident(value_col),
       'negative': negative, 'gain': conv.gain,
       'order_col': recsql._ident(rank_col if rank_col is not none else score_col),
       'run_cols': run_cols | map('string') | map('trim') | list} -%}
@@ -432,5 +433,5 @@ EVALUATE = r"""{# GENERATED #}
 {%- endmacro %}
 """.replace("{# GENERATED #}", f"{{# {GENERATED} #}}").replace(
     "RECSQL_SIDE_INPUTS", ", ".join(f"{role}={role}" for role in MACRO_INPUTS)).replace(
-    "RECSQL_ITEM_ARGUMENTS", ", ".join(f"{option}='{need}'" for need, option in ITEM_ATTRIBUTES.items())).replace(
+    "RECSQL_ITEM_ARGUMENTS", ", ".join(f"{option}='{need}'" for need, option in {**ITEM_ATTRIBUTES, **FEATURE_COLUMNS}.items())).replace(
     "RECSQL_ITEM_COLUMNS", "{" + ", ".join(f"'{need}': {option}" for need, option in ITEM_ATTRIBUTES.items()) + "}")

@@ -201,7 +201,13 @@ def without_empty(statement: exp.Select) -> exp.Select:
     through FROM or an inner join is empty in turn. Refuses (RuntimeError) a statement where an
     always-empty CTE is still read another way."""
     from ..compose import prune
+    from ..compose.rewrite import reachable
     with_ = statement.args["with_"]
+    # a CTE the composer keeps though nothing reads it here (the dbt macro's feature vectors, which its
+    # wide statement's pairs read) is kept unless it is empty
+    statement.set("with_", None)  # the final select alone
+    roots = {c.alias for c in with_.expressions} - {c.alias for c in reachable(with_.expressions, statement)}
+    statement.set("with_", with_)
     while True:
         ctes = {c.alias: c.this for c in with_.expressions}
         empty: set[str] = set()
@@ -216,7 +222,7 @@ def without_empty(statement: exp.Select) -> exp.Select:
                 changed |= _drop_empty(cte.this, empty, ctes)
         statement.set("with_", None)  # the final select alone
         changed |= _drop_empty(statement, empty, ctes)
-        prune(with_, statement)
+        prune(with_, statement, frozenset(roots - empty))
         statement.set("with_", with_)
         left = {c.alias for c in with_.expressions} & empty
         if left and not changed:

@@ -1,11 +1,12 @@
 {# recsql.evaluate with everything from var(): tests/test_dbt.py builds it with several --vars and
    compares every number with recsql.evaluate. The depends_on lines declare the side inputs' seeds,
-   which var('recsql_interactions'), var('recsql_items'), var('recsql_catalog') and var('recsql_baseline')
-   may name. #}
+   which var('recsql_interactions'), var('recsql_items'), var('recsql_catalog'), var('recsql_baseline')
+   and var('recsql_item_features') may name. #}
 -- depends_on: {{ ref('interactions') }}
 -- depends_on: {{ ref('items') }}
 -- depends_on: {{ ref('catalog') }}
 -- depends_on: {{ ref('baseline') }}
+-- depends_on: {{ ref('item_features') }}
 {{ config(materialized='table') }}
 {{ recsql.evaluate(
     recs=ref(var('recsql_recs', 'recs')),
@@ -26,4 +27,5 @@
     interactions=(ref(var('recsql_interactions')) if var('recsql_interactions', none) is not none else none),
     items=(ref(var('recsql_items')) if var('recsql_items', none) is not none else none),
     catalog=(ref(var('recsql_catalog')) if var('recsql_catalog', none) is not none else none),
-    baseline=(ref(var('recsql_baseline')) if var('recsql_baseline', none) is not none else none)) }}
+    baseline=(ref(var('recsql_baseline')) if var('recsql_baseline', none) is not none else none),
+    item_features=(ref(var('recsql_item_features')) if var('recsql_item_features', none) is not none else none)) }}
