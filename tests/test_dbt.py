@@ -263,13 +263,16 @@ def _var_cases() -> list[dict]:
         dict(recsql_metrics=CONVENTION_METRICS, recsql_recs="recs_single", recsql_run_cols=[], recsql_convention="msr",
              recsql_output="per_user"),  # msr's ndcg over every truth user, the others over the intersection
         dict(recsql_metrics=CONVENTION_METRICS, recsql_run_cols=["model"], recsql_convention="msr"),  # n_users_ndcg
-        # interactions= and items= and the metrics that read them (the list-only ones over the users with a list)
+        # interactions=, items= and item_features= and the metrics that read them (the list-only ones over the
+        # users with a list)
         # (serendipity's baseline: the popular items of interactions here, baseline= in the next case)
         dict(recsql_metrics=[m for m in _served_variants(3, side=True) if not m.startswith("unexpectedness")],
              recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
-             recsql_output="per_user", recsql_interactions="interactions", recsql_items="items"),
+             recsql_output="per_user", recsql_interactions="interactions", recsql_items="items",
+             recsql_item_features="item_features"),
         dict(recsql_metrics=_served_variants(None, side=True), recsql_run_cols=["model"], recsql_interactions="interactions",
-             recsql_items="items", recsql_duplicates="best", recsql_catalog="catalog", recsql_baseline="baseline"),
+             recsql_items="items", recsql_duplicates="best", recsql_catalog="catalog", recsql_baseline="baseline",
+             recsql_item_features="item_features"),
         # ties='average': the expected value over tied positions, for the metrics that have one
         dict(recsql_metrics=AVERAGE_METRICS, recsql_run_cols=["model"], recsql_ties="average", recsql_output="per_user"),
         dict(recsql_metrics=AVERAGE_METRICS, recsql_recs="recs_two_keys", recsql_run_cols=["model", "variant"],
