@@ -55,7 +55,7 @@
   {%- if population not in recsql._registry().populations -%}
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
-  {%- set item_columns = {'price': price_col, 'probability': probability_col, 'category': category_col} -%}{#- the items' attribute columns, by need -#}
+  {%- set item_columns = {'price': price_col, 'probability': probability_col, 'category': category_col, 'feature': feature_col, 'value': value_col} -%}{#- the items' attribute and feature vector columns, by need -#}
   {%- if duplicates not in ['error', 'best', 'max'] -%}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
@@ -95,8 +95,7 @@
     {%- endif -%}
     {#- a side input it reads and that was not given: recsql.evaluate's message -#}
     {%- set missing = recsql._registry().missing.get(m.variant) -%}
-    {%- set inputs = {'interactions': interactions is not none, 'items': items is not none, 'baseline': baseline is not none,
-                      'catalog': catalog is not none, 'item_features': item_features is not none} -%}
+    {%- set inputs = {'baseline': baseline is not none, 'catalog': catalog is not none, 'interactions': interactions is not none, 'item_features': item_features is not none, 'items': items is not none} -%}
     {%- set met = namespace(any=false) -%}
     {%- for role in (missing.inputs if missing is not none else []) -%}{%- if inputs[role] -%}{%- set met.any = true -%}{%- endif -%}{%- endfor -%}
     {%- if missing is not none and not met.any -%}
@@ -113,7 +112,7 @@
                          'exponent': fitted.variant in recsql._registry().exponent}) -%}
       {%- else -%}
         {%- set marks = recsql._registry().column_marks -%}
-        {%- set columns = {'user': user_col, 'item': item_col, 'feature': feature_col, 'value': value_col} -%}{%- do columns.update(item_columns) -%}
+        {%- set columns = {'user': user_col, 'item': item_col} -%}{%- do columns.update(item_columns) -%}
         {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
         {%- for param, alternative in missing.alternatives.items() -%}
           {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}

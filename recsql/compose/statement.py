@@ -80,6 +80,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         return on_second_list(tree) if id(m) in on_second else tree
 
     read_items = needed | plan.read_item_columns  # what items_in and features_in read
+    # the dbt macro's feature vectors: checked and kept whatever the output (its wide statement's pairs read them)
+    kept_inputs = frozenset({"features_in"}) if "features" in plan.read_item_columns else frozenset()
     inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", items_in(plan, read_items)),
               ("interactions_in", interactions_in(plan)), ("catalog_in", catalog_in(plan)),
               ("baseline_in", baseline_in(plan)), ("features_in", features_in(plan, read_items))]
@@ -124,7 +126,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     if output != "per_user":  # the input checks travel in the statement, as columns of every raw row
         probe = reachable(ctes, exp.select("*").from_("per_user_raw"))  # what the raw rows read
         main = largest_cutoff([m for m in resolved if id(m) not in on_second])
-        read = {c.alias for c in probe} | ({"features_in"} if "features" in plan.read_item_columns else set())
+        read = {c.alias for c in probe} | kept_inputs
         counts, checks, diagnostics = input_checks(plan, read_items, read,
                                                    {"list_ranked": main, "second_ranked": largest_cutoff(second_metrics)},
                                                    exponent=any(uses_exponent(c) for c in probe),
@@ -148,8 +150,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     statement = final.copy()
     new_with = exp.With(expressions=ctes)
     statement.set("with_", new_with)
-    # the dbt macro's feature vectors are read by the pairs of its wide statement, whatever the output
-    prune(new_with, final, frozenset({"features_in"}) if "features" in plan.read_item_columns else frozenset())
+    prune(new_with, final, kept_inputs)
     return statement
 
 

@@ -291,7 +291,7 @@ EVALUATE = r"""{# GENERATED #}
   {%- if population not in recsql._registry().populations -%}
     {{ recsql._fail("population='" ~ population ~ "' is not valid; choose one of " ~ (recsql._registry().populations | join(', '))) }}
   {%- endif -%}
-  {%- set item_columns = RECSQL_ITEM_COLUMNS -%}{#- the items' attribute columns, by need -#}
+  {%- set item_columns = RECSQL_ITEM_COLUMNS -%}{#- the items' attribute and feature vector columns, by need -#}
   {%- if duplicates not in ['error', 'best', 'max'] -%}
     {{ recsql._fail("duplicates='" ~ duplicates ~ "' is not valid; choose error, best or max") }}
   {%- endif -%}
@@ -331,8 +331,7 @@ EVALUATE = r"""{# GENERATED #}
     {%- endif -%}
     {#- a side input it reads and that was not given: recsql.evaluate's message -#}
     {%- set missing = recsql._registry().missing.get(m.variant) -%}
-    {%- set inputs = {'interactions': interactions is not none, 'items': items is not none, 'baseline': baseline is not none,
-                      'catalog': catalog is not none, 'item_features': item_features is not none} -%}
+    {%- set inputs = RECSQL_INPUTS_GIVEN -%}
     {%- set met = namespace(any=false) -%}
     {%- for role in (missing.inputs if missing is not none else []) -%}{%- if inputs[role] -%}{%- set met.any = true -%}{%- endif -%}{%- endfor -%}
     {%- if missing is not none and not met.any -%}
@@ -349,7 +348,7 @@ EVALUATE = r"""{# GENERATED #}
                          'exponent': fitted.variant in recsql._registry().exponent}) -%}
       {%- else -%}
         {%- set marks = recsql._registry().column_marks -%}
-        {%- set columns = {'user': user_col, 'item': item_col, 'feature': feature_col, 'value': value_col} -%}{%- do columns.update(item_columns) -%}
+        {%- set columns = {'user': user_col, 'item': item_col} -%}{%- do columns.update(item_columns) -%}
         {%- set ns = namespace(text="metric '" ~ m.canonical ~ "' " ~ missing.fix) -%}
         {%- for param, alternative in missing.alternatives.items() -%}
           {%- if param not in m.given -%}{%- set ns.text = ns.text ~ alternative -%}{%- endif -%}
@@ -434,4 +433,5 @@ EVALUATE = r"""{# GENERATED #}
 """.replace("{# GENERATED #}", f"{{# {GENERATED} #}}").replace(
     "RECSQL_SIDE_INPUTS", ", ".join(f"{role}={role}" for role in MACRO_INPUTS)).replace(
     "RECSQL_ITEM_ARGUMENTS", ", ".join(f"{option}='{need}'" for need, option in {**ITEM_ATTRIBUTES, **FEATURE_COLUMNS}.items())).replace(
-    "RECSQL_ITEM_COLUMNS", "{" + ", ".join(f"'{need}': {option}" for need, option in ITEM_ATTRIBUTES.items()) + "}")
+    "RECSQL_ITEM_COLUMNS", "{" + ", ".join(f"'{need}': {option}" for need, option in {**ITEM_ATTRIBUTES, **FEATURE_COLUMNS}.items()) + "}").replace(
+    "RECSQL_INPUTS_GIVEN", "{" + ", ".join(f"'{role}': {role} is not none" for role in MACRO_INPUTS) + "}")
