@@ -552,6 +552,48 @@ def test_macro_baseline(adapter):
     assert seen["baseline"] != seen["popular"], "serendipity gave the same numbers with both baselines"
 
 
+# Beyond the run keys the statements are composed for (MAX_RUNS): recs_four_keys with a fifth key (text)
+# and a sixth (numbers), each value of a new key a copy of the lists with their scores rotated.
+MORE_RUNS = {5: ["model", "variant", "fold", "seed", "shard"], 6: ["model", "variant", "fold", "seed", "shard", "slice"]}
+MANY_KEYS_METRICS = ["ndcg@3", "map@5", "mrr", "auc@4", "kendall@3", "spearman@4", "err@3", "ndcg(ideal=list)@3",
+                     "ndcg(ideal=k_slots)@2", "coverage@3", "personalization@2", "novelty@3", "money_precision@3",
+                     "diversity(by=category)@3", "diversity(by=features)@3", "unexpectedness@3", "serendipity@3"]
+
+
+def _more_keys(runs: int) -> pd.DataFrame:
+    frame = with_run_key(_seed("recs_four_keys"), "shard", ("p", "q"))
+    return frame if runs == 5 else with_run_key(frame, "slice", (7, 8))
+
+
+@pytest.mark.parametrize("adapter", ["duckdb", "sqlite"])
+def test_macro_any_number_of_run_keys(adapter):
+    """Every list of run keys in the package's statements is a loop over the call's run columns
+    (recsql.dbt.run_loops): with 5 and 6 run keys, more than the statements are composed for, both
+    outputs, score or rank, every stage part and side input: recsql.evaluate's numbers. No adapter's
+    statement refuses more run keys."""
+    package = Package(adapter)
+    con = _duckdb() if adapter == "duckdb" else _sqlite()
+    sides = {role: role for role in ("items", "interactions", "catalog", "baseline", "item_features")}
+    for runs, run_cols in MORE_RUNS.items():
+        frame = _more_keys(runs)
+        name = f"recs_{runs}_keys"
+        if adapter == "duckdb":
+            con.register(name, frame)
+        else:
+            frame.to_sql(name, con, index=False)
+        for output, order in (("summary", {}), ("per_user", {}), ("summary", {"score_col": None, "rank_col": "score"})):
+            call = dict(metrics=MANY_KEYS_METRICS, run_cols=run_cols, output=output, **order, **sides)
+            sql = package.evaluate(recs=name, truth="truth", **call)
+            options = {k: v for k, v in call.items() if k not in ("metrics", "output", *sides)}
+            result = recsql.evaluate(frame, _seed("truth"), MANY_KEYS_METRICS, **{r: _seed(r) for r in sides}, **options)
+            expected = result.per_user if output == "per_user" else result.summary
+            expected = expected.rename(columns={m.column: output_name(m.column) for m in result.metrics})
+            keys = run_cols + (["user_id"] if output == "per_user" else [])
+            _same(_fetch(con, sql), expected, keys, f"{runs} run keys, {output}, {order}")
+    for path in sorted((ROOT / "dbt" / "macros" / "evaluate_sql").glob("*.sql")):
+        assert "run columns on this adapter" not in path.read_text(), path.name
+
+
 def test_macro_missing_side_input():
     """A metric whose side input is missing fails with recsql.evaluate's message, word for word (the
     other choice of an option not written included); the side inputs the macro does not take yet fail
@@ -661,7 +703,11 @@ def test_macro_refuses_what_it_does_not_serve():
     refusals = [(dict(metrics=["ndcg(ideal=list)"]), "metric 'ndcg\\(ideal=list\\)' needs a cutoff with these options"),
                 (dict(metrics=["ndcg(ideal=k_slots)@10001"]), "ideal=k_slots supports k <= 10000 .*; got k = 10001"),
                 (dict(ties="random"), "ties='random' is not valid; choose one of item_id, item_id_desc, average"),
-                (dict(run_cols=[f"r{i}" for i in range(MAX_RUNS + 1)]), f"at most {MAX_RUNS} run columns")]
+                (dict(metrics=["dcg(discount=1/rank)@5"]),
+                 r"option discount=1/rank is not valid; choose one of log2, jarvelin \(a custom discount is SQL .*"
+                 r"write this model with `recsql dbt model`\)"),
+                (dict(metrics=["ndcg(discount=1/LOG2(rank+1))@5"]),
+                 r"only the discounts log2 and jarvelin are served \(a custom discount is SQL .*`recsql dbt model`\)")]
     for options, message in refusals:
         with pytest.raises(CompilerError, match=message):
             package.evaluate(recs="recs", truth="truth", **{"metrics": ["ndcg@5"], "run_cols": ["model"], **options})

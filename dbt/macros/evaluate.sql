@@ -63,9 +63,6 @@
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
   {%- if run_cols is string -%}{%- set run_cols = [run_cols] -%}{%- endif -%}
-  {%- if run_cols | length > recsql._registry().max_runs -%}
-    {{ recsql._fail("at most " ~ recsql._registry().max_runs ~ " run columns; got " ~ (run_cols | join(', '))) }}
-  {%- endif -%}
   {%- if (score_col is none) == (rank_col is none) and rank_col is not none -%}
     {{ recsql._fail("pass score_col or rank_col, not both (score_col=none with rank_col)") }}
   {%- endif -%}

@@ -8,6 +8,10 @@
   {%- set re = modules.re -%}
   {%- if text is not string -%}{{ recsql._fail("a metric is a string like 'ndcg@10', got " ~ text) }}{%- endif -%}
   {%- set found = re.match('^\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*(\\(([^()]*)\\))?\\s*(@\\s*([^\\s]*))?\\s*$', text) -%}
+  {%- set custom_discount = " (a custom discount is SQL that recsql parses, checks and translates for the warehouse, which Jinja cannot do when dbt compiles: write this model with `recsql dbt model`)" -%}
+  {%- if not found and re.search('discount\\s*=', text) -%}
+    {{ recsql._fail("metric '" ~ text ~ "': only the discounts log2 and jarvelin are served" ~ custom_discount) }}
+  {%- endif -%}
   {%- if not found -%}{{ recsql._fail("cannot read metric '" ~ text ~ "': write it as 'name@k' or 'name(option=value)@k', e.g. 'ndcg@10'") }}{%- endif -%}
   {%- set key = found.group(1) | lower -%}
   {%- set name = registry.aliases.get(key, key) -%}
@@ -46,7 +50,7 @@
       {%- do choices.update({option: 'auto'}) -%}
     {%- elif value not in param.choices -%}
       {{ recsql._fail("metric '" ~ text ~ "': option " ~ option ~ "=" ~ value ~ " is not valid; choose one of " ~ (param.choices | join(', '))
-                      ~ (" (a custom discount works in `recsql dbt model`)" if param.kind == 'discount' else '')) }}
+                      ~ (custom_discount if param.kind == 'discount' else '')) }}
     {%- else -%}
       {%- do choices.update({option: value}) -%}
     {%- endif -%}

@@ -359,7 +359,6 @@
   "price": "price_col",
   "probability": "probability_col"
  },
- "max_runs": 4,
  "max_slots": 10000,
  "metrics": {
   "accuracy": {

@@ -11,7 +11,9 @@ module writes, from the composer and the ``sql/`` templates (never by hand), per
   whose CTE ``items_in`` is written only then, and their prices and probabilities read, the catalog
   given, and the item feature vectors read),
   with every value substituted as a Jinja expression (column names, the relevance threshold, the
-  list's cutoff) and the metric projections as a loop over the parsed metrics;
+  list's cutoff) and the metric projections as a loop over the parsed metrics; the lists of run keys
+  as loops over the call's run columns (:mod:`recsql.dbt.run_loops`), checked against the statements
+  composed for 0 to :data:`MAX_RUNS` run keys, so that any number of run keys is served;
 - ``<adapter>__recsql_metric_sql``: each metric's per-user expression for every choice of its options,
   its cutoff and numeric options substituted as Jinja expressions.
 
@@ -75,6 +77,7 @@ from ..dialects import _native_window_nulls, dialect as get_dialect
 from ..errors import RecsqlError
 from ..metrics import Metric, parse_metric, registry
 from . import features as feat
+from . import run_loops
 from .adapters import ADAPTERS, DEFAULT, adapter
 from .model import GENERATED, ModelSpec, _comment, _jinja_relations, _statement, _unquote
 
@@ -111,7 +114,7 @@ RUN_SENTINEL = "recsql_c_run{}"
 # behind the macro's `rs.text.<id>` (user_id, item_id, run0..run3) with the adapter's binary collation.
 COLLATION_SENTINEL = "recsql_collate"
 ALWAYS = "always"  # the collation marker of an id cast to text: collated whatever rs.text says
-MAX_RUNS = 4
+MAX_RUNS = run_loops.TOP  # the most run keys a statement is composed for (any number served: run_loops)
 # Whom each metric averages over is the macro's to say (its rs.populations, m.population, rs.counts),
 # so the statements are composed at one population, and three places are written as Jinja over
 # POPULATION_SQL rendered in the adapter's dialect (recsql_population_sql): each metric's values
@@ -649,15 +652,19 @@ def _dims(texts: dict[int, str | None], keys: list[dict], switches: tuple[str, .
 
 
 def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict], dims: list[str] | None = None) -> str:
-    """The Jinja for one CTE (or the final select): its text per variant of the switches it depends on."""
+    """The Jinja for one CTE (or the final select): its text per variant of the switches it depends on,
+    the run keys it lists as loops (:mod:`recsql.dbt.run_loops`) rather than a variant per number of them."""
     dims = _dims(texts, keys) if dims is None else dims
+    cases = _run_looped(texts, keys, dims) if "runs" in dims else None
+    if cases is None:
+        if "runs" in dims:
+            _PER_RUNS.add(name)
+        cases = {}
+        for i, key in enumerate(keys):
+            cases.setdefault(_jinja_key(key, dims), texts[i])
     by_text: dict[str | None, list[str]] = {}
-    seen: set[str] = set()
-    for i, key in enumerate(keys):
-        condition = _jinja_key(key, dims)
-        if condition not in seen:
-            seen.add(condition)
-            by_text.setdefault(texts[i], []).append(condition)
+    for condition, text in cases.items():
+        by_text.setdefault(text, []).append(condition)
     if len(by_text) == 1:
         (text,) = by_text
         return text or ""
@@ -669,6 +676,39 @@ def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict], dims: l
         test = " or ".join(f"({c})" for c in conditions)
         out.append(("{%- if " if n == 0 else "{%- elif ") + test + " %}\n" + (text or ""))
     return "".join(out) + "{%- endif %}\n"
+
+
+# The CTEs whose text kept a variant per number of run keys (no loop found): the macro then refuses
+# more run keys than the statements are composed for.
+_PER_RUNS: set[str] = set()
+
+
+def _run_looped(texts: dict[int, str | None], keys: list[dict], dims: list[str]) -> dict[str, str | None] | None:
+    """Condition -> text of a CTE that depends on the number of run keys, each text with loops over
+    them (:func:`recsql.dbt.run_loops.run_loop`) and, where the loops do not write its text without run
+    keys, that one behind ``rs.runs == 0``; None when a text is not one with loops."""
+    others = [d for d in dims if d != "runs"]
+    groups: dict[str, dict[int, str | None]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(_jinja_key(key, others), {}).setdefault(key["runs"], texts[i])
+    cases: dict[str, str | None] = {}
+    for condition, by_runs in groups.items():
+        if sorted(by_runs) != list(range(MAX_RUNS + 1)):
+            return None
+        if len(set(by_runs.values())) == 1:  # the same text (or none) whatever the run keys
+            cases[condition] = by_runs[0]
+            continue
+        pieces = run_loops.run_loop(by_runs)
+        if pieces is None:
+            return None
+        looped = run_loops.jinja(pieces)
+        if run_loops.writes_none(pieces, by_runs[0]):
+            cases[condition] = looped
+        else:
+            base = "" if condition == "true" else f"{condition} and "
+            cases[f"{base}rs.runs == 0"] = by_runs[0]
+            cases[f"{base}rs.runs > 0"] = looped
+    return cases
 
 
 def _parts(key: dict, target: str, wide: frozenset = frozenset()) -> dict[str, str]:
@@ -942,6 +982,7 @@ def _merged_order(sequences: list[list[str]]) -> list[str]:
 def statement_macro(adapter_name: str) -> str:
     """``<adapter>__recsql_evaluate_sql(rs)``: the statement for every switch key, CTE by CTE."""
     target = adapter(adapter_name).dialect
+    _PER_RUNS.clear()
     keys = _keys()
     variants = [_parts(key, target) for key in keys]
     every = frozenset(feat.FEATURES)
@@ -1007,9 +1048,20 @@ def statement_macro(adapter_name: str) -> str:
     _rendered.cache_clear()  # an adapter's texts serve only its own macro
     _marked_parts.cache_clear()
     inputs = "".join(f", {role}=none" for role in MACRO_INPUTS)
-    return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth{inputs}) -%}}\n"
+    return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth{inputs}) -%}}\n" + _runs_refusal()
             + f"{{%- set recsql_population_sql = {population_sql(get_dialect(target).sqlglot)!r} %}}\n" + "".join(body)
             + "{%- endmacro %}\n")
+
+
+def _runs_refusal() -> str:
+    """The macro's refusal of more run keys than the statements are composed for, when a CTE has a text
+    per number of them (:data:`_PER_RUNS`); '' when every list of run keys is a loop (any number served)."""
+    if not _PER_RUNS:
+        return ""
+    message = (f"recsql.evaluate: at most {MAX_RUNS} run columns on this adapter (the SQL of "
+               f"{', '.join(sorted(n or 'the final select' for n in _PER_RUNS))} is written per number of run columns); got ")
+    return (f"{{%- if rs.runs > {MAX_RUNS} %}}{{{{ exceptions.raise_compiler_error({message!r} ~ (rs.run_cols | join(', '))) }}}}"
+            "{%- endif %}\n")
 
 
 def _piece_text(metric_name: str, options: dict[str, str], with_k: bool, target: str, sentinel: int,

@@ -18,7 +18,7 @@ from ..compose import TIES
 from ..compose.plan import MAX_SLOTS
 from . import features as feat
 from ..compose.needs import _REQUIREMENTS, _alternatives, fit_to_inputs
-from .evaluate import (FEATURE_COLUMNS, ITEM_ATTRIBUTES, SWITCH_PARTS, MACRO_INPUTS, MAX_RUNS, NEED_INPUT, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
+from .evaluate import (FEATURE_COLUMNS, ITEM_ATTRIBUTES, SWITCH_PARTS, MACRO_INPUTS, NEED_INPUT, POPULATIONS, _variants, raises_to_relevance, refused, served, _metric,
                        variant_averaged, variant_features, variant_needs)
 from .model import GENERATED, _comment
 
@@ -110,7 +110,7 @@ def _facts() -> dict:
                    for name, c in CONVENTIONS.items()}
     return {"metrics": metrics, "aliases": aliases, "exponent": sorted(set(exponent)), "unserved": unserved,
             "features": features, "stage_parts": list(feat.FEATURES), "feature_inputs": feat.INPUTS, "max_slots": MAX_SLOTS,
-            "max_runs": MAX_RUNS, "populations": list(POPULATIONS), "ties": list(TIES),
+            "populations": list(POPULATIONS), "ties": list(TIES),
             "conventions": conventions, "average": sorted(average), "missing": missing, "needs": needs,
             "column_marks": COLUMN_MARKS, "item_attributes": ITEM_ATTRIBUTES, "switch_parts": list(SWITCH_PARTS),
             "average_metrics": tie_averaged()}
@@ -136,6 +136,10 @@ PARSER = r"""{# GENERATED #}
   {%- set re = modules.re -%}
   {%- if text is not string -%}{{ recsql._fail("a metric is a string like 'ndcg@10', got " ~ text) }}{%- endif -%}
   {%- set found = re.match('^\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*(\\(([^()]*)\\))?\\s*(@\\s*([^\\s]*))?\\s*$', text) -%}
+  {%- set custom_discount = " (a custom discount is SQL that recsql parses, checks and translates for the warehouse, which Jinja cannot do when dbt compiles: write this model with `recsql dbt model`)" -%}
+  {%- if not found and re.search('discount\\s*=', text) -%}
+    {{ recsql._fail("metric '" ~ text ~ "': only the discounts log2 and jarvelin are served" ~ custom_discount) }}
+  {%- endif -%}
   {%- if not found -%}{{ recsql._fail("cannot read metric '" ~ text ~ "': write it as 'name@k' or 'name(option=value)@k', e.g. 'ndcg@10'") }}{%- endif -%}
   {%- set key = found.group(1) | lower -%}
   {%- set name = registry.aliases.get(key, key) -%}
@@ -174,7 +178,7 @@ PARSER = r"""{# GENERATED #}
       {%- do choices.update({option: 'auto'}) -%}
     {%- elif value not in param.choices -%}
       {{ recsql._fail("metric '" ~ text ~ "': option " ~ option ~ "=" ~ value ~ " is not valid; choose one of " ~ (param.choices | join(', '))
-                      ~ (" (a custom discount works in `recsql dbt model`)" if param.kind == 'discount' else '')) }}
+                      ~ (custom_discount if param.kind == 'discount' else '')) }}
     {%- else -%}
       {%- do choices.update({option: value}) -%}
     {%- endif -%}
@@ -299,9 +303,6 @@ EVALUATE = r"""{# GENERATED #}
     {{ recsql._fail("ties='" ~ ties ~ "' is not valid; choose one of " ~ (recsql._registry().ties | join(', '))) }}
   {%- endif -%}
   {%- if run_cols is string -%}{%- set run_cols = [run_cols] -%}{%- endif -%}
-  {%- if run_cols | length > recsql._registry().max_runs -%}
-    {{ recsql._fail("at most " ~ recsql._registry().max_runs ~ " run columns; got " ~ (run_cols | join(', '))) }}
-  {%- endif -%}
   {%- if (score_col is none) == (rank_col is none) and rank_col is not none -%}
     {{ recsql._fail("pass score_col or rank_col, not both (score_col=none with rank_col)") }}
   {%- endif -%}

@@ -3,7 +3,7 @@
 {% macro default__recsql_evaluate_sql(rs, recs, truth, baseline=none, catalog=none, interactions=none, item_features=none, items=none) -%}
 {%- set recsql_population_sql = {'relevant': '_n_rel > 0', 'intersection': '_n_rel > 0 AND _has_recs = 1', 'judged': '_n_truth > 0', 'lists': '_has_recs = 1'} %}
 {%- if (rs.duplicates == 'best') %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
@@ -14,242 +14,60 @@ WITH recs_in AS (
     user_id,
     item_id
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'score' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0{% else %},
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "C"{% endif %} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
+{%- elif (rs.order == 'rank' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
   GROUP BY
-    _run0,
     user_id,
     item_id
 )
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
+{%- elif (rs.order == 'rank' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0{% else %},
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "C"{% endif %} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "C"{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "C"{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS DOUBLE PRECISION)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score') %}
 WITH recs_in AS (
-  SELECT
+  SELECT{% for ri in range(rs.runs) %}
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "C"{% endif %} AS _run{{ ri }},{% endfor %}
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
   FROM {{ recs }}
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'rank') %}
 WITH recs_in AS (
-  SELECT
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "C"{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "C"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "C"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "C"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "C"{% endif %} AS _run3,
+  SELECT{% for ri in range(rs.runs) %}
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "C"{% endif %} AS _run{{ ri }},{% endfor %}
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "C"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "C"{% endif %} AS item_id,
     CAST({{ rs.order_col }} AS DOUBLE PRECISION) AS ord
@@ -436,34 +254,11 @@ WITH recs_in AS (
 )
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , runs AS (
   SELECT DISTINCT
-    _run0
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1,
-    _run2
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1,
-    _run2,
-    _run3
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %}
   FROM recs_in
 )
 {%- endif %}
@@ -486,46 +281,11 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , truth_runs AS (
   SELECT
-    runs._run0 AS _run0,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 2) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
@@ -544,68 +304,18 @@ WITH recs_in AS (
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , truth_users AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -622,60 +332,16 @@ WITH recs_in AS (
     ) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR) COLLATE "C" ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR) COLLATE "C" ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR) COLLATE "C" ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY ord ASC, CAST(item_id AS VARCHAR) COLLATE "C" ASC
     ) AS BIGINT) AS rank
   FROM recs_in
@@ -691,50 +357,15 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
@@ -751,60 +382,16 @@ WITH recs_in AS (
     ) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR) COLLATE "C" DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR) COLLATE "C" DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR) COLLATE "C" DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY ord ASC, CAST(item_id AS VARCHAR) COLLATE "C" DESC
     ) AS BIGINT) AS rank
   FROM recs_in
@@ -820,56 +407,21 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- endif %}
 {%- if (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -887,26 +439,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -922,10 +459,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -939,113 +475,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -1061,7 +495,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1113,7 +547,63 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    item_id,
+    rank,
+    CAST(NULL AS DOUBLE PRECISION) AS ord,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+      l.user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(
+        CASE
+          WHEN t.relevance >= {{ rs.threshold }}
+          THEN CAST(1 AS DOUBLE PRECISION)
+          ELSE CAST(0 AS DOUBLE PRECISION)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE
+          WHEN t.relevance > 0
+          THEN CAST(t.relevance AS DOUBLE PRECISION)
+          ELSE CAST(0 AS DOUBLE PRECISION)
+        END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0
+          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
+          ELSE CAST(0 AS DOUBLE PRECISION)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1163,10 +653,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -1180,7 +671,8 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
       l.user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
@@ -1192,420 +684,24 @@ WITH recs_in AS (
           THEN CAST(1 AS DOUBLE PRECISION)
           ELSE CAST(0 AS DOUBLE PRECISION)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE
           WHEN t.relevance > 0
           THEN CAST(t.relevance AS DOUBLE PRECISION)
           ELSE CAST(0 AS DOUBLE PRECISION)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0
           THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
           ELSE CAST(0 AS DOUBLE PRECISION)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -1613,7 +709,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1669,7 +765,67 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    item_id,
+    rank,
+    CAST(NULL AS DOUBLE PRECISION) AS ord,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+      l.user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(
+        CASE
+          WHEN t.relevance >= {{ rs.threshold }}
+          THEN CAST(1 AS DOUBLE PRECISION)
+          ELSE CAST(0 AS DOUBLE PRECISION)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN CAST(t.relevance AS DOUBLE PRECISION)
+          ELSE CAST(0 AS DOUBLE PRECISION)
+        END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
+          ELSE CAST(0 AS DOUBLE PRECISION)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1723,10 +879,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -1740,7 +897,8 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
       l.user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
@@ -1752,7 +910,7 @@ WITH recs_in AS (
           THEN CAST(1 AS DOUBLE PRECISION)
           ELSE CAST(0 AS DOUBLE PRECISION)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -1761,7 +919,7 @@ WITH recs_in AS (
           THEN CAST(t.relevance AS DOUBLE PRECISION)
           ELSE CAST(0 AS DOUBLE PRECISION)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -1770,434 +928,10 @@ WITH recs_in AS (
           THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
           ELSE CAST(0 AS DOUBLE PRECISION)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE PRECISION) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE
-          WHEN t.relevance >= {{ rs.threshold }}
-          THEN CAST(1 AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE PRECISION)
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE PRECISION)) - 1
-          ELSE CAST(0 AS DOUBLE PRECISION)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -2205,7 +939,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -2223,26 +957,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2258,10 +977,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2275,113 +993,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE PRECISION) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2423,10 +1039,11 @@ WITH recs_in AS (
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2435,99 +1052,15 @@ WITH recs_in AS (
     tie_gain,
     tie_gain_exp,
     tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
+    CAST(MIN(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS BIGINT) AS tie_first,
+    CAST(MAX(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS BIGINT) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
@@ -2550,64 +1083,11 @@ WITH recs_in AS (
     CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2647,10 +1127,11 @@ WITH recs_in AS (
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2662,96 +1143,12 @@ WITH recs_in AS (
     CAST(NULL AS BIGINT) AS tie_first,
     CAST(NULL AS BIGINT) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
@@ -2780,7 +1177,7 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
     t.user_id AS user_id,
@@ -2792,20 +1189,11 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -2816,100 +1204,21 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
     CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
-  CROSS JOIN runs
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -2941,74 +1250,18 @@ UNION ALL
   JOIN list_ideal_cuts AS c
     ON l.rank <= c.k
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ideal AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.relevance AS relevance,
     l.hit AS hit,
     CAST(c.k AS BIGINT) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 2) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 3) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 4) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
     ) AS BIGINT) AS ideal_rank
   FROM list_rows AS l
@@ -3071,49 +1324,11 @@ UNION ALL
   WHERE
     p.pos <= {{ rs.features.slots | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , slots AS (
   SELECT
-    u._run0 AS _run0,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 2) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 3) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 4) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}u._run0 AS _run0{% else %},
+    u._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     u.user_id AS user_id,
     CAST(p.pos AS BIGINT) AS ideal_rank
   FROM truth_users AS u
@@ -3241,10 +1456,11 @@ UNION ALL
     c.k,
     l.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_counts AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     CAST(c.k AS BIGINT) AS cut,
     l.item_id AS item_id,
     CAST(COUNT(*) AS BIGINT) AS exposure,
@@ -3253,71 +1469,8 @@ UNION ALL
   FROM list_rows AS l
   JOIN exposure_cuts AS c
     ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    l._run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    l._run{{ ri }},{% endfor %}
     c.k,
     l.item_id
 )
@@ -3342,10 +1495,11 @@ UNION ALL
   LEFT JOIN catalog_items AS g
     ON e.item_id = g.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_rows AS (
   SELECT
-    e._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}e._run0 AS _run0{% else %},
+    e._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     e.no_user AS user_id,
     5 AS src,
     e.cut AS cut,
@@ -3354,70 +1508,7 @@ UNION ALL
     e.list_users AS list_users,
     CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e._run3 AS _run3,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e._run3, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
+      PARTITION BY e.{% for ri in range(rs.runs) %}_run{{ ri }}, e.{% endfor %}cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
       ORDER BY e.exposure ASC, e.item_id ASC
     ) AS BIGINT) AS exposure_rank
   FROM exposure_counts AS e
@@ -3442,10 +1533,11 @@ UNION ALL
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_pairs AS (
   SELECT
-    a._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}a._run0 AS _run0{% else %},
+    a._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     a.user_id AS user_id,
     b.rank AS rank,
     a.item_id AS item_a,
@@ -3454,72 +1546,8 @@ UNION ALL
     b.relevance AS relevance_b
   FROM list_rows AS a
   JOIN list_rows AS b
-    ON b._run0 = a._run0 AND a.user_id = b.user_id AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 2) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 3) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 4) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a._run3 AS _run3,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND b._run3 = a._run3
-    AND a.user_id = b.user_id
+    ON{% for ri in range(rs.runs) %} b._run{{ ri }} = a._run{{ ri }}
+    AND{% endfor %} a.user_id = b.user_id
     AND a.rank < b.rank
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
@@ -3558,10 +1586,11 @@ UNION ALL
     p.item_a,
     p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_dots AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     p.item_a AS item_a,
     p.item_b AS item_b,
@@ -3572,77 +1601,8 @@ UNION ALL
   JOIN features_in AS fb
     ON fb.item_id = p.item_b AND fa.feature = fb.feature
   GROUP BY
-    p._run0,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS DOUBLE PRECISION) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS DOUBLE PRECISION) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS DOUBLE PRECISION) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p._run3,
-    p.user_id,
+    p.{% for ri in range(rs.runs) %}_run{{ ri }},
+    p.{% endfor %}user_id,
     p.item_a,
     p.item_b
 )
@@ -3683,10 +1643,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3713,125 +1674,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS DOUBLE PRECISION) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS DOUBLE PRECISION) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS DOUBLE PRECISION) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -3866,106 +1710,11 @@ UNION ALL
   LEFT JOIN items_in AS cb
     ON cb.item_id = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4035,10 +1784,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4075,155 +1825,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS DOUBLE PRECISION) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS DOUBLE PRECISION) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS DOUBLE PRECISION) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -4248,76 +1851,11 @@ UNION ALL
     CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
   FROM list_pairs AS p
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4360,72 +1898,22 @@ UNION ALL
   WHERE
     NOT l.relevance IS NULL
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , corr_rows AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE PRECISION) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE PRECISION) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l.user_id, c.k, l.relevance) - 1 AS DOUBLE PRECISION) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 2) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE PRECISION) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE PRECISION) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k, l.relevance) - 1 AS DOUBLE PRECISION) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 3) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE PRECISION) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE PRECISION) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k, l.relevance) - 1 AS DOUBLE PRECISION) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 4) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     7 AS src,
     CAST(c.k AS BIGINT) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.rank DESC
     ) AS DOUBLE PRECISION) AS corr_rank_x,
     CAST(RANK() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.relevance ASC
-    ) AS DOUBLE PRECISION) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k, l.relevance) - 1 AS DOUBLE PRECISION) / 2 AS corr_rank_y
+    ) AS DOUBLE PRECISION) + CAST(COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, c.k, l.relevance) - 1 AS DOUBLE PRECISION) / 2 AS corr_rank_y
   FROM list_rows AS l
   JOIN corr_cuts AS c
     ON l.rank <= c.k
@@ -4465,82 +1953,11 @@ UNION ALL
   CROSS JOIN cascade_params AS p
   CROSS JOIN truth_max AS m
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_factors AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN CAST((
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE PRECISION) ELSE 0 END) - 1
-      ) AS DOUBLE PRECISION) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE PRECISION) ELSE 0 END AS DOUBLE PRECISION) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 2) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN CAST((
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE PRECISION) ELSE 0 END) - 1
-      ) AS DOUBLE PRECISION) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE PRECISION) ELSE 0 END AS DOUBLE PRECISION) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 3) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN CAST((
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE PRECISION) ELSE 0 END) - 1
-      ) AS DOUBLE PRECISION) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE PRECISION) ELSE 0 END AS DOUBLE PRECISION) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 4) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.rank AS rank,
     p.kind AS cascade_kind,
@@ -4612,10 +2029,11 @@ UNION ALL
     FROM cascade_factors
   ) AS reach
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     8 AS src,
     rank,
@@ -4630,8 +2048,8 @@ UNION ALL
       ) * EXP(log_before)
     END AS DOUBLE PRECISION) AS cascade_reach
   FROM (
-    SELECT
-      _run0,
+    SELECT{% for ri in range(rs.runs) %}
+      _run{{ ri }},{% endfor %}
       user_id,
       rank,
       cascade_kind,
@@ -4639,7 +2057,7 @@ UNION ALL
       cascade_rel,
       COALESCE(
         SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4647,7 +2065,7 @@ UNION ALL
       ) AS zeros_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4655,175 +2073,7 @@ UNION ALL
       ) AS negatives_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 2) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS DOUBLE PRECISION) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 3) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS DOUBLE PRECISION) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 4) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS DOUBLE PRECISION) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      _run3,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
+          PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -5066,10 +2316,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -5097,7 +2348,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5125,8 +2377,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5156,7 +2408,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5185,8 +2438,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5216,7 +2469,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -5245,8 +2499,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5275,770 +2529,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -6298,10 +2790,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -6329,7 +2822,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6357,8 +2851,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6388,7 +2882,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6417,8 +2912,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6448,7 +2943,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -6477,8 +2973,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6507,770 +3003,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -7538,10 +3272,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -7570,7 +3305,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7599,8 +3335,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7631,7 +3367,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7661,8 +3398,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7693,7 +3430,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -7723,8 +3461,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7754,794 +3492,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE PRECISION) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -8572,7 +3524,7 @@ FROM cascade_rows
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8612,7 +3564,53 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  tie_gain,
+  tie_miss
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
+  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
+FROM truth_rows
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE PRECISION) AS relevance,
+  1 AS hit,
+  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
+  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
+FROM slots
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8655,53 +3653,11 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -8715,7 +3671,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -8730,310 +3687,8 @@ FROM truth_rows
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9271,10 +3926,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -9301,7 +3957,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9328,8 +3985,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9358,7 +4015,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9386,8 +4044,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9416,7 +4074,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -9444,8 +4103,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9473,746 +4132,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE PRECISION) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE PRECISION) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(NULL AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE PRECISION) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS DOUBLE PRECISION) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE PRECISION) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_grade,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_rel,
-  CAST(NULL AS DOUBLE PRECISION) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -10243,7 +4164,7 @@ FROM cascade_rows
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'average') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10269,7 +4190,37 @@ FROM cascade_rows
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    tie_gain,
+    tie_miss
+  FROM list_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    2 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
+    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
+  FROM truth_rows
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10297,38 +4248,11 @@ FROM cascade_rows
     CAST(NULL AS DOUBLE PRECISION) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10342,205 +4266,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_gain,
-    CAST(NULL AS DOUBLE PRECISION) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS BIGINT) AS rank,
@@ -10581,10 +4308,11 @@ FROM cascade_rows
     CAST(NULL AS BIGINT) AS nonrel_cum
   FROM truth_rows
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10597,103 +4325,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS BIGINT) AS rank,
@@ -10710,7 +4343,7 @@ FROM cascade_rows
 {%- endif %}
 {%- if rs.wide %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -10773,7 +4406,73 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -10841,74 +4540,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -10954,432 +4590,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -11401,7 +4613,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11462,7 +4674,71 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11530,72 +4806,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -11645,426 +4860,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -12082,7 +4879,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12147,7 +4944,75 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12219,76 +5084,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -12338,450 +5138,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -12803,7 +5161,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12829,7 +5187,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12862,37 +5249,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -12917,216 +5278,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13134,7 +5287,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13162,7 +5315,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13199,39 +5383,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13260,234 +5416,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13495,7 +5425,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13554,7 +5484,69 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13618,70 +5610,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13727,408 +5660,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14148,7 +5681,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14184,7 +5717,46 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14227,47 +5799,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14298,276 +5834,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14579,7 +5847,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14605,7 +5873,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14638,37 +5935,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14693,216 +5964,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14910,7 +5973,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14938,7 +6001,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14975,39 +6069,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -15036,234 +6102,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15271,7 +6111,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15305,7 +6145,44 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE PRECISION)
+    ELSE CAST(0 AS DOUBLE PRECISION)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15344,45 +6221,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -15409,258 +6252,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE PRECISION)
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE PRECISION)) - 1
-    ELSE CAST(0 AS DOUBLE PRECISION)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE PRECISION) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE PRECISION) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15688,10 +6281,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15699,65 +6293,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -15776,10 +6313,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15788,68 +6326,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -15868,10 +6346,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15879,70 +6358,13 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
 {%- endif %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
@@ -15965,91 +6387,14 @@ LEFT JOIN baseline_ranked AS b
     CAST(COUNT(*) AS BIGINT) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
       SUM(
         CASE
-          WHEN _run0 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS DOUBLE PRECISION) > 1.7976931348623157E308
-            OR CAST(ord AS DOUBLE PRECISION) < -1.7976931348623157E308
-            OR CAST(ord AS DOUBLE PRECISION) <> CAST(ord AS DOUBLE PRECISION)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS DOUBLE PRECISION) > 1.7976931348623157E308
-            OR CAST(ord AS DOUBLE PRECISION) < -1.7976931348623157E308
-            OR CAST(ord AS DOUBLE PRECISION) <> CAST(ord AS DOUBLE PRECISION)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS DOUBLE PRECISION) > 1.7976931348623157E308
-            OR CAST(ord AS DOUBLE PRECISION) < -1.7976931348623157E308
-            OR CAST(ord AS DOUBLE PRECISION) <> CAST(ord AS DOUBLE PRECISION)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR _run3 IS NULL
+          WHEN {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %} IS NULL
+          OR _run{{ ri }}{% endif %}{% endfor %} IS NULL
           OR user_id IS NULL
           OR item_id IS NULL
           OR ord IS NULL
@@ -16070,7 +6415,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary' and rs.whole == false) %}
+{%- if (rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
@@ -16083,13 +6428,14 @@ LEFT JOIN baseline_ranked AS b
       FROM list_ranked
       WHERE
         rank <= {{ rs.max_k }}
-      GROUP BY
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'summary' and rs.whole == true) %}
+{%- elif (rs.output == 'summary' and rs.whole == true) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
@@ -16100,171 +6446,8 @@ LEFT JOIN baseline_ranked AS b
       SELECT
         COUNT(*) AS n
       FROM list_ranked
-      GROUP BY
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
@@ -16779,7 +6962,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16799,7 +6982,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16812,151 +7017,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -16966,7 +7034,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16987,7 +7055,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17000,155 +7091,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17158,7 +7108,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17180,7 +7130,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17193,159 +7167,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17355,7 +7184,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17376,7 +7205,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17389,155 +7241,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17547,7 +7258,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17569,7 +7280,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17582,159 +7317,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17744,7 +7334,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17767,7 +7357,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17780,163 +7395,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17946,7 +7412,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17970,7 +7436,33 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17983,167 +7475,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18153,7 +7492,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18172,7 +7511,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18185,147 +7545,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18338,7 +7565,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'average' and rs.items_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18356,7 +7583,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18368,137 +7615,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18510,7 +7631,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18530,7 +7651,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18542,145 +7685,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18702,7 +7711,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18721,7 +7730,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18733,141 +7763,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18879,7 +7779,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18899,7 +7799,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18911,145 +7833,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19061,7 +7849,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19082,7 +7870,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19094,149 +7905,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19248,7 +7921,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19268,7 +7941,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19280,145 +7975,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19430,7 +7991,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19451,7 +8012,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19463,149 +8047,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19617,7 +8063,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19639,7 +8085,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19651,153 +8121,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19809,7 +8137,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19832,7 +8160,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19844,157 +8197,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -20006,7 +8213,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -20024,7 +8231,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -20036,137 +8263,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -20181,7 +8282,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20213,58 +8314,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20297,117 +8350,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20444,63 +8404,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20538,127 +8445,24 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20700,68 +8504,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20804,137 +8550,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20971,63 +8604,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21065,127 +8645,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21227,68 +8704,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21331,137 +8750,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21508,73 +8814,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21622,147 +8865,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21814,78 +8934,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21938,157 +8990,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22115,55 +9034,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22191,102 +9065,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22294,7 +9084,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22331,65 +9121,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22427,122 +9162,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22550,7 +9181,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22577,53 +9208,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22651,100 +9239,17 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
@@ -22753,7 +9258,7 @@ WHERE
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22785,60 +9290,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22871,112 +9326,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22984,7 +9345,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23021,65 +9382,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23117,122 +9423,18 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23240,7 +9442,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23282,70 +9484,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23388,132 +9530,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23521,7 +9549,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23558,65 +9586,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23654,122 +9627,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23777,7 +9646,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23819,70 +9688,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23925,132 +9734,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24058,7 +9753,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24105,75 +9800,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24221,142 +9851,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24364,7 +9870,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24416,80 +9922,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24542,152 +9978,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24695,7 +9997,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24722,55 +10024,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24798,102 +10055,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}

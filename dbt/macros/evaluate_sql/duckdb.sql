@@ -3,7 +3,7 @@
 {% macro duckdb__recsql_evaluate_sql(rs, recs, truth, baseline=none, catalog=none, interactions=none, item_features=none, items=none) -%}
 {%- set recsql_population_sql = {'relevant': '_n_rel > 0', 'intersection': '_n_rel > 0 AND _has_recs = 1', 'judged': '_n_truth > 0', 'lists': '_has_recs = 1'} %}
 {%- if (rs.duplicates == 'best') %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
@@ -14,242 +14,60 @@ WITH recs_in AS (
     user_id,
     item_id
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'score' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0{% else %},
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "binary"{% endif %} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS DOUBLE)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
+{%- elif (rs.order == 'rank' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
   FROM {{ recs }}
   GROUP BY
-    _run0,
     user_id,
     item_id
 )
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
+{%- elif (rs.order == 'rank' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0{% else %},
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "binary"{% endif %} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "binary"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "binary"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "binary"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "binary"{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "binary"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "binary"{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score') %}
 WITH recs_in AS (
-  SELECT
+  SELECT{% for ri in range(rs.runs) %}
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "binary"{% endif %} AS _run{{ ri }},{% endfor %}
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
     -CAST({{ rs.order_col }} AS DOUBLE) AS ord
   FROM {{ recs }}
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'rank') %}
 WITH recs_in AS (
-  SELECT
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "binary"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "binary"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "binary"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "binary"{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "binary"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "binary"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "binary"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "binary"{% endif %} AS _run3,
+  SELECT{% for ri in range(rs.runs) %}
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "binary"{% endif %} AS _run{{ ri }},{% endfor %}
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "binary"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "binary"{% endif %} AS item_id,
     CAST({{ rs.order_col }} AS DOUBLE) AS ord
@@ -436,34 +254,11 @@ WITH recs_in AS (
 )
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , runs AS (
   SELECT DISTINCT
-    _run0
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1,
-    _run2
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1,
-    _run2,
-    _run3
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %}
   FROM recs_in
 )
 {%- endif %}
@@ -486,46 +281,11 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , truth_runs AS (
   SELECT
-    runs._run0 AS _run0,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 2) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
@@ -544,73 +304,23 @@ WITH recs_in AS (
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , truth_users AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
 {%- if (rs.ties == 'item_id' and rs.tie_bounds == 'off' and rs.id_cast == 'on') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_ranked AS (
   SELECT
     user_id,
@@ -625,7 +335,27 @@ WITH recs_in AS (
       user_id
   ) AS lists
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_ranked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    UNNEST(top) AS item_id,
+    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
+  FROM (
+    SELECT
+      {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+      _run{{ ri }}{% endif %}{% endfor %},
+      user_id,
+      ARG_MIN(item_id, (ord, CAST(item_id AS TEXT) COLLATE "binary"), {{ rs.max_k }}) AS top
+    FROM recs_in
+    GROUP BY{% for ri in range(rs.runs) %}
+      _run{{ ri }},{% endfor %}
+      user_id
+  ) AS lists
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_ranked AS (
   SELECT
     user_id,
@@ -637,157 +367,23 @@ WITH recs_in AS (
     ) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
-    user_id,
-    UNNEST(top) AS item_id,
-    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      user_id,
-      ARG_MIN(item_id, (ord, CAST(item_id AS TEXT) COLLATE "binary"), {{ rs.max_k }}) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      user_id
-  ) AS lists
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    UNNEST(top) AS item_id,
-    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      user_id,
-      ARG_MIN(item_id, (ord, CAST(item_id AS TEXT) COLLATE "binary"), {{ rs.max_k }}) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      _run1,
-      user_id
-  ) AS lists
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    UNNEST(top) AS item_id,
-    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      user_id,
-      ARG_MIN(item_id, (ord, CAST(item_id AS TEXT) COLLATE "binary"), {{ rs.max_k }}) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      _run1,
-      _run2,
-      user_id
-  ) AS lists
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    UNNEST(top) AS item_id,
-    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      _run3,
-      user_id,
-      ARG_MIN(item_id, (ord, CAST(item_id AS TEXT) COLLATE "binary"), {{ rs.max_k }}) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      _run1,
-      _run2,
-      _run3,
-      user_id
-  ) AS lists
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" ASC
     ) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.id_cast == 'off') or (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.id_cast == 'off') %}
-{%- if (rs.runs == 0 and rs.whole == false) or (rs.runs == 0 and rs.whole == true) %}
+{%- if (rs.whole == false and rs.runs == 0) or (rs.whole == true and rs.runs == 0) %}
 , list_ranked AS (
   SELECT
     user_id,
@@ -796,55 +392,20 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.whole == false) or (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) or (rs.whole == true and rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.whole == false) or (rs.runs == 2 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.whole == false) or (rs.runs == 3 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.whole == false) or (rs.runs == 4 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.id_cast == 'on') or (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.id_cast == 'on') %}
-{%- if (rs.runs == 0 and rs.whole == false) or (rs.runs == 0 and rs.whole == true) %}
+{%- if (rs.whole == false and rs.runs == 0) or (rs.whole == true and rs.runs == 0) %}
 , list_ranked AS (
   SELECT
     user_id,
@@ -856,67 +417,23 @@ WITH recs_in AS (
     ) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.whole == false) or (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) or (rs.whole == true and rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.whole == false) or (rs.runs == 2 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.whole == false) or (rs.runs == 3 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.whole == false) or (rs.runs == 4 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" ASC
     ) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id_desc' and rs.tie_bounds == 'off' and rs.id_cast == 'off') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.id_cast == 'off') %}
-{%- if (rs.runs == 0 and rs.whole == false) or (rs.runs == 0 and rs.whole == true) %}
+{%- if (rs.whole == false and rs.runs == 0) or (rs.whole == true and rs.runs == 0) %}
 , list_ranked AS (
   SELECT
     user_id,
@@ -925,55 +442,20 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.whole == false) or (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) or (rs.whole == true and rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.whole == false) or (rs.runs == 2 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.whole == false) or (rs.runs == 3 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.whole == false) or (rs.runs == 4 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id_desc' and rs.tie_bounds == 'off' and rs.id_cast == 'on') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.id_cast == 'on') %}
-{%- if (rs.runs == 0 and rs.whole == false) or (rs.runs == 0 and rs.whole == true) %}
+{%- if (rs.whole == false and rs.runs == 0) or (rs.whole == true and rs.runs == 0) %}
 , list_ranked AS (
   SELECT
     user_id,
@@ -985,67 +467,23 @@ WITH recs_in AS (
     ) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.whole == false) or (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) or (rs.whole == true and rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.whole == false) or (rs.runs == 2 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.whole == false) or (rs.runs == 3 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.whole == false) or (rs.runs == 4 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "binary" DESC
     ) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_ranked AS (
   SELECT
     user_id,
@@ -1060,7 +498,26 @@ WITH recs_in AS (
       user_id
   ) AS lists
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_ranked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    UNNEST(top) AS item_id,
+    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
+  FROM (
+    SELECT{% for ri in range(rs.runs) %}
+      _run{{ ri }},{% endfor %}
+      user_id,
+      ARG_MIN(item_id, (ord, item_id), {{ rs.max_k }}) AS top
+    FROM recs_in
+    GROUP BY{% for ri in range(rs.runs) %}
+      _run{{ ri }},{% endfor %}
+      user_id
+  ) AS lists
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_ranked AS (
   SELECT
     user_id,
@@ -1069,146 +526,21 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
-    user_id,
-    UNNEST(top) AS item_id,
-    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      user_id,
-      ARG_MIN(item_id, (ord, item_id), {{ rs.max_k }}) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      user_id
-  ) AS lists
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    UNNEST(top) AS item_id,
-    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      user_id,
-      ARG_MIN(item_id, (ord, item_id), {{ rs.max_k }}) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      _run1,
-      user_id
-  ) AS lists
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    UNNEST(top) AS item_id,
-    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      user_id,
-      ARG_MIN(item_id, (ord, item_id), {{ rs.max_k }}) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      _run1,
-      _run2,
-      user_id
-  ) AS lists
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    UNNEST(top) AS item_id,
-    UNNEST(RANGE(1, LENGTH(top) + 1)) AS rank
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      _run3,
-      user_id,
-      ARG_MIN(item_id, (ord, item_id), {{ rs.max_k }}) AS top
-    FROM recs_in
-    GROUP BY
-      _run0,
-      _run1,
-      _run2,
-      _run3,
-      user_id
-  ) AS lists
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- endif %}
 {%- if (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -1226,26 +558,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -1261,10 +578,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -1278,113 +594,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -1400,7 +614,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1448,7 +662,59 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    item_id,
+    rank,
+    CAST(NULL AS DOUBLE) AS ord,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+      l.user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(
+        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE
+          WHEN t.relevance > 0
+          THEN CAST(t.relevance AS DOUBLE)
+          ELSE CAST(0 AS DOUBLE)
+        END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0
+          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
+          ELSE CAST(0 AS DOUBLE)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1494,10 +760,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -1511,7 +778,8 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
       l.user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
@@ -1519,392 +787,24 @@ WITH recs_in AS (
       t.relevance AS relevance,
       AVG(
         CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE
           WHEN t.relevance > 0
           THEN CAST(t.relevance AS DOUBLE)
           ELSE CAST(0 AS DOUBLE)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0
           THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
           ELSE CAST(0 AS DOUBLE)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -1912,7 +812,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1964,7 +864,63 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    item_id,
+    rank,
+    CAST(NULL AS DOUBLE) AS ord,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+      l.user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(
+        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN CAST(t.relevance AS DOUBLE)
+          ELSE CAST(0 AS DOUBLE)
+        END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
+          ELSE CAST(0 AS DOUBLE)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -2014,10 +970,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2031,7 +988,8 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
       l.user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
@@ -2039,7 +997,7 @@ WITH recs_in AS (
       t.relevance AS relevance,
       AVG(
         CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -2048,7 +1006,7 @@ WITH recs_in AS (
           THEN CAST(t.relevance AS DOUBLE)
           ELSE CAST(0 AS DOUBLE)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -2057,406 +1015,10 @@ WITH recs_in AS (
           THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
           ELSE CAST(0 AS DOUBLE)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -2464,7 +1026,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -2482,26 +1044,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2517,10 +1064,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2534,113 +1080,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2682,10 +1126,11 @@ WITH recs_in AS (
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2694,99 +1139,15 @@ WITH recs_in AS (
     tie_gain,
     tie_gain_exp,
     tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
+    CAST(MIN(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS BIGINT) AS tie_first,
+    CAST(MAX(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS BIGINT) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
@@ -2809,64 +1170,11 @@ WITH recs_in AS (
     CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2906,10 +1214,11 @@ WITH recs_in AS (
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2921,96 +1230,12 @@ WITH recs_in AS (
     CAST(NULL AS BIGINT) AS tie_first,
     CAST(NULL AS BIGINT) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
@@ -3077,7 +1302,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- endif %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
     t.user_id AS user_id,
@@ -3089,20 +1314,11 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -3113,100 +1329,21 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
     CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
-  CROSS JOIN runs
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -3238,74 +1375,18 @@ UNION ALL
   JOIN list_ideal_cuts AS c
     ON l.rank <= c.k
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ideal AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.relevance AS relevance,
     l.hit AS hit,
     CAST(c.k AS BIGINT) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 2) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 3) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 4) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
     ) AS BIGINT) AS ideal_rank
   FROM list_rows AS l
@@ -3368,49 +1449,11 @@ UNION ALL
   WHERE
     p.pos <= {{ rs.features.slots | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , slots AS (
   SELECT
-    u._run0 AS _run0,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 2) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 3) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 4) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}u._run0 AS _run0{% else %},
+    u._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     u.user_id AS user_id,
     CAST(p.pos AS BIGINT) AS ideal_rank
   FROM truth_users AS u
@@ -3538,10 +1581,11 @@ UNION ALL
     c.k,
     l.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_counts AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     CAST(c.k AS BIGINT) AS cut,
     l.item_id AS item_id,
     CAST(COUNT(*) AS BIGINT) AS exposure,
@@ -3550,71 +1594,8 @@ UNION ALL
   FROM list_rows AS l
   JOIN exposure_cuts AS c
     ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    l._run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    l._run{{ ri }},{% endfor %}
     c.k,
     l.item_id
 )
@@ -3639,10 +1620,11 @@ UNION ALL
   LEFT JOIN catalog_items AS g
     ON e.item_id = g.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_rows AS (
   SELECT
-    e._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}e._run0 AS _run0{% else %},
+    e._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     e.no_user AS user_id,
     5 AS src,
     e.cut AS cut,
@@ -3651,70 +1633,7 @@ UNION ALL
     e.list_users AS list_users,
     CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e._run3 AS _run3,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e._run3, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
+      PARTITION BY e.{% for ri in range(rs.runs) %}_run{{ ri }}, e.{% endfor %}cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
       ORDER BY e.exposure ASC, e.item_id ASC
     ) AS BIGINT) AS exposure_rank
   FROM exposure_counts AS e
@@ -3739,10 +1658,11 @@ UNION ALL
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_pairs AS (
   SELECT
-    a._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}a._run0 AS _run0{% else %},
+    a._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     a.user_id AS user_id,
     b.rank AS rank,
     a.item_id AS item_a,
@@ -3751,72 +1671,8 @@ UNION ALL
     b.relevance AS relevance_b
   FROM list_rows AS a
   JOIN list_rows AS b
-    ON b._run0 = a._run0 AND a.user_id = b.user_id AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 2) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 3) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 4) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a._run3 AS _run3,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND b._run3 = a._run3
-    AND a.user_id = b.user_id
+    ON{% for ri in range(rs.runs) %} b._run{{ ri }} = a._run{{ ri }}
+    AND{% endfor %} a.user_id = b.user_id
     AND a.rank < b.rank
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
@@ -3855,10 +1711,11 @@ UNION ALL
     p.item_a,
     p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_dots AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     p.item_a AS item_a,
     p.item_b AS item_b,
@@ -3869,77 +1726,8 @@ UNION ALL
   JOIN features_in AS fb
     ON fb.item_id = p.item_b AND fa.feature = fb.feature
   GROUP BY
-    p._run0,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS DOUBLE) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS DOUBLE) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS DOUBLE) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p._run3,
-    p.user_id,
+    p.{% for ri in range(rs.runs) %}_run{{ ri }},
+    p.{% endfor %}user_id,
     p.item_a,
     p.item_b
 )
@@ -3980,10 +1768,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4010,125 +1799,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -4163,106 +1835,11 @@ UNION ALL
   LEFT JOIN items_in AS cb
     ON cb.item_id = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4332,10 +1909,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4372,155 +1950,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -4545,76 +1976,11 @@ UNION ALL
     CAST(NULL AS DOUBLE) AS pair_feature_dissim
   FROM list_pairs AS p
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4657,72 +2023,22 @@ UNION ALL
   WHERE
     NOT l.relevance IS NULL
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , corr_rows AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 2) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 3) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 4) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     7 AS src,
     CAST(c.k AS BIGINT) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.rank DESC
     ) AS DOUBLE) AS corr_rank_x,
     CAST(RANK() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.relevance ASC
-    ) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
+    ) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
   FROM list_rows AS l
   JOIN corr_cuts AS c
     ON l.rank <= c.k
@@ -4762,82 +2078,11 @@ UNION ALL
   CROSS JOIN cascade_params AS p
   CROSS JOIN truth_max AS m
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_factors AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN (
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
-      ) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 2) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN (
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
-      ) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 3) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN (
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
-      ) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 4) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.rank AS rank,
     p.kind AS cascade_kind,
@@ -4909,10 +2154,11 @@ UNION ALL
     FROM cascade_factors
   ) AS reach
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     8 AS src,
     rank,
@@ -4927,8 +2173,8 @@ UNION ALL
       ) * EXP(log_before)
     END AS DOUBLE) AS cascade_reach
   FROM (
-    SELECT
-      _run0,
+    SELECT{% for ri in range(rs.runs) %}
+      _run{{ ri }},{% endfor %}
       user_id,
       rank,
       cascade_kind,
@@ -4936,7 +2182,7 @@ UNION ALL
       cascade_rel,
       COALESCE(
         SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4944,7 +2190,7 @@ UNION ALL
       ) AS zeros_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4952,175 +2198,7 @@ UNION ALL
       ) AS negatives_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 2) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS DOUBLE) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 3) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS DOUBLE) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 4) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS DOUBLE) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      _run3,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
+          PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -5363,10 +2441,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -5394,7 +2473,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5422,8 +2502,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5453,7 +2533,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5482,8 +2563,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5513,7 +2594,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -5542,8 +2624,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5572,770 +2654,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -6595,10 +2915,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -6626,7 +2947,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6654,8 +2976,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6685,7 +3007,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6714,8 +3037,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6745,7 +3068,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -6774,8 +3098,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6804,770 +3128,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -7835,10 +3397,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -7867,7 +3430,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7896,8 +3460,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7928,7 +3492,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7958,8 +3523,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7990,7 +3555,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -8020,8 +3586,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -8051,794 +3617,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -8869,7 +3649,7 @@ FROM cascade_rows
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8909,7 +3689,53 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  tie_gain,
+  tie_miss
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS DOUBLE) AS tie_gain,
+  CAST(NULL AS DOUBLE) AS tie_miss
+FROM truth_rows
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS DOUBLE) AS tie_gain,
+  CAST(NULL AS DOUBLE) AS tie_miss
+FROM slots
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8952,53 +3778,11 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -9012,7 +3796,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9027,310 +3812,8 @@ FROM truth_rows
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9568,10 +4051,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -9598,7 +4082,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9625,8 +4110,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9655,7 +4140,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9683,8 +4169,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9713,7 +4199,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -9741,8 +4228,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9770,746 +4257,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -10540,7 +4289,7 @@ FROM cascade_rows
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'average') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10566,7 +4315,37 @@ FROM cascade_rows
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    tie_gain,
+    tie_miss
+  FROM list_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    2 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS DOUBLE) AS tie_gain,
+    CAST(NULL AS DOUBLE) AS tie_miss
+  FROM truth_rows
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10594,38 +4373,11 @@ FROM cascade_rows
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10639,205 +4391,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS BIGINT) AS rank,
@@ -10878,10 +4433,11 @@ FROM cascade_rows
     CAST(NULL AS BIGINT) AS nonrel_cum
   FROM truth_rows
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10894,103 +4450,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS BIGINT) AS rank,
@@ -11007,7 +4468,7 @@ FROM cascade_rows
 {%- endif %}
 {%- if rs.wide %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11070,7 +4531,73 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11138,74 +4665,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -11251,432 +4715,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -11698,7 +4738,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11759,7 +4799,71 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11827,72 +4931,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -11942,426 +4985,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -12379,7 +5004,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12444,7 +5069,75 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12516,76 +5209,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -12635,450 +5263,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13100,7 +5286,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13126,7 +5312,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13159,37 +5374,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13214,216 +5403,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13431,7 +5412,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13459,7 +5440,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13496,39 +5508,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13557,234 +5541,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13792,7 +5550,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13851,7 +5609,69 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13915,70 +5735,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14024,408 +5785,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14445,7 +5806,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14481,7 +5842,46 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14524,47 +5924,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14595,276 +5959,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14876,7 +5972,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14902,7 +5998,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14935,37 +6060,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14990,216 +6089,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15207,7 +6098,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15235,7 +6126,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15272,39 +6194,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -15333,234 +6227,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15568,7 +6236,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15602,7 +6270,44 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15641,45 +6346,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -15706,258 +6377,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15985,10 +6406,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15996,65 +6418,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -16073,10 +6438,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -16085,68 +6451,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -16165,10 +6471,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -16176,70 +6483,13 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
 {%- endif %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
@@ -16262,91 +6512,14 @@ LEFT JOIN baseline_ranked AS b
     CAST(COUNT(*) AS BIGINT) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
       SUM(
         CASE
-          WHEN _run0 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS DOUBLE) > 1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS DOUBLE) > 1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS DOUBLE) > 1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR _run3 IS NULL
+          WHEN {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %} IS NULL
+          OR _run{{ ri }}{% endif %}{% endfor %} IS NULL
           OR user_id IS NULL
           OR item_id IS NULL
           OR ord IS NULL
@@ -16367,7 +6540,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary' and rs.whole == false) %}
+{%- if (rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
@@ -16380,13 +6553,14 @@ LEFT JOIN baseline_ranked AS b
       FROM list_ranked
       WHERE
         rank <= {{ rs.max_k }}
-      GROUP BY
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'summary' and rs.whole == true) %}
+{%- elif (rs.output == 'summary' and rs.whole == true) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
@@ -16397,171 +6571,8 @@ LEFT JOIN baseline_ranked AS b
       SELECT
         COUNT(*) AS n
       FROM list_ranked
-      GROUP BY
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
@@ -17076,7 +7087,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17096,7 +7107,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17109,151 +7142,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17263,7 +7159,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17284,7 +7180,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17297,155 +7216,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17455,7 +7233,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17477,7 +7255,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17490,159 +7292,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17652,7 +7309,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17673,7 +7330,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17686,155 +7366,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17844,7 +7383,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17866,7 +7405,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17879,159 +7442,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18041,7 +7459,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18064,7 +7482,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18077,163 +7520,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18243,7 +7537,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18267,7 +7561,33 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18280,167 +7600,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18450,7 +7617,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18469,7 +7636,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18482,147 +7670,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18635,7 +7690,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'average' and rs.items_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18653,7 +7708,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18665,137 +7740,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18807,7 +7756,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18827,7 +7776,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18839,145 +7810,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18999,7 +7836,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19018,7 +7855,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19030,141 +7888,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19176,7 +7904,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19196,7 +7924,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19208,145 +7958,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19358,7 +7974,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19379,7 +7995,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19391,149 +8030,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19545,7 +8046,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19565,7 +8066,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19577,145 +8100,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19727,7 +8116,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19748,7 +8137,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19760,149 +8172,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19914,7 +8188,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19936,7 +8210,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19948,153 +8246,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -20106,7 +8262,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -20129,7 +8285,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -20141,157 +8322,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -20303,7 +8338,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -20321,7 +8356,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -20333,137 +8388,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -20478,7 +8407,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20510,58 +8439,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20594,117 +8475,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20741,63 +8529,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20835,127 +8570,24 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20997,68 +8629,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21101,137 +8675,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21268,63 +8729,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21362,127 +8770,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21524,68 +8829,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21628,137 +8875,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21805,73 +8939,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21919,147 +8990,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22111,78 +9059,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22235,157 +9115,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22412,55 +9159,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22488,102 +9190,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22591,7 +9209,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22628,65 +9246,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22724,122 +9287,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22847,7 +9306,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22874,53 +9333,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22948,100 +9364,17 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
@@ -23050,7 +9383,7 @@ WHERE
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23082,60 +9415,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23168,112 +9451,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23281,7 +9470,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23318,65 +9507,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23414,122 +9548,18 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23537,7 +9567,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23579,70 +9609,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23685,132 +9655,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23818,7 +9674,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23855,65 +9711,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23951,122 +9752,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24074,7 +9771,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24116,70 +9813,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24222,132 +9859,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24355,7 +9878,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24402,75 +9925,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24518,142 +9976,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24661,7 +9995,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24713,80 +10047,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24839,152 +10103,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24992,7 +10122,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -25019,55 +10149,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -25095,102 +10180,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}

@@ -3,7 +3,7 @@
 {% macro snowflake__recsql_evaluate_sql(rs, recs, truth, baseline=none, catalog=none, interactions=none, item_features=none, items=none) -%}
 {%- set recsql_population_sql = {'relevant': '_n_rel > 0', 'intersection': '_n_rel > 0 AND _has_recs = 1', 'judged': '_n_truth > 0', 'lists': '_has_recs = 1'} %}
 {%- if (rs.duplicates == 'best') %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
     {{ rs.user_col }} AS user_id,
@@ -14,148 +14,48 @@ WITH recs_in AS (
     user_id,
     item_id
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'score' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }} AS _run0{% else %},
+    {{ rs.run_cols[ri] }} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }} AS user_id,
     {{ rs.item_col }} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS DOUBLE)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
+{%- elif (rs.order == 'rank' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
     {{ rs.user_col }} AS user_id,
     {{ rs.item_col }} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
   FROM {{ recs }}
   GROUP BY
-    _run0,
     user_id,
     item_id
 )
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
+{%- elif (rs.order == 'rank' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }} AS _run0{% else %},
+    {{ rs.run_cols[ri] }} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }} AS user_id,
     {{ rs.item_col }} AS item_id,
     MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.run_cols[3] }} AS _run3,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.run_cols[3] }} AS _run3,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS DOUBLE)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
     {{ rs.user_col }} AS user_id,
@@ -163,7 +63,17 @@ WITH recs_in AS (
     -CAST({{ rs.order_col }} AS DOUBLE) AS ord
   FROM {{ recs }}
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'score' and rs.runs > 0) %}
+WITH recs_in AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }} AS _run0{% else %},
+    {{ rs.run_cols[ri] }} AS _run{{ ri }}{% endif %}{% endfor %},
+    {{ rs.user_col }} AS user_id,
+    {{ rs.item_col }} AS item_id,
+    -CAST({{ rs.order_col }} AS DOUBLE) AS ord
+  FROM {{ recs }}
+)
+{%- elif (rs.order == 'rank' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
     {{ rs.user_col }} AS user_id,
@@ -171,85 +81,11 @@ WITH recs_in AS (
     CAST({{ rs.order_col }} AS DOUBLE) AS ord
   FROM {{ recs }}
 )
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
+{%- elif (rs.order == 'rank' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.run_cols[3] }} AS _run3,
-    {{ rs.user_col }} AS user_id,
-    {{ rs.item_col }} AS item_id,
-    -CAST({{ rs.order_col }} AS DOUBLE) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }} AS _run0,
-    {{ rs.run_cols[1] }} AS _run1,
-    {{ rs.run_cols[2] }} AS _run2,
-    {{ rs.run_cols[3] }} AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }} AS _run0{% else %},
+    {{ rs.run_cols[ri] }} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }} AS user_id,
     {{ rs.item_col }} AS item_id,
     CAST({{ rs.order_col }} AS DOUBLE) AS ord
@@ -436,34 +272,11 @@ WITH recs_in AS (
 )
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , runs AS (
   SELECT DISTINCT
-    _run0
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1,
-    _run2
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1,
-    _run2,
-    _run3
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %}
   FROM recs_in
 )
 {%- endif %}
@@ -486,46 +299,11 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , truth_runs AS (
   SELECT
-    runs._run0 AS _run0,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 2) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
@@ -544,68 +322,18 @@ WITH recs_in AS (
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , truth_users AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -619,54 +347,16 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, CAST(item_id AS VARCHAR) ASC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, CAST(item_id AS VARCHAR) ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, CAST(item_id AS VARCHAR) ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR) ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY ord ASC, CAST(item_id AS VARCHAR) ASC
     ) AS BIGINT) AS rank
   FROM recs_in
@@ -682,50 +372,15 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
@@ -739,57 +394,16 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, CAST(item_id AS VARCHAR) DESC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, CAST(item_id AS VARCHAR) DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR) DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR) DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY ord ASC, CAST(item_id AS VARCHAR) DESC
     ) AS BIGINT) AS rank
   FROM recs_in
@@ -805,56 +419,21 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- endif %}
 {%- if (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -872,26 +451,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -907,10 +471,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -924,113 +487,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -1046,7 +507,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1094,7 +555,59 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    item_id,
+    rank,
+    CAST(NULL AS DOUBLE) AS ord,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+      l.user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(
+        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE
+          WHEN t.relevance > 0
+          THEN CAST(t.relevance AS DOUBLE)
+          ELSE CAST(0 AS DOUBLE)
+        END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0
+          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
+          ELSE CAST(0 AS DOUBLE)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1140,10 +653,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -1157,7 +671,8 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
       l.user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
@@ -1165,392 +680,24 @@ WITH recs_in AS (
       t.relevance AS relevance,
       AVG(
         CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE
           WHEN t.relevance > 0
           THEN CAST(t.relevance AS DOUBLE)
           ELSE CAST(0 AS DOUBLE)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0
           THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
           ELSE CAST(0 AS DOUBLE)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -1558,7 +705,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1610,7 +757,63 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    item_id,
+    rank,
+    CAST(NULL AS DOUBLE) AS ord,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+      l.user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(
+        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN CAST(t.relevance AS DOUBLE)
+          ELSE CAST(0 AS DOUBLE)
+        END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
+          ELSE CAST(0 AS DOUBLE)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1660,10 +863,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -1677,7 +881,8 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
       l.user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
@@ -1685,7 +890,7 @@ WITH recs_in AS (
       t.relevance AS relevance,
       AVG(
         CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -1694,7 +899,7 @@ WITH recs_in AS (
           THEN CAST(t.relevance AS DOUBLE)
           ELSE CAST(0 AS DOUBLE)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -1703,406 +908,10 @@ WITH recs_in AS (
           THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
           ELSE CAST(0 AS DOUBLE)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS DOUBLE) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS DOUBLE)
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS DOUBLE)) - 1
-          ELSE CAST(0 AS DOUBLE)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -2110,7 +919,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -2128,26 +937,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2163,10 +957,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2180,113 +973,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS DOUBLE) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2328,10 +1019,11 @@ WITH recs_in AS (
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2340,99 +1032,15 @@ WITH recs_in AS (
     tie_gain,
     tie_gain_exp,
     tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
+    CAST(MIN(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS BIGINT) AS tie_first,
+    CAST(MAX(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS BIGINT) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
@@ -2455,64 +1063,11 @@ WITH recs_in AS (
     CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2552,10 +1107,11 @@ WITH recs_in AS (
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2567,96 +1123,12 @@ WITH recs_in AS (
     CAST(NULL AS BIGINT) AS tie_first,
     CAST(NULL AS BIGINT) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
@@ -2685,7 +1157,7 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
     t.user_id AS user_id,
@@ -2697,20 +1169,11 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -2721,100 +1184,21 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
     CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
-  CROSS JOIN runs
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -2846,74 +1230,18 @@ UNION ALL
   JOIN list_ideal_cuts AS c
     ON l.rank <= c.k
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ideal AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.relevance AS relevance,
     l.hit AS hit,
     CAST(c.k AS BIGINT) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 2) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 3) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 4) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
     ) AS BIGINT) AS ideal_rank
   FROM list_rows AS l
@@ -2976,49 +1304,11 @@ UNION ALL
   WHERE
     p.pos <= {{ rs.features.slots | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , slots AS (
   SELECT
-    u._run0 AS _run0,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 2) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 3) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 4) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}u._run0 AS _run0{% else %},
+    u._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     u.user_id AS user_id,
     CAST(p.pos AS BIGINT) AS ideal_rank
   FROM truth_users AS u
@@ -3140,10 +1430,11 @@ UNION ALL
     c.k,
     l.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_counts AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     CAST(c.k AS BIGINT) AS cut,
     l.item_id AS item_id,
     CAST(COUNT(*) AS BIGINT) AS exposure,
@@ -3152,71 +1443,8 @@ UNION ALL
   FROM list_rows AS l
   JOIN exposure_cuts AS c
     ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    l._run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    l._run{{ ri }},{% endfor %}
     c.k,
     l.item_id
 )
@@ -3241,10 +1469,11 @@ UNION ALL
   LEFT JOIN catalog_items AS g
     ON e.item_id = g.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_rows AS (
   SELECT
-    e._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}e._run0 AS _run0{% else %},
+    e._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     e.no_user AS user_id,
     5 AS src,
     e.cut AS cut,
@@ -3253,70 +1482,7 @@ UNION ALL
     e.list_users AS list_users,
     CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e._run3 AS _run3,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e._run3, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
+      PARTITION BY e.{% for ri in range(rs.runs) %}_run{{ ri }}, e.{% endfor %}cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
       ORDER BY e.exposure ASC, e.item_id ASC
     ) AS BIGINT) AS exposure_rank
   FROM exposure_counts AS e
@@ -3341,10 +1507,11 @@ UNION ALL
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_pairs AS (
   SELECT
-    a._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}a._run0 AS _run0{% else %},
+    a._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     a.user_id AS user_id,
     b.rank AS rank,
     a.item_id AS item_a,
@@ -3353,72 +1520,8 @@ UNION ALL
     b.relevance AS relevance_b
   FROM list_rows AS a
   JOIN list_rows AS b
-    ON b._run0 = a._run0 AND a.user_id = b.user_id AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 2) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 3) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 4) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a._run3 AS _run3,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND b._run3 = a._run3
-    AND a.user_id = b.user_id
+    ON{% for ri in range(rs.runs) %} b._run{{ ri }} = a._run{{ ri }}
+    AND{% endfor %} a.user_id = b.user_id
     AND a.rank < b.rank
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
@@ -3457,10 +1560,11 @@ UNION ALL
     p.item_a,
     p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_dots AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     p.item_a AS item_a,
     p.item_b AS item_b,
@@ -3471,77 +1575,8 @@ UNION ALL
   JOIN features_in AS fb
     ON fb.item_id = p.item_b AND fa.feature = fb.feature
   GROUP BY
-    p._run0,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS DOUBLE) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS DOUBLE) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS DOUBLE) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p._run3,
-    p.user_id,
+    p.{% for ri in range(rs.runs) %}_run{{ ri }},
+    p.{% endfor %}user_id,
     p.item_a,
     p.item_b
 )
@@ -3582,10 +1617,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3612,125 +1648,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -3765,106 +1684,11 @@ UNION ALL
   LEFT JOIN items_in AS cb
     ON cb.item_id = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3934,10 +1758,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3974,155 +1799,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS DOUBLE) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - COALESCE(d.dot, 0) / (
-        na.norm * nb.norm
-      )
-    END AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -4147,76 +1825,11 @@ UNION ALL
     CAST(NULL AS DOUBLE) AS pair_feature_dissim
   FROM list_pairs AS p
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS DOUBLE) AS pair_category_dissim,
-    CAST(NULL AS DOUBLE) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4259,72 +1872,22 @@ UNION ALL
   WHERE
     NOT l.relevance IS NULL
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , corr_rows AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 2) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 3) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.rank DESC) AS DOUBLE) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.relevance ASC) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 4) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     7 AS src,
     CAST(c.k AS BIGINT) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.rank DESC
     ) AS DOUBLE) AS corr_rank_x,
     CAST(RANK() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.relevance ASC
-    ) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
+    ) AS DOUBLE) + CAST(COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
   FROM list_rows AS l
   JOIN corr_cuts AS c
     ON l.rank <= c.k
@@ -4364,82 +1927,11 @@ UNION ALL
   CROSS JOIN cascade_params AS p
   CROSS JOIN truth_max AS m
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_factors AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN (
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
-      ) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 2) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN (
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
-      ) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 3) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN (
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END) - 1
-      ) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS DOUBLE) ELSE 0 END / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 4) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.rank AS rank,
     p.kind AS cascade_kind,
@@ -4511,10 +2003,11 @@ UNION ALL
     FROM cascade_factors
   ) AS reach
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     8 AS src,
     rank,
@@ -4529,8 +2022,8 @@ UNION ALL
       ) * EXP(log_before)
     END AS DOUBLE) AS cascade_reach
   FROM (
-    SELECT
-      _run0,
+    SELECT{% for ri in range(rs.runs) %}
+      _run{{ ri }},{% endfor %}
       user_id,
       rank,
       cascade_kind,
@@ -4538,7 +2031,7 @@ UNION ALL
       cascade_rel,
       COALESCE(
         SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4546,7 +2039,7 @@ UNION ALL
       ) AS zeros_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4554,175 +2047,7 @@ UNION ALL
       ) AS negatives_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 2) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS DOUBLE) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 3) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS DOUBLE) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 4) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS DOUBLE) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      _run3,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
+          PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4965,10 +2290,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -4996,7 +2322,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5024,8 +2351,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5055,7 +2382,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5084,8 +2412,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5115,7 +2443,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -5144,8 +2473,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5174,770 +2503,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -6197,10 +2764,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -6228,7 +2796,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6256,8 +2825,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6287,7 +2856,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6316,8 +2886,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6347,7 +2917,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -6376,8 +2947,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6406,770 +2977,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -7437,10 +3246,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -7469,7 +3279,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7498,8 +3309,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7530,7 +3341,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7560,8 +3372,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7592,7 +3404,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -7622,8 +3435,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7653,794 +3466,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS pair_category_dissim,
-  CAST(NULL AS DOUBLE) AS pair_feature_dissim,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -8471,7 +3498,7 @@ FROM cascade_rows
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8511,7 +3538,53 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  tie_gain,
+  tie_miss
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS DOUBLE) AS tie_gain,
+  CAST(NULL AS DOUBLE) AS tie_miss
+FROM truth_rows
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  NULL AS item_id,
+  CAST(1 AS DOUBLE) AS relevance,
+  1 AS hit,
+  CAST(NULL AS DOUBLE) AS tie_gain,
+  CAST(NULL AS DOUBLE) AS tie_miss
+FROM slots
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8554,53 +3627,11 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -8614,7 +3645,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -8629,310 +3661,8 @@ FROM truth_rows
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS DOUBLE) AS tie_gain,
-  CAST(NULL AS DOUBLE) AS tie_gain_exp,
-  CAST(NULL AS DOUBLE) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9170,10 +3900,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -9200,7 +3931,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9227,8 +3959,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9257,7 +3989,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9285,8 +4018,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9315,7 +4048,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -9343,8 +4077,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9372,746 +4106,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR) AS cascade_kind,
-  CAST(cascade_grade AS DOUBLE) AS cascade_grade,
-  CAST(cascade_rel AS DOUBLE) AS cascade_rel,
-  CAST(cascade_reach AS DOUBLE) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS DOUBLE) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS DOUBLE) AS corr_rank_x,
-  CAST(NULL AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS DOUBLE) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS DOUBLE) AS corr_rank_x,
-  CAST(corr_rank_y AS DOUBLE) AS corr_rank_y,
-  CAST(NULL AS VARCHAR) AS cascade_kind,
-  CAST(NULL AS DOUBLE) AS cascade_grade,
-  CAST(NULL AS DOUBLE) AS cascade_rel,
-  CAST(NULL AS DOUBLE) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -10142,7 +4138,7 @@ FROM cascade_rows
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'average') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10168,7 +4164,37 @@ FROM cascade_rows
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    tie_gain,
+    tie_miss
+  FROM list_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    2 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS DOUBLE) AS tie_gain,
+    CAST(NULL AS DOUBLE) AS tie_miss
+  FROM truth_rows
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10196,38 +4222,11 @@ FROM cascade_rows
     CAST(NULL AS DOUBLE) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10241,205 +4240,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_gain_exp,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS DOUBLE) AS tie_gain,
-    CAST(NULL AS DOUBLE) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS BIGINT) AS rank,
@@ -10480,10 +4282,11 @@ FROM cascade_rows
     CAST(NULL AS BIGINT) AS nonrel_cum
   FROM truth_rows
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10496,103 +4299,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS BIGINT) AS rank,
@@ -10609,7 +4317,7 @@ FROM cascade_rows
 {%- endif %}
 {%- if rs.wide %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -10672,7 +4380,73 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -10740,74 +4514,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -10853,432 +4564,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -11300,7 +4587,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11361,7 +4648,71 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11429,72 +4780,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -11544,426 +4834,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -11981,7 +4853,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12046,7 +4918,75 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12118,76 +5058,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -12237,450 +5112,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -12702,7 +5135,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12728,7 +5161,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12761,37 +5223,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -12816,216 +5252,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13033,7 +5261,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13061,7 +5289,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13098,39 +5357,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13159,234 +5390,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13394,7 +5399,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13453,7 +5458,69 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13517,70 +5584,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13626,408 +5634,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14047,7 +5655,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14083,7 +5691,46 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14126,47 +5773,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14197,276 +5808,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14478,7 +5821,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14504,7 +5847,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14537,37 +5909,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14592,216 +5938,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14809,7 +5947,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14837,7 +5975,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14874,39 +6043,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14935,234 +6076,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15170,7 +6085,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15204,7 +6119,44 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS DOUBLE)
+    ELSE CAST(0 AS DOUBLE)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15243,45 +6195,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -15308,258 +6226,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS DOUBLE)
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS DOUBLE)) - 1
-    ELSE CAST(0 AS DOUBLE)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS DOUBLE) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS DOUBLE) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15587,10 +6255,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15598,65 +6267,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -15675,10 +6287,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15687,68 +6300,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -15767,10 +6320,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15778,70 +6332,13 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
 {%- endif %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
@@ -15864,91 +6361,14 @@ LEFT JOIN baseline_ranked AS b
     CAST(COUNT(*) AS BIGINT) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
       SUM(
         CASE
-          WHEN _run0 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS DOUBLE) > 1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS DOUBLE) > 1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS DOUBLE) > 1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) < -1.7976931348623157E308
-            OR CAST(ord AS DOUBLE) <> CAST(ord AS DOUBLE)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR _run3 IS NULL
+          WHEN {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %} IS NULL
+          OR _run{{ ri }}{% endif %}{% endfor %} IS NULL
           OR user_id IS NULL
           OR item_id IS NULL
           OR ord IS NULL
@@ -15969,7 +6389,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary' and rs.whole == false) %}
+{%- if (rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
@@ -15982,13 +6402,14 @@ LEFT JOIN baseline_ranked AS b
       FROM list_ranked
       WHERE
         rank <= {{ rs.max_k }}
-      GROUP BY
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'summary' and rs.whole == true) %}
+{%- elif (rs.output == 'summary' and rs.whole == true) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
@@ -15999,171 +6420,8 @@ LEFT JOIN baseline_ranked AS b
       SELECT
         COUNT(*) AS n
       FROM list_ranked
-      GROUP BY
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
@@ -16678,7 +6936,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16698,7 +6956,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16711,151 +6991,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -16865,7 +7008,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16886,7 +7029,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16899,155 +7065,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17057,7 +7082,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17079,7 +7104,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17092,159 +7141,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17254,7 +7158,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17275,7 +7179,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17288,155 +7215,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17446,7 +7232,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17468,7 +7254,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17481,159 +7291,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17643,7 +7308,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17666,7 +7331,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17679,163 +7369,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17845,7 +7386,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17869,7 +7410,33 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17882,167 +7449,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18052,7 +7466,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18071,7 +7485,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -18084,147 +7519,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18237,7 +7539,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'average' and rs.items_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18255,7 +7557,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18267,137 +7589,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18409,7 +7605,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18429,7 +7625,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18441,145 +7659,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18601,7 +7685,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18620,7 +7704,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18632,141 +7737,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18778,7 +7753,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18798,7 +7773,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18810,145 +7807,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18960,7 +7823,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18981,7 +7844,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18993,149 +7879,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19147,7 +7895,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19167,7 +7915,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19179,145 +7949,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19329,7 +7965,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19350,7 +7986,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19362,149 +8021,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19516,7 +8037,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19538,7 +8059,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19550,153 +8095,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19708,7 +8111,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19731,7 +8134,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19743,157 +8171,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19905,7 +8187,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19923,7 +8205,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19935,137 +8237,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -20080,7 +8256,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20112,58 +8288,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20196,117 +8324,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20343,63 +8378,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20437,127 +8419,24 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20599,68 +8478,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20703,137 +8524,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20870,63 +8578,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20964,127 +8619,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21126,68 +8678,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21230,137 +8724,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21407,73 +8788,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21521,147 +8839,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21713,78 +8908,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21837,157 +8964,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22014,55 +9008,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22090,102 +9039,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22193,7 +9058,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22230,65 +9095,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22326,122 +9136,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22449,7 +9155,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22476,53 +9182,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22550,100 +9213,17 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
@@ -22652,7 +9232,7 @@ WHERE
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22684,60 +9264,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22770,112 +9300,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22883,7 +9319,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22920,65 +9356,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23016,122 +9397,18 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23139,7 +9416,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23181,70 +9458,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23287,132 +9504,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23420,7 +9523,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23457,65 +9560,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23553,122 +9601,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23676,7 +9620,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23718,70 +9662,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23824,132 +9708,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23957,7 +9727,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24004,75 +9774,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24120,142 +9825,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24263,7 +9844,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24315,80 +9896,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24441,152 +9952,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24594,7 +9971,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24621,55 +9998,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24697,102 +10029,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}

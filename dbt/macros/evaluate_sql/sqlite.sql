@@ -3,7 +3,7 @@
 {% macro sqlite__recsql_evaluate_sql(rs, recs, truth, baseline=none, catalog=none, interactions=none, item_features=none, items=none) -%}
 {%- set recsql_population_sql = {'relevant': '_n_rel > 0', 'intersection': '_n_rel > 0 AND _has_recs = 1', 'judged': '_n_truth > 0', 'lists': '_has_recs = 1'} %}
 {%- if (rs.duplicates == 'best') %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
@@ -14,242 +14,60 @@ WITH recs_in AS (
     user_id,
     item_id
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'score' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS REAL)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0{% else %},
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "BINARY"{% endif %} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS REAL)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
+{%- elif (rs.order == 'rank' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS REAL)) AS ord
   FROM {{ recs }}
   GROUP BY
-    _run0,
     user_id,
     item_id
 )
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
+{%- elif (rs.order == 'rank' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS REAL)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0{% else %},
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "BINARY"{% endif %} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS REAL)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "BINARY"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS REAL)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "BINARY"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS REAL)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "BINARY"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "BINARY"{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS REAL)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "BINARY"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "BINARY"{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS REAL)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score') %}
 WITH recs_in AS (
-  SELECT
+  SELECT{% for ri in range(rs.runs) %}
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "BINARY"{% endif %} AS _run{{ ri }},{% endfor %}
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
     -CAST({{ rs.order_col }} AS REAL) AS ord
   FROM {{ recs }}
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'rank') %}
 WITH recs_in AS (
-  SELECT
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS REAL) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS REAL) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS REAL) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS REAL) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS REAL) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "BINARY"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS REAL) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "BINARY"{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS REAL) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "BINARY"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "BINARY"{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS REAL) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE "BINARY"{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE "BINARY"{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE "BINARY"{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE "BINARY"{% endif %} AS _run3,
+  SELECT{% for ri in range(rs.runs) %}
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE "BINARY"{% endif %} AS _run{{ ri }},{% endfor %}
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE "BINARY"{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE "BINARY"{% endif %} AS item_id,
     CAST({{ rs.order_col }} AS REAL) AS ord
@@ -436,34 +254,11 @@ WITH recs_in AS (
 )
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , runs AS (
   SELECT DISTINCT
-    _run0
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1,
-    _run2
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0,
-    _run1,
-    _run2,
-    _run3
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %}
   FROM recs_in
 )
 {%- endif %}
@@ -486,46 +281,11 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , truth_runs AS (
   SELECT
-    runs._run0 AS _run0,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 2) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
@@ -544,68 +304,18 @@ WITH recs_in AS (
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , truth_users AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
     CAST(COUNT(*) AS INTEGER) AS n_truth
   FROM truth_runs
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
-    CAST(COUNT(*) AS INTEGER) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
-    CAST(COUNT(*) AS INTEGER) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, truth_users AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
-    CAST(COUNT(*) AS INTEGER) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -622,60 +332,16 @@ WITH recs_in AS (
     ) AS INTEGER) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "BINARY" ASC
-    ) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "BINARY" ASC
-    ) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "BINARY" ASC
-    ) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "BINARY" ASC
     ) AS INTEGER) AS rank
   FROM recs_in
@@ -691,50 +357,15 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id DESC) AS INTEGER) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id DESC) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id DESC) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id DESC) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id DESC) AS INTEGER) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id DESC) AS INTEGER) AS rank
   FROM recs_in
 )
 {%- endif %}
@@ -751,60 +382,16 @@ WITH recs_in AS (
     ) AS INTEGER) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "BINARY" DESC
-    ) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "BINARY" DESC
-    ) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "BINARY" DESC
-    ) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY ord ASC, CAST(item_id AS TEXT) COLLATE "BINARY" DESC
     ) AS INTEGER) AS rank
   FROM recs_in
@@ -820,56 +407,21 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS INTEGER) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id ASC) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id ASC) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id ASC) AS INTEGER) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id ASC) AS INTEGER) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id ASC) AS INTEGER) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- endif %}
 {%- if (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -887,26 +439,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -922,10 +459,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -939,113 +475,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -1061,7 +495,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1103,7 +537,53 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    item_id,
+    rank,
+    CAST(NULL AS REAL) AS ord,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+      l.user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS REAL) ELSE CAST(0 AS REAL) END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0
+          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
+          ELSE CAST(0 AS REAL)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1143,10 +623,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -1160,352 +641,27 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
       l.user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
       l.ord AS ord,
       t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS REAL) ELSE CAST(0 AS REAL) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0
           THEN POWER(2, CAST(t.relevance AS REAL)) - 1
           ELSE CAST(0 AS REAL)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS REAL) ELSE CAST(0 AS REAL) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS REAL) ELSE CAST(0 AS REAL) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS REAL) ELSE CAST(0 AS REAL) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS REAL) ELSE CAST(0 AS REAL) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS REAL) ELSE CAST(0 AS REAL) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS REAL) ELSE CAST(0 AS REAL) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS REAL) ELSE CAST(0 AS REAL) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -1513,7 +669,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1563,7 +719,61 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    item_id,
+    rank,
+    CAST(NULL AS REAL) AS ord,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+      l.user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN CAST(t.relevance AS REAL)
+          ELSE CAST(0 AS REAL)
+        END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
+          ELSE CAST(0 AS REAL)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id,
@@ -1611,10 +821,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -1628,13 +839,14 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
+      {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+      l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
       l.user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
       l.ord AS ord,
       t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -1643,7 +855,7 @@ WITH recs_in AS (
           THEN CAST(t.relevance AS REAL)
           ELSE CAST(0 AS REAL)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -1652,392 +864,10 @@ WITH recs_in AS (
           THEN POWER(2, CAST(t.relevance AS REAL)) - 1
           ELSE CAST(0 AS REAL)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS REAL)
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS REAL)
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS REAL)
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS REAL)
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS REAL)
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS REAL)
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    CAST(NULL AS REAL) AS ord,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS REAL) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS REAL) ELSE CAST(0 AS REAL) END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS REAL)
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS REAL)) - 1
-          ELSE CAST(0 AS REAL)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -2045,7 +875,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -2063,26 +893,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS REAL) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2098,10 +913,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2115,113 +929,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS REAL) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS REAL) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS REAL) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS REAL) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS REAL) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2263,10 +975,11 @@ WITH recs_in AS (
     ) AS INTEGER) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2275,99 +988,15 @@ WITH recs_in AS (
     tie_gain,
     tie_gain_exp,
     tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS INTEGER) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS INTEGER) AS tie_last,
+    CAST(MIN(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS INTEGER) AS tie_first,
+    CAST(MAX(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS INTEGER) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INTEGER) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS INTEGER) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS INTEGER) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS INTEGER) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INTEGER) AS nonrel_cum
@@ -2390,64 +1019,11 @@ WITH recs_in AS (
     CAST(NULL AS INTEGER) AS tie_last
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2487,10 +1063,11 @@ WITH recs_in AS (
     ) AS INTEGER) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     item_id,
     rank,
@@ -2502,96 +1079,12 @@ WITH recs_in AS (
     CAST(NULL AS INTEGER) AS tie_first,
     CAST(NULL AS INTEGER) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INTEGER) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id,
-    rank,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss,
-    CAST(NULL AS INTEGER) AS tie_first,
-    CAST(NULL AS INTEGER) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS INTEGER) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS INTEGER) AS nonrel_cum
@@ -2620,7 +1113,7 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
     t.user_id AS user_id,
@@ -2632,20 +1125,11 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -2656,100 +1140,21 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
     CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
-  CROSS JOIN runs
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -2781,74 +1186,18 @@ UNION ALL
   JOIN list_ideal_cuts AS c
     ON l.rank <= c.k
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ideal AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.relevance AS relevance,
     l.hit AS hit,
     CAST(c.k AS INTEGER) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS INTEGER) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 2) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS INTEGER) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS INTEGER) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 3) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS INTEGER) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS INTEGER) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 4) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS INTEGER) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
     ) AS INTEGER) AS ideal_rank
   FROM list_rows AS l
@@ -2911,49 +1260,11 @@ UNION ALL
   WHERE
     p.pos <= {{ rs.features.slots | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , slots AS (
   SELECT
-    u._run0 AS _run0,
-    u.user_id AS user_id,
-    CAST(p.pos AS INTEGER) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 2) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u.user_id AS user_id,
-    CAST(p.pos AS INTEGER) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 3) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u.user_id AS user_id,
-    CAST(p.pos AS INTEGER) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 4) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}u._run0 AS _run0{% else %},
+    u._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     u.user_id AS user_id,
     CAST(p.pos AS INTEGER) AS ideal_rank
   FROM truth_users AS u
@@ -3081,10 +1392,11 @@ UNION ALL
     c.k,
     l.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_counts AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     CAST(c.k AS INTEGER) AS cut,
     l.item_id AS item_id,
     CAST(COUNT(*) AS INTEGER) AS exposure,
@@ -3093,71 +1405,8 @@ UNION ALL
   FROM list_rows AS l
   JOIN exposure_cuts AS c
     ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    CAST(c.k AS INTEGER) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS INTEGER) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS INTEGER) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    CAST(c.k AS INTEGER) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS INTEGER) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS INTEGER) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    CAST(c.k AS INTEGER) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT(*) AS INTEGER) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS INTEGER) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    l._run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    l._run{{ ri }},{% endfor %}
     c.k,
     l.item_id
 )
@@ -3182,10 +1431,11 @@ UNION ALL
   LEFT JOIN catalog_items AS g
     ON e.item_id = g.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_rows AS (
   SELECT
-    e._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}e._run0 AS _run0{% else %},
+    e._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     e.no_user AS user_id,
     5 AS src,
     e.cut AS cut,
@@ -3194,70 +1444,7 @@ UNION ALL
     e.list_users AS list_users,
     CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS INTEGER) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS INTEGER) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS INTEGER) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e._run3 AS _run3,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e._run3, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
+      PARTITION BY e.{% for ri in range(rs.runs) %}_run{{ ri }}, e.{% endfor %}cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
       ORDER BY e.exposure ASC, e.item_id ASC
     ) AS INTEGER) AS exposure_rank
   FROM exposure_counts AS e
@@ -3282,10 +1469,11 @@ UNION ALL
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_pairs AS (
   SELECT
-    a._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}a._run0 AS _run0{% else %},
+    a._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     a.user_id AS user_id,
     b.rank AS rank,
     a.item_id AS item_a,
@@ -3294,72 +1482,8 @@ UNION ALL
     b.relevance AS relevance_b
   FROM list_rows AS a
   JOIN list_rows AS b
-    ON b._run0 = a._run0 AND a.user_id = b.user_id AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 2) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 3) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 4) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a._run3 AS _run3,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND b._run3 = a._run3
-    AND a.user_id = b.user_id
+    ON{% for ri in range(rs.runs) %} b._run{{ ri }} = a._run{{ ri }}
+    AND{% endfor %} a.user_id = b.user_id
     AND a.rank < b.rank
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
@@ -3398,10 +1522,11 @@ UNION ALL
     p.item_a,
     p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_dots AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     p.item_a AS item_a,
     p.item_b AS item_b,
@@ -3412,77 +1537,8 @@ UNION ALL
   JOIN features_in AS fb
     ON fb.item_id = p.item_b AND fa.feature = fb.feature
   GROUP BY
-    p._run0,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS REAL) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS REAL) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS REAL) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p._run3,
-    p.user_id,
+    p.{% for ri in range(rs.runs) %}_run{{ ri }},
+    p.{% endfor %}user_id,
     p.item_a,
     p.item_b
 )
@@ -3523,10 +1579,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3553,125 +1610,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(NULL AS REAL) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS REAL) / (
-        na.norm * nb.norm
-      )
-    END AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(NULL AS REAL) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS REAL) / (
-        na.norm * nb.norm
-      )
-    END AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(NULL AS REAL) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS REAL) / (
-        na.norm * nb.norm
-      )
-    END AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -3706,106 +1646,11 @@ UNION ALL
   LEFT JOIN items_in AS cb
     ON cb.item_id = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS REAL) AS pair_category_dissim,
-    CAST(NULL AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS REAL) AS pair_category_dissim,
-    CAST(NULL AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS REAL) AS pair_category_dissim,
-    CAST(NULL AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3875,10 +1720,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3915,155 +1761,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS REAL) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS REAL) / (
-        na.norm * nb.norm
-      )
-    END AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS REAL) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS REAL) / (
-        na.norm * nb.norm
-      )
-    END AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS REAL) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS REAL) / (
-        na.norm * nb.norm
-      )
-    END AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -4088,76 +1787,11 @@ UNION ALL
     CAST(NULL AS REAL) AS pair_feature_dissim
   FROM list_pairs AS p
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(NULL AS REAL) AS pair_category_dissim,
-    CAST(NULL AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(NULL AS REAL) AS pair_category_dissim,
-    CAST(NULL AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS INTEGER)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS INTEGER)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS INTEGER)
-      ELSE CAST(0 AS INTEGER)
-    END AS pair_sign,
-    CAST(NULL AS REAL) AS pair_category_dissim,
-    CAST(NULL AS REAL) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4200,72 +1834,22 @@ UNION ALL
   WHERE
     NOT l.relevance IS NULL
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , corr_rows AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS INTEGER) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.rank DESC) AS REAL) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.relevance ASC) AS REAL) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l.user_id, c.k, l.relevance) - 1 AS REAL) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 2) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS INTEGER) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.rank DESC) AS REAL) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.relevance ASC) AS REAL) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k, l.relevance) - 1 AS REAL) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 3) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS INTEGER) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.rank DESC) AS REAL) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.relevance ASC) AS REAL) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k, l.relevance) - 1 AS REAL) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 4) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     7 AS src,
     CAST(c.k AS INTEGER) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.rank DESC
     ) AS REAL) AS corr_rank_x,
     CAST(RANK() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.relevance ASC
-    ) AS REAL) + CAST(COUNT(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k, l.relevance) - 1 AS REAL) / 2 AS corr_rank_y
+    ) AS REAL) + CAST(COUNT(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, c.k, l.relevance) - 1 AS REAL) / 2 AS corr_rank_y
   FROM list_rows AS l
   JOIN corr_cuts AS c
     ON l.rank <= c.k
@@ -4305,82 +1889,11 @@ UNION ALL
   CROSS JOIN cascade_params AS p
   CROSS JOIN truth_max AS m
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_factors AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN CAST((
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS REAL) ELSE 0 END) - 1
-      ) AS REAL) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS REAL) ELSE 0 END AS REAL) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 2) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN CAST((
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS REAL) ELSE 0 END) - 1
-      ) AS REAL) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS REAL) ELSE 0 END AS REAL) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 3) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN CAST((
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS REAL) ELSE 0 END) - 1
-      ) AS REAL) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS REAL) ELSE 0 END AS REAL) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 4) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.rank AS rank,
     p.kind AS cascade_kind,
@@ -4452,10 +1965,11 @@ UNION ALL
     FROM cascade_factors
   ) AS reach
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_rows AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     8 AS src,
     rank,
@@ -4470,8 +1984,8 @@ UNION ALL
       ) * EXP(log_before)
     END AS REAL) AS cascade_reach
   FROM (
-    SELECT
-      _run0,
+    SELECT{% for ri in range(rs.runs) %}
+      _run{{ ri }},{% endfor %}
       user_id,
       rank,
       cascade_kind,
@@ -4479,7 +1993,7 @@ UNION ALL
       cascade_rel,
       COALESCE(
         SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4487,7 +2001,7 @@ UNION ALL
       ) AS zeros_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4495,175 +2009,7 @@ UNION ALL
       ) AS negatives_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 2) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS REAL) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 3) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS REAL) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 4) %}
-, cascade_rows AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    8 AS src,
-    rank,
-    cascade_kind,
-    cascade_grade,
-    cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS REAL) AS cascade_reach
-  FROM (
-    SELECT
-      _run0,
-      _run1,
-      _run2,
-      _run3,
-      user_id,
-      rank,
-      cascade_kind,
-      cascade_grade,
-      cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LN(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
+          PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4906,10 +2252,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -4937,7 +2284,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -4965,8 +2313,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -4996,7 +2344,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -5025,8 +2374,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS INTEGER) AS rank,
@@ -5056,7 +2405,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -5085,8 +2435,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS INTEGER) AS rank,
@@ -5115,770 +2465,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -6138,10 +2726,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -6169,7 +2758,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -6197,8 +2787,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -6228,7 +2818,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -6257,8 +2848,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS INTEGER) AS rank,
@@ -6288,7 +2879,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -6317,8 +2909,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS INTEGER) AS rank,
@@ -6347,770 +2939,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -7378,10 +3208,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -7410,7 +3241,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -7439,8 +3271,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -7471,7 +3303,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -7501,8 +3334,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS INTEGER) AS rank,
@@ -7533,7 +3366,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -7563,8 +3397,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS INTEGER) AS rank,
@@ -7594,794 +3428,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS pair_category_dissim,
-  CAST(NULL AS REAL) AS pair_feature_dissim,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -8412,7 +3460,7 @@ FROM cascade_rows
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8452,7 +3500,53 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  tie_gain,
+  tie_miss
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_miss
+FROM truth_rows
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_miss
+FROM slots
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8495,53 +3589,11 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -8555,7 +3607,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -8570,310 +3623,8 @@ FROM truth_rows
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_gain_exp,
-  CAST(NULL AS REAL) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_gain_exp,
-  CAST(NULL AS REAL) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_gain_exp,
-  CAST(NULL AS REAL) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_gain_exp,
-  CAST(NULL AS REAL) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_gain_exp,
-  CAST(NULL AS REAL) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS REAL) AS tie_gain,
-  CAST(NULL AS REAL) AS tie_gain_exp,
-  CAST(NULL AS REAL) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -9111,10 +3862,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -9141,7 +3893,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -9168,8 +3921,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -9198,7 +3951,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS INTEGER) AS rank,
@@ -9226,8 +3980,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS INTEGER) AS rank,
@@ -9256,7 +4010,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -9284,8 +4039,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS INTEGER) AS rank,
@@ -9313,746 +4068,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(cascade_kind AS TEXT) AS cascade_kind,
-  CAST(cascade_grade AS REAL) AS cascade_grade,
-  CAST(cascade_rel AS REAL) AS cascade_rel,
-  CAST(cascade_reach AS REAL) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS INTEGER) AS tie_first,
-  CAST(tie_last AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS INTEGER) AS rank,
-  ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(1 AS REAL) AS relevance,
-  1 AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(exposure AS INTEGER) AS exposure,
-  CAST(list_users AS INTEGER) AS list_users,
-  CAST(in_catalog AS INTEGER) AS in_catalog,
-  CAST(exposure_rank AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  CAST(NULL AS INTEGER) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(pair_sign AS INTEGER) AS pair_sign,
-  CAST(NULL AS REAL) AS corr_rank_x,
-  CAST(NULL AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS INTEGER) AS rank,
-  CAST(NULL AS INTEGER) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS REAL) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS INTEGER) AS hits_cum,
-  CAST(NULL AS INTEGER) AS nonrel_cum,
-  CAST(NULL AS INTEGER) AS tie_first,
-  CAST(NULL AS INTEGER) AS tie_last,
-  CAST(NULL AS INTEGER) AS exposure,
-  CAST(NULL AS INTEGER) AS list_users,
-  CAST(NULL AS INTEGER) AS in_catalog,
-  CAST(NULL AS INTEGER) AS exposure_rank,
-  CAST(NULL AS INTEGER) AS pair_sign,
-  CAST(corr_rank_x AS REAL) AS corr_rank_x,
-  CAST(corr_rank_y AS REAL) AS corr_rank_y,
-  CAST(NULL AS TEXT) AS cascade_kind,
-  CAST(NULL AS REAL) AS cascade_grade,
-  CAST(NULL AS REAL) AS cascade_rel,
-  CAST(NULL AS REAL) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -10083,7 +4100,7 @@ FROM cascade_rows
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'average') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10109,7 +4126,37 @@ FROM cascade_rows
     CAST(NULL AS REAL) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    tie_gain,
+    tie_miss
+  FROM list_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    2 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS REAL) AS tie_gain,
+    CAST(NULL AS REAL) AS tie_miss
+  FROM truth_rows
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10137,38 +4184,11 @@ FROM cascade_rows
     CAST(NULL AS REAL) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10182,205 +4202,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_gain_exp,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS REAL) AS tie_gain,
-    CAST(NULL AS REAL) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS INTEGER) AS rank,
@@ -10421,10 +4244,11 @@ FROM cascade_rows
     CAST(NULL AS INTEGER) AS nonrel_cum
   FROM truth_rows
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10437,103 +4261,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS INTEGER) AS hits_cum,
-    CAST(NULL AS INTEGER) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS INTEGER) AS hits_cum,
-    CAST(NULL AS INTEGER) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS INTEGER) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS INTEGER) AS hits_cum,
-    CAST(NULL AS INTEGER) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS INTEGER) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS INTEGER) AS rank,
@@ -10550,7 +4279,7 @@ FROM cascade_rows
 {%- endif %}
 {%- if rs.wide %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -10609,7 +4338,69 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS REAL) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -10673,70 +4464,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -10778,408 +4510,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -11201,7 +4533,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11262,7 +4594,71 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS REAL)
+    ELSE CAST(0 AS REAL)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS REAL) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11330,72 +4726,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -11445,426 +4780,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -11882,7 +4799,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11947,7 +4864,75 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS REAL)
+    ELSE CAST(0 AS REAL)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS REAL) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12019,76 +5004,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -12138,450 +5058,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -12603,7 +5081,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12629,7 +5107,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS REAL)
+    ELSE CAST(0 AS REAL)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12662,37 +5169,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -12717,216 +5198,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -12934,7 +5207,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12962,7 +5235,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS REAL)
+    ELSE CAST(0 AS REAL)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12999,39 +5303,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13060,234 +5336,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13295,7 +5345,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13350,7 +5400,65 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS REAL) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13410,66 +5518,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13511,384 +5564,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13908,7 +5585,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13944,7 +5621,46 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS REAL)
+    ELSE CAST(0 AS REAL)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13987,47 +5703,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14058,276 +5738,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14339,7 +5751,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14365,7 +5777,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS REAL)
+    ELSE CAST(0 AS REAL)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14398,37 +5839,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14453,216 +5868,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14670,7 +5877,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14698,7 +5905,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS REAL)
+    ELSE CAST(0 AS REAL)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14735,39 +5973,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14796,234 +6006,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS REAL)
-    ELSE CAST(0 AS REAL)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15031,7 +6015,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15061,7 +6045,40 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15096,41 +6113,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -15153,234 +6140,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS REAL) ELSE CAST(0 AS REAL) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS REAL)) - 1
-    ELSE CAST(0 AS REAL)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS REAL) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS REAL) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15408,10 +6169,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15419,65 +6181,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -15496,10 +6201,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15508,68 +6214,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -15588,10 +6234,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15599,70 +6246,13 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
 {%- endif %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
@@ -15685,91 +6275,14 @@ LEFT JOIN baseline_ranked AS b
     CAST(COUNT(*) AS INTEGER) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
       SUM(
         CASE
-          WHEN _run0 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS REAL) > 1.7976931348623157E308
-            OR CAST(ord AS REAL) < -1.7976931348623157E308
-            OR CAST(ord AS REAL) <> CAST(ord AS REAL)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS INTEGER) AS recs_invalid_rows,
-    CAST(COUNT(*) AS INTEGER) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS REAL) > 1.7976931348623157E308
-            OR CAST(ord AS REAL) < -1.7976931348623157E308
-            OR CAST(ord AS REAL) <> CAST(ord AS REAL)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS INTEGER) AS recs_invalid_rows,
-    CAST(COUNT(*) AS INTEGER) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS REAL) > 1.7976931348623157E308
-            OR CAST(ord AS REAL) < -1.7976931348623157E308
-            OR CAST(ord AS REAL) <> CAST(ord AS REAL)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS INTEGER) AS recs_invalid_rows,
-    CAST(COUNT(*) AS INTEGER) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR _run3 IS NULL
+          WHEN {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %} IS NULL
+          OR _run{{ ri }}{% endif %}{% endfor %} IS NULL
           OR user_id IS NULL
           OR item_id IS NULL
           OR ord IS NULL
@@ -15790,7 +6303,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary' and rs.whole == false) %}
+{%- if (rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
@@ -15803,13 +6316,14 @@ LEFT JOIN baseline_ranked AS b
       FROM list_ranked
       WHERE
         rank <= {{ rs.max_k }}
-      GROUP BY
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'summary' and rs.whole == true) %}
+{%- elif (rs.output == 'summary' and rs.whole == true) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
@@ -15820,171 +6334,8 @@ LEFT JOIN baseline_ranked AS b
       SELECT
         COUNT(*) AS n
       FROM list_ranked
-      GROUP BY
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS INTEGER) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS INTEGER) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
@@ -16499,7 +6850,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16519,7 +6870,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16532,151 +6905,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -16686,7 +6922,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16707,7 +6943,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16720,155 +6979,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -16878,7 +6996,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16900,7 +7018,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16913,159 +7055,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17075,7 +7072,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17096,7 +7093,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17109,155 +7129,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17267,7 +7146,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17289,7 +7168,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17302,159 +7205,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17464,7 +7222,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17487,7 +7245,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17500,163 +7283,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17666,7 +7300,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17690,7 +7324,33 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17703,167 +7363,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17873,7 +7380,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17892,7 +7399,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17905,147 +7433,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18058,7 +7453,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'average' and rs.items_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18076,7 +7471,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18088,137 +7503,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18230,7 +7519,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18250,7 +7539,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18262,145 +7573,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18422,7 +7599,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18441,7 +7618,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18453,141 +7651,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18599,7 +7667,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18619,7 +7687,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18631,145 +7721,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18781,7 +7737,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18802,7 +7758,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18814,149 +7793,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18968,7 +7809,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18988,7 +7829,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19000,145 +7863,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19150,7 +7879,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19171,7 +7900,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19183,149 +7935,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19337,7 +7951,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19359,7 +7973,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19371,153 +8009,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19529,7 +8025,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19552,7 +8048,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19564,157 +8085,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19726,7 +8101,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19744,7 +8119,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19756,137 +8151,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19901,7 +8170,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -19933,58 +8202,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20017,117 +8238,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20164,63 +8292,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20258,127 +8333,24 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20420,68 +8392,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20524,137 +8438,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20691,63 +8492,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20785,127 +8533,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20947,68 +8592,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21051,137 +8638,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21228,73 +8702,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21342,147 +8753,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21534,78 +8822,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21658,157 +8878,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21835,55 +8922,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21911,102 +8953,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22014,7 +8972,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22051,65 +9009,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22147,122 +9050,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22270,7 +9069,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22297,53 +9096,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22371,100 +9127,17 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
@@ -22473,7 +9146,7 @@ WHERE
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22505,60 +9178,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22591,112 +9214,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22704,7 +9233,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22741,65 +9270,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22837,122 +9311,18 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22960,7 +9330,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23002,70 +9372,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23108,132 +9418,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23241,7 +9437,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23278,65 +9474,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23374,122 +9515,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23497,7 +9534,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23539,70 +9576,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23645,132 +9622,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23778,7 +9641,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23825,75 +9688,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23941,142 +9739,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24084,7 +9758,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24136,80 +9810,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24262,152 +9866,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24415,7 +9885,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24442,55 +9912,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24518,102 +9943,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS INTEGER) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS INTEGER) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS INTEGER) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}

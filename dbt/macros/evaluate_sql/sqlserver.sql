@@ -3,7 +3,7 @@
 {% macro sqlserver__recsql_evaluate_sql(rs, recs, truth, baseline=none, catalog=none, interactions=none, item_features=none, items=none) -%}
 {%- set recsql_population_sql = {'relevant': '_n_rel > 0', 'intersection': '_n_rel > 0 AND _has_recs = 1', 'judged': '_n_truth > 0', 'lists': '_has_recs = 1'} %}
 {%- if (rs.duplicates == 'best') %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
@@ -14,242 +14,60 @@ WITH recs_in AS (
     user_id,
     item_id
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'score' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS FLOAT)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0{% else %},
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE Latin1_General_BIN2{% endif %} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
     MIN(-CAST({{ rs.order_col }} AS FLOAT)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
+{%- elif (rs.order == 'rank' and rs.runs == 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS FLOAT)) AS ord
   FROM {{ recs }}
   GROUP BY
-    _run0,
     user_id,
     item_id
 )
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
+{%- elif (rs.order == 'rank' and rs.runs > 0) %}
 WITH recs_in AS (
   SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS FLOAT)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
+    {% for ri in range(rs.runs) %}{% if loop.first %}{{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0{% else %},
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE Latin1_General_BIN2{% endif %} AS _run{{ ri }}{% endif %}{% endfor %},
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
     MIN(CAST({{ rs.order_col }} AS FLOAT)) AS ord
   FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE Latin1_General_BIN2{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS FLOAT)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE Latin1_General_BIN2{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS FLOAT)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE Latin1_General_BIN2{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE Latin1_General_BIN2{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    MIN(-CAST({{ rs.order_col }} AS FLOAT)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    item_id
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE Latin1_General_BIN2{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE Latin1_General_BIN2{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    MIN(CAST({{ rs.order_col }} AS FLOAT)) AS ord
-  FROM {{ recs }}
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id,
     item_id
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.order == 'score') %}
+{%- if (rs.order == 'score') %}
 WITH recs_in AS (
-  SELECT
+  SELECT{% for ri in range(rs.runs) %}
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE Latin1_General_BIN2{% endif %} AS _run{{ ri }},{% endfor %}
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
     -CAST({{ rs.order_col }} AS FLOAT) AS ord
   FROM {{ recs }}
 )
-{%- elif (rs.runs == 0 and rs.order == 'rank') %}
+{%- elif (rs.order == 'rank') %}
 WITH recs_in AS (
-  SELECT
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS FLOAT) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 1 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS FLOAT) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 1 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS FLOAT) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS FLOAT) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 2 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS FLOAT) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE Latin1_General_BIN2{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS FLOAT) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 3 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE Latin1_General_BIN2{% endif %} AS _run2,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    CAST({{ rs.order_col }} AS FLOAT) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'score') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE Latin1_General_BIN2{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE Latin1_General_BIN2{% endif %} AS _run3,
-    {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
-    {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
-    -CAST({{ rs.order_col }} AS FLOAT) AS ord
-  FROM {{ recs }}
-)
-{%- elif (rs.runs == 4 and rs.order == 'rank') %}
-WITH recs_in AS (
-  SELECT
-    {{ rs.run_cols[0] }}{% if rs.text.run0 %} COLLATE Latin1_General_BIN2{% endif %} AS _run0,
-    {{ rs.run_cols[1] }}{% if rs.text.run1 %} COLLATE Latin1_General_BIN2{% endif %} AS _run1,
-    {{ rs.run_cols[2] }}{% if rs.text.run2 %} COLLATE Latin1_General_BIN2{% endif %} AS _run2,
-    {{ rs.run_cols[3] }}{% if rs.text.run3 %} COLLATE Latin1_General_BIN2{% endif %} AS _run3,
+  SELECT{% for ri in range(rs.runs) %}
+    {{ rs.run_cols[ri] }}{% if rs.text['run' ~ ri] %} COLLATE Latin1_General_BIN2{% endif %} AS _run{{ ri }},{% endfor %}
     {{ rs.user_col }}{% if rs.text.user_id %} COLLATE Latin1_General_BIN2{% endif %} AS user_id,
     {{ rs.item_col }}{% if rs.text.item_id %} COLLATE Latin1_General_BIN2{% endif %} AS item_id,
     CAST({{ rs.order_col }} AS FLOAT) AS ord
@@ -436,34 +254,11 @@ WITH recs_in AS (
 )
 {%- else %}
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , runs AS (
   SELECT DISTINCT
-    _run0 AS _run0
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0 AS _run0,
-    _run1 AS _run1
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, runs AS (
-  SELECT DISTINCT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %}
   FROM recs_in
 )
 {%- endif %}
@@ -486,46 +281,11 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 1) %}
+{%- if (rs.runs > 0) %}
 , truth_runs AS (
   SELECT
-    runs._run0 AS _run0,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 2) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance
-  FROM truth_judged AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4) %}
-, truth_runs AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
@@ -544,68 +304,18 @@ WITH recs_in AS (
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , truth_users AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
   FROM truth_runs
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, truth_users AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, truth_users AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, truth_users AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
-    CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
-  FROM truth_runs
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -622,60 +332,16 @@ WITH recs_in AS (
     ) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     item_id AS item_id,
     ord AS ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR(8000)) COLLATE Latin1_General_BIN2 ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR(8000)) COLLATE Latin1_General_BIN2 ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR(8000)) COLLATE Latin1_General_BIN2 ASC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY ord ASC, CAST(item_id AS VARCHAR(8000)) COLLATE Latin1_General_BIN2 ASC
     ) AS BIGINT) AS rank
   FROM recs_in
@@ -691,50 +357,15 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     item_id AS item_id,
     ord AS ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id DESC) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
@@ -751,60 +382,16 @@ WITH recs_in AS (
     ) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     item_id AS item_id,
     ord AS ord,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR(8000)) COLLATE Latin1_General_BIN2 DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR(8000)) COLLATE Latin1_General_BIN2 DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY ord ASC, CAST(item_id AS VARCHAR(8000)) COLLATE Latin1_General_BIN2 DESC
-    ) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY ord ASC, CAST(item_id AS VARCHAR(8000)) COLLATE Latin1_General_BIN2 DESC
     ) AS BIGINT) AS rank
   FROM recs_in
@@ -820,56 +407,21 @@ WITH recs_in AS (
     CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ranked AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     item_id AS item_id,
     ord AS ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 2) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 3) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
-  FROM recs_in
-)
-{%- elif (rs.runs == 4) %}
-, list_ranked AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    ord AS ord,
-    CAST(ROW_NUMBER() OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
+    CAST(ROW_NUMBER() OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
   FROM recs_in
 )
 {%- endif %}
 {%- endif %}
 {%- if (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id' and rs.tie_bounds == 'on' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'all') or (rs.ties == 'item_id_desc' and rs.tie_bounds == 'on' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -887,26 +439,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -922,10 +459,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -939,113 +475,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    l.ord AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -1061,7 +495,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id AS user_id,
@@ -1105,7 +539,54 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+    user_id AS user_id,
+    item_id AS item_id,
+    rank AS rank,
+    CAST(NULL AS FLOAT) AS ord,
+    relevance AS relevance,
+    hit AS hit,
+    tie_gain AS tie_gain,
+    tie_gain_exp AS tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      l.{% for ri in range(rs.runs) %}_run{{ ri }} AS _run{{ ri }},
+      l.{% endfor %}user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(
+        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0
+          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
+          ELSE CAST(0 AS FLOAT)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT_BIG(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id AS user_id,
@@ -1147,10 +628,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     item_id AS item_id,
     rank AS rank,
@@ -1164,368 +646,28 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
+      l.{% for ri in range(rs.runs) %}_run{{ ri }} AS _run{{ ri }},
+      l.{% endfor %}user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
       l.ord AS ord,
       t.relevance AS relevance,
       AVG(
         CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0
           THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
           ELSE CAST(0 AS FLOAT)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE WHEN t.relevance > 0 THEN CAST(t.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT_BIG(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -1533,7 +675,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.tie_bounds == 'off' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id AS user_id,
@@ -1585,7 +727,62 @@ WITH recs_in AS (
   WHERE
     rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
+, list_judged AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+    user_id AS user_id,
+    item_id AS item_id,
+    rank AS rank,
+    CAST(NULL AS FLOAT) AS ord,
+    relevance AS relevance,
+    hit AS hit,
+    tie_gain AS tie_gain,
+    tie_gain_exp AS tie_gain_exp,
+    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
+      tie_size - tie_pos + 1
+    ) AS tie_miss
+  FROM (
+    SELECT
+      l.{% for ri in range(rs.runs) %}_run{{ ri }} AS _run{{ ri }},
+      l.{% endfor %}user_id AS user_id,
+      l.item_id AS item_id,
+      l.rank AS rank,
+      l.ord AS ord,
+      t.relevance AS relevance,
+      AVG(
+        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN CAST(t.relevance AS FLOAT)
+          ELSE CAST(0 AS FLOAT)
+        END
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
+      AVG(
+        CASE
+          WHEN t.relevance > 0 AND (
+            t.relevance >= {{ rs.threshold }}
+          )
+          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
+          ELSE CAST(0 AS FLOAT)
+        END
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT_BIG(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+    FROM list_ranked AS l
+    LEFT JOIN truth_judged AS t
+      ON l.user_id = t.user_id AND l.item_id = t.item_id
+  ) AS groups
+  WHERE
+    rank <= {{ rs.max_k }}
+)
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     user_id AS user_id,
@@ -1635,10 +832,11 @@ WITH recs_in AS (
       ON l.user_id = t.user_id AND l.item_id = t.item_id
   ) AS groups
 )
-{%- elif (rs.runs == 1 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     item_id AS item_id,
     rank AS rank,
@@ -1652,15 +850,15 @@ WITH recs_in AS (
     ) AS tie_miss
   FROM (
     SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
+      l.{% for ri in range(rs.runs) %}_run{{ ri }} AS _run{{ ri }},
+      l.{% endfor %}user_id AS user_id,
       l.item_id AS item_id,
       l.rank AS rank,
       l.ord AS ord,
       t.relevance AS relevance,
       AVG(
         CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS hit,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -1669,7 +867,7 @@ WITH recs_in AS (
           THEN CAST(t.relevance AS FLOAT)
           ELSE CAST(0 AS FLOAT)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
+      ) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_gain,
       AVG(
         CASE
           WHEN t.relevance > 0 AND (
@@ -1678,406 +876,10 @@ WITH recs_in AS (
           THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
           ELSE CAST(0 AS FLOAT)
         END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 1 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS FLOAT)
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 2 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS FLOAT)
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS FLOAT)
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS FLOAT)
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS FLOAT)
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS FLOAT)
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
-    FROM list_ranked AS l
-    LEFT JOIN truth_judged AS t
-      ON l.user_id = t.user_id AND l.item_id = t.item_id
-  ) AS groups
-  WHERE
-    rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    CAST(tie_size - tie_hits - tie_pos + 1 AS FLOAT) / (
-      tie_size - tie_pos + 1
-    ) AS tie_miss
-  FROM (
-    SELECT
-      l._run0 AS _run0,
-      l._run1 AS _run1,
-      l._run2 AS _run2,
-      l._run3 AS _run3,
-      l.user_id AS user_id,
-      l.item_id AS item_id,
-      l.rank AS rank,
-      l.ord AS ord,
-      t.relevance AS relevance,
-      AVG(
-        CASE WHEN t.relevance >= {{ rs.threshold }} THEN CAST(1 AS FLOAT) ELSE CAST(0 AS FLOAT) END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS hit,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN CAST(t.relevance AS FLOAT)
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain,
-      AVG(
-        CASE
-          WHEN t.relevance > 0 AND (
-            t.relevance >= {{ rs.threshold }}
-          )
-          THEN POWER(2, CAST(t.relevance AS FLOAT)) - 1
-          ELSE CAST(0 AS FLOAT)
-        END
-      ) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_gain_exp,
-      COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_size,
-      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord) AS tie_hits,
-      ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
+      ) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_gain_exp,
+      COUNT_BIG(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord) AS tie_size,
+      SUM(CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, l.ord) AS tie_hits,
+      ROW_NUMBER() OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, l.ord ORDER BY l.rank) AS tie_pos
     FROM list_ranked AS l
     LEFT JOIN truth_judged AS t
       ON l.user_id = t.user_id AND l.item_id = t.item_id
@@ -2085,7 +887,7 @@ WITH recs_in AS (
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , list_judged AS (
   SELECT
     l.user_id AS user_id,
@@ -2103,26 +905,11 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2138,10 +925,9 @@ WITH recs_in AS (
   WHERE
     l.rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2155,113 +941,11 @@ WITH recs_in AS (
   LEFT JOIN truth_judged AS t
     ON l.user_id = t.user_id AND l.item_id = t.item_id
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , list_judged AS (
   SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.rank AS rank,
-    CAST(NULL AS FLOAT) AS ord,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM list_ranked AS l
-  LEFT JOIN truth_judged AS t
-    ON l.user_id = t.user_id AND l.item_id = t.item_id
-  WHERE
-    l.rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, list_judged AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.rank AS rank,
@@ -2303,10 +987,11 @@ WITH recs_in AS (
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     item_id AS item_id,
     rank AS rank,
@@ -2315,99 +1000,15 @@ WITH recs_in AS (
     tie_gain AS tie_gain,
     tie_gain_exp AS tie_gain_exp,
     tie_miss AS tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, user_id, ord) AS BIGINT) AS tie_last,
+    CAST(MIN(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS BIGINT) AS tie_first,
+    CAST(MAX(rank) OVER (PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, ord) AS BIGINT) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    tie_miss AS tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    tie_miss AS tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    tie_miss AS tie_miss,
-    CAST(MIN(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS BIGINT) AS tie_first,
-    CAST(MAX(rank) OVER (PARTITION BY _run0, _run1, _run2, _run3, user_id, ord) AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
@@ -2430,64 +1031,11 @@ WITH recs_in AS (
     CAST(NULL AS BIGINT) AS tie_last
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0 AS _run0,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    tie_miss AS tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    tie_miss AS tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    tie_miss AS tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     item_id AS item_id,
     rank AS rank,
@@ -2527,10 +1075,11 @@ WITH recs_in AS (
     ) AS BIGINT) AS nonrel_cum
   FROM list_judged
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_rows AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     item_id AS item_id,
     rank AS rank,
@@ -2542,96 +1091,12 @@ WITH recs_in AS (
     CAST(NULL AS BIGINT) AS tie_first,
     CAST(NULL AS BIGINT) AS tie_last,
     CAST(SUM(hit) OVER (
-      PARTITION BY _run0, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS hits_cum,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 2) %}
-, list_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    tie_miss AS tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 3) %}
-, list_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    tie_miss AS tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS nonrel_cum
-  FROM list_judged
-)
-{%- elif (rs.runs == 4) %}
-, list_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    item_id AS item_id,
-    rank AS rank,
-    relevance AS relevance,
-    hit AS hit,
-    tie_gain AS tie_gain,
-    tie_gain_exp AS tie_gain_exp,
-    tie_miss AS tie_miss,
-    CAST(NULL AS BIGINT) AS tie_first,
-    CAST(NULL AS BIGINT) AS tie_last,
-    CAST(SUM(hit) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
-      ORDER BY rank
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS BIGINT) AS hits_cum,
-    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) OVER (
-      PARTITION BY _run0, _run1, _run2, _run3, user_id
+      PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id
       ORDER BY rank
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS BIGINT) AS nonrel_cum
@@ -2660,7 +1125,7 @@ WITH recs_in AS (
   FROM truth_in AS t
 )
 {%- endif %}
-{%- if (rs.runs == 0 and rs.whole == false) %}
+{%- if (rs.whole == false and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
     t.user_id AS user_id,
@@ -2672,20 +1137,11 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 0 and rs.whole == true) %}
+{%- elif (rs.whole == false and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-)
-{%- elif (rs.runs == 1 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -2696,100 +1152,21 @@ WITH recs_in AS (
   WHERE
     t.ideal_rank <= {{ rs.max_k }}
 )
-{%- elif (rs.runs == 1 and rs.whole == true) %}
+{%- elif (rs.whole == true and rs.runs == 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
     CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
     t.ideal_rank AS ideal_rank
   FROM truth_ordered AS t
-  CROSS JOIN runs
 )
-{%- elif (rs.runs == 2 and rs.whole == false) %}
+{%- elif (rs.whole == true and rs.runs > 0) %}
 , truth_rows AS (
   SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 2 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 3 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 3 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-)
-{%- elif (rs.runs == 4 and rs.whole == false) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
-    t.user_id AS user_id,
-    t.item_id AS item_id,
-    t.relevance AS relevance,
-    CASE WHEN t.relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END AS hit,
-    t.ideal_rank AS ideal_rank
-  FROM truth_ordered AS t
-  CROSS JOIN runs
-  WHERE
-    t.ideal_rank <= {{ rs.max_k }}
-)
-{%- elif (rs.runs == 4 and rs.whole == true) %}
-, truth_rows AS (
-  SELECT
-    runs._run0 AS _run0,
-    runs._run1 AS _run1,
-    runs._run2 AS _run2,
-    runs._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}runs._run0 AS _run0{% else %},
+    runs._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance,
@@ -2821,74 +1198,18 @@ UNION ALL
   JOIN list_ideal_cuts AS c
     ON l.rank <= c.k
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_ideal AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.item_id AS item_id,
     l.relevance AS relevance,
     l.hit AS hit,
     CAST(c.k AS BIGINT) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 2) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 3) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k
-      ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
-    ) AS BIGINT) AS ideal_rank
-  FROM list_rows AS l
-  JOIN list_ideal_cuts AS c
-    ON l.rank <= c.k
-)
-{%- elif (rs.runs == 4) %}
-, list_ideal AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    l.user_id AS user_id,
-    l.item_id AS item_id,
-    l.relevance AS relevance,
-    l.hit AS hit,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY COALESCE(l.relevance, 0) DESC, l.rank ASC
     ) AS BIGINT) AS ideal_rank
   FROM list_rows AS l
@@ -2951,49 +1272,11 @@ UNION ALL
   WHERE
     p.pos <= {{ rs.features.slots | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , slots AS (
   SELECT
-    u._run0 AS _run0,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 2) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 3) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u.user_id AS user_id,
-    CAST(p.pos AS BIGINT) AS ideal_rank
-  FROM truth_users AS u
-  CROSS JOIN slot_positions AS p
-  WHERE
-    p.pos <= {{ rs.features.slots | max }}
-)
-{%- elif (rs.runs == 4) %}
-, slots AS (
-  SELECT
-    u._run0 AS _run0,
-    u._run1 AS _run1,
-    u._run2 AS _run2,
-    u._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}u._run0 AS _run0{% else %},
+    u._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     u.user_id AS user_id,
     CAST(p.pos AS BIGINT) AS ideal_rank
   FROM truth_users AS u
@@ -3121,10 +1404,11 @@ UNION ALL
     c.k,
     l.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_counts AS (
   SELECT
-    l._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     CAST(c.k AS BIGINT) AS cut,
     l.item_id AS item_id,
     CAST(COUNT_BIG(*) AS BIGINT) AS exposure,
@@ -3133,71 +1417,8 @@ UNION ALL
   FROM list_rows AS l
   JOIN exposure_cuts AS c
     ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT_BIG(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT_BIG(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    c.k,
-    l.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_counts AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
-    CAST(c.k AS BIGINT) AS cut,
-    l.item_id AS item_id,
-    CAST(COUNT_BIG(*) AS BIGINT) AS exposure,
-    CAST(SUM(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END) AS BIGINT) AS list_users,
-    MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user /* a NULL of the user id's own type (an untyped NULL would become text in some engines) */
-  FROM list_rows AS l
-  JOIN exposure_cuts AS c
-    ON l.rank <= c.k
-  GROUP BY
-    l._run0,
-    l._run1,
-    l._run2,
-    l._run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    l._run{{ ri }},{% endfor %}
     c.k,
     l.item_id
 )
@@ -3222,10 +1443,11 @@ UNION ALL
   LEFT JOIN catalog_items AS g
     ON e.item_id = g.item_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , exposure_rows AS (
   SELECT
-    e._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}e._run0 AS _run0{% else %},
+    e._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     e.no_user AS user_id,
     5 AS src,
     e.cut AS cut,
@@ -3234,70 +1456,7 @@ UNION ALL
     e.list_users AS list_users,
     CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 2) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 3) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
-      ORDER BY e.exposure ASC, e.item_id ASC
-    ) AS BIGINT) AS exposure_rank
-  FROM exposure_counts AS e
-  LEFT JOIN catalog_items AS g
-    ON e.item_id = g.item_id
-)
-{%- elif (rs.runs == 4) %}
-, exposure_rows AS (
-  SELECT
-    e._run0 AS _run0,
-    e._run1 AS _run1,
-    e._run2 AS _run2,
-    e._run3 AS _run3,
-    e.no_user AS user_id,
-    5 AS src,
-    e.cut AS cut,
-    e.item_id AS item_id,
-    e.exposure AS exposure,
-    e.list_users AS list_users,
-    CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
-    CAST(ROW_NUMBER() OVER (
-      PARTITION BY e._run0, e._run1, e._run2, e._run3, e.cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
+      PARTITION BY e.{% for ri in range(rs.runs) %}_run{{ ri }}, e.{% endfor %}cut, CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END
       ORDER BY e.exposure ASC, e.item_id ASC
     ) AS BIGINT) AS exposure_rank
   FROM exposure_counts AS e
@@ -3322,10 +1481,11 @@ UNION ALL
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , list_pairs AS (
   SELECT
-    a._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}a._run0 AS _run0{% else %},
+    a._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     a.user_id AS user_id,
     b.rank AS rank,
     a.item_id AS item_a,
@@ -3334,72 +1494,8 @@ UNION ALL
     b.relevance AS relevance_b
   FROM list_rows AS a
   JOIN list_rows AS b
-    ON b._run0 = a._run0 AND a.user_id = b.user_id AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 2) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 3) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND a.user_id = b.user_id
-    AND a.rank < b.rank
-  WHERE
-    b.rank <= {{ rs.features.pairs | max }}
-)
-{%- elif (rs.runs == 4) %}
-, list_pairs AS (
-  SELECT
-    a._run0 AS _run0,
-    a._run1 AS _run1,
-    a._run2 AS _run2,
-    a._run3 AS _run3,
-    a.user_id AS user_id,
-    b.rank AS rank,
-    a.item_id AS item_a,
-    b.item_id AS item_b,
-    a.relevance AS relevance_a,
-    b.relevance AS relevance_b
-  FROM list_rows AS a
-  JOIN list_rows AS b
-    ON b._run0 = a._run0
-    AND b._run1 = a._run1
-    AND b._run2 = a._run2
-    AND b._run3 = a._run3
-    AND a.user_id = b.user_id
+    ON{% for ri in range(rs.runs) %} b._run{{ ri }} = a._run{{ ri }}
+    AND{% endfor %} a.user_id = b.user_id
     AND a.rank < b.rank
   WHERE
     b.rank <= {{ rs.features.pairs | max }}
@@ -3438,10 +1534,11 @@ UNION ALL
     p.item_a,
     p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_dots AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     p.item_a AS item_a,
     p.item_b AS item_b,
@@ -3452,77 +1549,8 @@ UNION ALL
   JOIN features_in AS fb
     ON fb.item_id = p.item_b AND fa.feature = fb.feature
   GROUP BY
-    p._run0,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS FLOAT) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS FLOAT) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p.user_id,
-    p.item_a,
-    p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_dots AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    p.item_a AS item_a,
-    p.item_b AS item_b,
-    SUM(CAST(fa.value AS FLOAT) * fb.value) AS dot
-  FROM list_pairs AS p
-  JOIN features_in AS fa
-    ON fa.item_id = p.item_a
-  JOIN features_in AS fb
-    ON fb.item_id = p.item_b AND fa.feature = fb.feature
-  GROUP BY
-    p._run0,
-    p._run1,
-    p._run2,
-    p._run3,
-    p.user_id,
+    p.{% for ri in range(rs.runs) %}_run{{ ri }},
+    p.{% endfor %}user_id,
     p.item_a,
     p.item_b
 )
@@ -3563,10 +1591,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3593,125 +1622,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS FLOAT) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS FLOAT) / (
-        na.norm * nb.norm
-      )
-    END AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS FLOAT) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS FLOAT) / (
-        na.norm * nb.norm
-      )
-    END AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS FLOAT) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS FLOAT) / (
-        na.norm * nb.norm
-      )
-    END AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -3746,106 +1658,11 @@ UNION ALL
   LEFT JOIN items_in AS cb
     ON cb.item_id = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS FLOAT) AS pair_category_dissim,
-    CAST(NULL AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS FLOAT) AS pair_category_dissim,
-    CAST(NULL AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS FLOAT) AS pair_category_dissim,
-    CAST(NULL AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3915,10 +1732,11 @@ UNION ALL
   LEFT JOIN pair_dots AS d
     ON d.user_id = p.user_id AND d.item_a = p.item_a AND d.item_b = p.item_b
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -3955,155 +1773,8 @@ UNION ALL
   LEFT JOIN feature_norms AS nb
     ON nb.item_id = p.item_b
   LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS FLOAT) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS FLOAT) / (
-        na.norm * nb.norm
-      )
-    END AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS FLOAT) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS FLOAT) / (
-        na.norm * nb.norm
-      )
-    END AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND d.user_id = p.user_id
-    AND d.item_a = p.item_a
-    AND d.item_b = p.item_b
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(CASE
-      WHEN ca.category IS NULL OR cb.category IS NULL
-      THEN NULL
-      WHEN ca.category = cb.category
-      THEN 0
-      ELSE 1
-    END AS FLOAT) AS pair_category_dissim,
-    CAST(CASE
-      WHEN na.norm IS NULL OR nb.norm IS NULL OR na.norm = 0 OR nb.norm = 0
-      THEN NULL
-      ELSE 1 - CAST(COALESCE(d.dot, 0) AS FLOAT) / (
-        na.norm * nb.norm
-      )
-    END AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-  LEFT JOIN items_in AS ca
-    ON ca.item_id = p.item_a
-  LEFT JOIN items_in AS cb
-    ON cb.item_id = p.item_b
-  LEFT JOIN feature_norms AS na
-    ON na.item_id = p.item_a
-  LEFT JOIN feature_norms AS nb
-    ON nb.item_id = p.item_b
-  LEFT JOIN pair_dots AS d
-    ON p._run0 = d._run0
-    AND p._run1 = d._run1
-    AND p._run2 = d._run2
-    AND p._run3 = d._run3
-    AND d.user_id = p.user_id
+    ON{% for ri in range(rs.runs) %} p._run{{ ri }} = d._run{{ ri }}
+    AND{% endfor %} d.user_id = p.user_id
     AND d.item_a = p.item_a
     AND d.item_b = p.item_b
 )
@@ -4128,76 +1799,11 @@ UNION ALL
     CAST(NULL AS FLOAT) AS pair_feature_dissim
   FROM list_pairs AS p
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , pair_rows AS (
   SELECT
-    p._run0 AS _run0,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS FLOAT) AS pair_category_dissim,
-    CAST(NULL AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 2) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS FLOAT) AS pair_category_dissim,
-    CAST(NULL AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 3) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p.user_id AS user_id,
-    6 AS src,
-    p.rank AS rank,
-    CASE
-      WHEN p.relevance_a IS NULL OR p.relevance_b IS NULL
-      THEN CAST(NULL AS BIGINT)
-      WHEN p.relevance_a > p.relevance_b
-      THEN CAST(1 AS BIGINT)
-      WHEN p.relevance_a < p.relevance_b
-      THEN CAST(-1 AS BIGINT)
-      ELSE CAST(0 AS BIGINT)
-    END AS pair_sign,
-    CAST(NULL AS FLOAT) AS pair_category_dissim,
-    CAST(NULL AS FLOAT) AS pair_feature_dissim
-  FROM list_pairs AS p
-)
-{%- elif (rs.runs == 4) %}
-, pair_rows AS (
-  SELECT
-    p._run0 AS _run0,
-    p._run1 AS _run1,
-    p._run2 AS _run2,
-    p._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}p._run0 AS _run0{% else %},
+    p._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     p.user_id AS user_id,
     6 AS src,
     p.rank AS rank,
@@ -4240,72 +1846,22 @@ UNION ALL
   WHERE
     NOT l.relevance IS NULL
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , corr_rows AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.rank DESC) AS FLOAT) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l.user_id, c.k ORDER BY l.relevance ASC) AS FLOAT) + CAST(COUNT_BIG(*) OVER (PARTITION BY l._run0, l.user_id, c.k, l.relevance) - 1 AS FLOAT) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 2) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.rank DESC) AS FLOAT) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k ORDER BY l.relevance ASC) AS FLOAT) + CAST(COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l.user_id, c.k, l.relevance) - 1 AS FLOAT) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 3) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    7 AS src,
-    CAST(c.k AS BIGINT) AS cut,
-    CAST(ROW_NUMBER() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.rank DESC) AS FLOAT) AS corr_rank_x,
-    CAST(RANK() OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k ORDER BY l.relevance ASC) AS FLOAT) + CAST(COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l.user_id, c.k, l.relevance) - 1 AS FLOAT) / 2 AS corr_rank_y
-  FROM list_rows AS l
-  JOIN corr_cuts AS c
-    ON l.rank <= c.k
-  WHERE
-    NOT l.relevance IS NULL
-)
-{%- elif (rs.runs == 4) %}
-, corr_rows AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     7 AS src,
     CAST(c.k AS BIGINT) AS cut,
     CAST(ROW_NUMBER() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.rank DESC
     ) AS FLOAT) AS corr_rank_x,
     CAST(RANK() OVER (
-      PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k
+      PARTITION BY l.{% for ri in range(rs.runs) %}_run{{ ri }}, l.{% endfor %}user_id, c.k
       ORDER BY l.relevance ASC
-    ) AS FLOAT) + CAST(COUNT_BIG(*) OVER (PARTITION BY l._run0, l._run1, l._run2, l._run3, l.user_id, c.k, l.relevance) - 1 AS FLOAT) / 2 AS corr_rank_y
+    ) AS FLOAT) + CAST(COUNT_BIG(*) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}l._run0{% else %}, l._run{{ ri }}{% endif %}{% endfor %}, l.user_id, c.k, l.relevance) - 1 AS FLOAT) / 2 AS corr_rank_y
   FROM list_rows AS l
   JOIN corr_cuts AS c
     ON l.rank <= c.k
@@ -4345,82 +1901,11 @@ UNION ALL
   CROSS JOIN cascade_params AS p
   CROSS JOIN truth_max AS m
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_factors AS (
   SELECT
-    l._run0 AS _run0,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN CAST((
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS FLOAT) ELSE 0 END) - 1
-      ) AS FLOAT) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS FLOAT) ELSE 0 END AS FLOAT) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 2) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN CAST((
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS FLOAT) ELSE 0 END) - 1
-      ) AS FLOAT) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS FLOAT) ELSE 0 END AS FLOAT) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 3) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l.user_id AS user_id,
-    l.rank AS rank,
-    p.kind AS cascade_kind,
-    p.grade AS cascade_grade,
-    CASE
-      WHEN p.kind = 'err'
-      THEN CAST((
-        POWER(2, CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS FLOAT) ELSE 0 END) - 1
-      ) AS FLOAT) / POWER(2, COALESCE(p.grade, m.max_grade))
-      ELSE COALESCE(
-        CAST(CASE WHEN l.relevance > 0 THEN CAST(l.relevance AS FLOAT) ELSE 0 END AS FLOAT) / NULLIF(COALESCE(p.grade, m.max_grade), 0),
-        0
-      )
-    END AS cascade_rel
-  FROM list_rows AS l
-  CROSS JOIN cascade_params AS p
-  CROSS JOIN truth_max AS m
-)
-{%- elif (rs.runs == 4) %}
-, cascade_factors AS (
-  SELECT
-    l._run0 AS _run0,
-    l._run1 AS _run1,
-    l._run2 AS _run2,
-    l._run3 AS _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}l._run0 AS _run0{% else %},
+    l._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     l.user_id AS user_id,
     l.rank AS rank,
     p.kind AS cascade_kind,
@@ -4492,10 +1977,11 @@ UNION ALL
     FROM cascade_factors
   ) AS reach
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , cascade_rows AS (
   SELECT
-    _run0 AS _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS _run0{% else %},
+    _run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
     user_id AS user_id,
     8 AS src,
     rank AS rank,
@@ -4510,8 +1996,8 @@ UNION ALL
       ) * EXP(log_before)
     END AS FLOAT) AS cascade_reach
   FROM (
-    SELECT
-      _run0 AS _run0,
+    SELECT{% for ri in range(rs.runs) %}
+      _run{{ ri }} AS _run{{ ri }},{% endfor %}
       user_id AS user_id,
       rank AS rank,
       cascade_kind AS cascade_kind,
@@ -4519,7 +2005,7 @@ UNION ALL
       cascade_rel AS cascade_rel,
       COALESCE(
         SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4527,7 +2013,7 @@ UNION ALL
       ) AS zeros_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
+          PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}, user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4535,175 +2021,7 @@ UNION ALL
       ) AS negatives_before,
       COALESCE(
         SUM(CASE WHEN cascade_rel <> 1 THEN LOG(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 2) %}
-, cascade_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    user_id AS user_id,
-    8 AS src,
-    rank AS rank,
-    cascade_kind AS cascade_kind,
-    cascade_grade AS cascade_grade,
-    cascade_rel AS cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS FLOAT) AS cascade_reach
-  FROM (
-    SELECT
-      _run0 AS _run0,
-      _run1 AS _run1,
-      user_id AS user_id,
-      rank AS rank,
-      cascade_kind AS cascade_kind,
-      cascade_grade AS cascade_grade,
-      cascade_rel AS cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LOG(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 3) %}
-, cascade_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    user_id AS user_id,
-    8 AS src,
-    rank AS rank,
-    cascade_kind AS cascade_kind,
-    cascade_grade AS cascade_grade,
-    cascade_rel AS cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS FLOAT) AS cascade_reach
-  FROM (
-    SELECT
-      _run0 AS _run0,
-      _run1 AS _run1,
-      _run2 AS _run2,
-      user_id AS user_id,
-      rank AS rank,
-      cascade_kind AS cascade_kind,
-      cascade_grade AS cascade_grade,
-      cascade_rel AS cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LOG(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS log_before
-    FROM cascade_factors
-  ) AS reach
-)
-{%- elif (rs.runs == 4) %}
-, cascade_rows AS (
-  SELECT
-    _run0 AS _run0,
-    _run1 AS _run1,
-    _run2 AS _run2,
-    _run3 AS _run3,
-    user_id AS user_id,
-    8 AS src,
-    rank AS rank,
-    cascade_kind AS cascade_kind,
-    cascade_grade AS cascade_grade,
-    cascade_rel AS cascade_rel,
-    CAST(CASE
-      WHEN zeros_before > 0
-      THEN 0
-      ELSE (
-        1 - 2 * (negatives_before % 2)
-      ) * EXP(log_before)
-    END AS FLOAT) AS cascade_reach
-  FROM (
-    SELECT
-      _run0 AS _run0,
-      _run1 AS _run1,
-      _run2 AS _run2,
-      _run3 AS _run3,
-      user_id AS user_id,
-      rank AS rank,
-      cascade_kind AS cascade_kind,
-      cascade_grade AS cascade_grade,
-      cascade_rel AS cascade_rel,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel = 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS zeros_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel > 1 THEN 1 ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
-          ORDER BY rank
-          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-        ),
-        0
-      ) AS negatives_before,
-      COALESCE(
-        SUM(CASE WHEN cascade_rel <> 1 THEN LOG(ABS(1 - cascade_rel)) ELSE 0 END) OVER (
-          PARTITION BY _run0, _run1, _run2, _run3, user_id, cascade_kind, cascade_grade
+          PARTITION BY{% for ri in range(rs.runs) %} _run{{ ri }},{% endfor %} user_id, cascade_kind, cascade_grade
           ORDER BY rank
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
         ),
@@ -4946,10 +2264,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -4977,7 +2296,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5005,8 +2325,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5036,7 +2356,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5065,8 +2386,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5096,7 +2417,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -5125,8 +2447,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -5155,770 +2477,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_feature_dissim AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -6178,10 +2738,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -6209,7 +2770,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6237,8 +2799,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6268,7 +2830,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6297,8 +2860,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6328,7 +2891,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -6357,8 +2921,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -6387,770 +2951,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -7418,10 +3220,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -7450,7 +3253,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7479,8 +3283,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7511,7 +3315,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7541,8 +3346,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7573,7 +3378,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -7603,8 +3409,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -7634,794 +3440,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(pair_category_dissim AS FLOAT) AS pair_category_dissim,
-  CAST(pair_feature_dissim AS FLOAT) AS pair_feature_dissim,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS pair_category_dissim,
-  CAST(NULL AS FLOAT) AS pair_feature_dissim,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -8452,7 +3472,7 @@ FROM cascade_rows
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8492,7 +3512,53 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS BIGINT) AS ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  tie_gain,
+  tie_miss
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS FLOAT) AS tie_gain,
+  CAST(NULL AS FLOAT) AS tie_miss
+FROM truth_rows
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS BIGINT) AS rank,
+  ideal_rank,
+  NULL AS item_id,
+  CAST(1 AS FLOAT) AS relevance,
+  1 AS hit,
+  CAST(NULL AS FLOAT) AS tie_gain,
+  CAST(NULL AS FLOAT) AS tie_miss
+FROM slots
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
 SELECT
   user_id,
@@ -8535,53 +3601,11 @@ SELECT
 FROM slots
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -8595,7 +3619,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -8610,310 +3635,8 @@ FROM truth_rows
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_gain_exp,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_gain_exp,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_gain_exp,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_gain_exp,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_gain_exp,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM slots
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  tie_gain,
-  tie_gain_exp,
-  tie_miss
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS FLOAT) AS tie_gain,
-  CAST(NULL AS FLOAT) AS tie_gain_exp,
-  CAST(NULL AS FLOAT) AS tie_miss
-FROM truth_rows
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9151,10 +3874,11 @@ SELECT
 FROM cascade_rows
 {%- endif %}
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   1 AS src,
   rank,
@@ -9181,7 +3905,8 @@ SELECT
 FROM list_rows
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   2 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9208,8 +3933,8 @@ SELECT
 FROM truth_rows
 {%- if rs.features.list_ideal %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   3 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9238,7 +3963,8 @@ FROM list_ideal
 {%- if rs.features.slots %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   4 AS src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9266,8 +3992,8 @@ FROM slots
 {%- endif %}
 {%- if rs.features.exposure %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9296,7 +4022,8 @@ FROM exposure_rows
 {%- if rs.features.pairs %}
 UNION ALL
 SELECT
-  _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
   user_id,
   src,
   rank,
@@ -9324,8 +4051,8 @@ FROM pair_rows
 {%- endif %}
 {%- if rs.features.corr %}
 UNION ALL
-SELECT
-  _run0,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   CAST(NULL AS BIGINT) AS rank,
@@ -9353,746 +4080,8 @@ FROM corr_rows
 {%- endif %}
 {%- if rs.features.cascade %}
 UNION ALL
-SELECT
-  _run0,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(cascade_kind AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(cascade_grade AS FLOAT) AS cascade_grade,
-  CAST(cascade_rel AS FLOAT) AS cascade_rel,
-  CAST(cascade_reach AS FLOAT) AS cascade_reach
-FROM cascade_rows
-{%- endif %}
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  1 AS src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  hits_cum,
-  nonrel_cum,
-  CAST(tie_first AS BIGINT) AS tie_first,
-  CAST(tie_last AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_rows
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  2 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM truth_rows
-{%- if rs.features.list_ideal %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  3 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  cut,
-  item_id,
-  relevance,
-  hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM list_ideal
-{%- endif %}
-{%- if rs.features.slots %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  4 AS src,
-  CAST(NULL AS BIGINT) AS rank,
-  ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(1 AS FLOAT) AS relevance,
-  1 AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM slots
-{%- endif %}
-{%- if rs.features.exposure %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(exposure AS BIGINT) AS exposure,
-  CAST(list_users AS BIGINT) AS list_users,
-  CAST(in_catalog AS BIGINT) AS in_catalog,
-  CAST(exposure_rank AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM exposure_rows
-{%- endif %}
-{%- if rs.features.pairs %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  CAST(NULL AS BIGINT) AS cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(pair_sign AS BIGINT) AS pair_sign,
-  CAST(NULL AS FLOAT) AS corr_rank_x,
-  CAST(NULL AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM pair_rows
-{%- endif %}
-{%- if rs.features.corr %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
-  user_id,
-  src,
-  CAST(NULL AS BIGINT) AS rank,
-  CAST(NULL AS BIGINT) AS ideal_rank,
-  cut,
-  NULL AS item_id,
-  CAST(NULL AS FLOAT) AS relevance,
-  NULL AS hit,
-  CAST(NULL AS BIGINT) AS hits_cum,
-  CAST(NULL AS BIGINT) AS nonrel_cum,
-  CAST(NULL AS BIGINT) AS tie_first,
-  CAST(NULL AS BIGINT) AS tie_last,
-  CAST(NULL AS BIGINT) AS exposure,
-  CAST(NULL AS BIGINT) AS list_users,
-  CAST(NULL AS BIGINT) AS in_catalog,
-  CAST(NULL AS BIGINT) AS exposure_rank,
-  CAST(NULL AS BIGINT) AS pair_sign,
-  CAST(corr_rank_x AS FLOAT) AS corr_rank_x,
-  CAST(corr_rank_y AS FLOAT) AS corr_rank_y,
-  CAST(NULL AS VARCHAR(MAX)) AS cascade_kind,
-  CAST(NULL AS FLOAT) AS cascade_grade,
-  CAST(NULL AS FLOAT) AS cascade_rel,
-  CAST(NULL AS FLOAT) AS cascade_reach
-FROM corr_rows
-{%- endif %}
-{%- if rs.features.cascade %}
-UNION ALL
-SELECT
-  _run0,
-  _run1,
-  _run2,
-  _run3,
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
   user_id,
   src,
   rank,
@@ -10123,7 +4112,7 @@ FROM cascade_rows
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'average') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10149,7 +4138,37 @@ FROM cascade_rows
     CAST(NULL AS FLOAT) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    tie_gain,
+    tie_miss
+  FROM list_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    2 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS FLOAT) AS tie_gain,
+    CAST(NULL AS FLOAT) AS tie_miss
+  FROM truth_rows
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , stacked AS (
   SELECT
     user_id,
@@ -10177,38 +4196,11 @@ FROM cascade_rows
     CAST(NULL AS FLOAT) AS tie_miss
   FROM truth_rows
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10222,205 +4214,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_gain_exp,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS FLOAT) AS tie_gain,
-    CAST(NULL AS FLOAT) AS tie_miss
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    tie_gain,
-    tie_gain_exp,
-    tie_miss
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS BIGINT) AS rank,
@@ -10461,10 +4256,11 @@ FROM cascade_rows
     CAST(NULL AS BIGINT) AS nonrel_cum
   FROM truth_rows
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , stacked AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     1 AS src,
     rank,
@@ -10477,103 +4273,8 @@ FROM cascade_rows
   FROM list_rows
   UNION ALL
   SELECT
-    _run0,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 2) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 3) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    2 AS src,
-    CAST(NULL AS BIGINT) AS rank,
-    ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    CAST(NULL AS BIGINT) AS hits_cum,
-    CAST(NULL AS BIGINT) AS nonrel_cum
-  FROM truth_rows
-)
-{%- elif (rs.runs == 4) %}
-, stacked AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    1 AS src,
-    rank,
-    CAST(NULL AS BIGINT) AS ideal_rank,
-    item_id,
-    relevance,
-    hit,
-    hits_cum,
-    nonrel_cum
-  FROM list_rows
-  UNION ALL
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     2 AS src,
     CAST(NULL AS BIGINT) AS rank,
@@ -10590,7 +4291,7 @@ FROM cascade_rows
 {%- endif %}
 {%- if rs.wide %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'all' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'all' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -10649,7 +4350,69 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -10713,70 +4476,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -10818,408 +4522,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -11241,7 +4545,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'off') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11302,7 +4606,71 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11370,72 +4738,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -11485,426 +4792,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -11922,7 +4811,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.gain == 'relevant' and rs.baseline == 'on') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant' and rs.baseline == 'on') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -11987,7 +4876,75 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12059,76 +5016,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -12178,450 +5070,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -12643,7 +5093,7 @@ CROSS JOIN catalog_size AS cs
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12669,7 +5119,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -12702,37 +5181,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -12757,216 +5210,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -12974,7 +5219,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant' and rs.baseline == 'off') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13002,7 +5247,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13039,39 +5315,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13100,234 +5348,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13335,7 +5357,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13390,7 +5412,65 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.cut AS cut,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %},
+  s.tie_first AS tie_first,
+  s.tie_last AS tie_last,
+  s.exposure AS exposure,
+  s.list_users AS list_users,
+  s.in_catalog AS in_catalog,
+  s.exposure_rank AS exposure_rank,
+  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
+    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
+    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
+  s.corr_rank_x AS corr_rank_x,
+  s.corr_rank_y AS corr_rank_y,
+  s.cascade_kind AS cascade_kind,
+  s.cascade_grade AS cascade_grade,
+  s.cascade_rel AS cascade_rel,
+  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
+    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
+    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
+    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
+    cs.n_catalog AS n_catalog{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.features.popularity %}
+LEFT JOIN item_popularity AS pop
+  ON s.item_id = pop.item_id
+{%- endif %}
+{%- if rs.features.interaction_users %}
+CROSS JOIN interaction_users AS iu
+{%- endif %}
+{%- if rs.features.catalog %}
+CROSS JOIN catalog_size AS cs
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13450,66 +5530,11 @@ CROSS JOIN interaction_users AS iu
 CROSS JOIN catalog_size AS cs
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -13551,384 +5576,8 @@ SELECT
     cs.n_catalog AS n_catalog{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.features.popularity %}
-LEFT JOIN item_popularity AS pop
-  ON s.item_id = pop.item_id
-{%- endif %}
-{%- if rs.features.interaction_users %}
-CROSS JOIN interaction_users AS iu
-{%- endif %}
-{%- if rs.features.catalog %}
-CROSS JOIN catalog_size AS cs
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.cut AS cut,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %},
-  s.tie_first AS tie_first,
-  s.tie_last AS tie_last,
-  s.exposure AS exposure,
-  s.list_users AS list_users,
-  s.in_catalog AS in_catalog,
-  s.exposure_rank AS exposure_rank,
-  s.pair_sign AS pair_sign{%- if rs.items_input in ['read'] %},
-    s.pair_category_dissim AS pair_category_dissim{%- endif %}{%- if rs.features_input in ['on'] %},
-    s.pair_feature_dissim AS pair_feature_dissim{%- endif %},
-  s.corr_rank_x AS corr_rank_x,
-  s.corr_rank_y AS corr_rank_y,
-  s.cascade_kind AS cascade_kind,
-  s.cascade_grade AS cascade_grade,
-  s.cascade_rel AS cascade_rel,
-  s.cascade_reach AS cascade_reach{%- if rs.features.popularity %},
-    pop.n_seen AS n_seen{%- endif %}{%- if rs.features.popularity %},
-    pop.pop_rank AS pop_rank{%- endif %}{%- if rs.features.interaction_users %},
-    iu.u_seen AS u_seen{%- endif %}{%- if rs.features.catalog %},
-    cs.n_catalog AS n_catalog{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -13948,7 +5597,7 @@ CROSS JOIN catalog_size AS cs
 {%- endif %}
 {%- else %}
 {%- if (rs.ties == 'item_id' and rs.gain == 'relevant') or (rs.ties == 'item_id_desc' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -13984,7 +5633,46 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14027,47 +5715,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14098,276 +5750,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14379,7 +5763,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'all') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14405,7 +5789,36 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14438,37 +5851,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14493,216 +5880,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -14710,7 +5889,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.gain == 'relevant') %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14738,7 +5917,38 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.hit AS hit,
+  CASE
+    WHEN s.src = 1
+    THEN s.tie_gain
+    WHEN s.relevance > 0 AND (
+      s.relevance >= {{ rs.threshold }}
+    )
+    THEN CAST(s.relevance AS FLOAT)
+    ELSE CAST(0 AS FLOAT)
+  END AS gain,
+  s.tie_miss AS tie_miss,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_truth, 0) AS n_truth
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -14775,39 +5985,11 @@ LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -14836,234 +6018,8 @@ SELECT
   COALESCE(u.n_truth, 0) AS n_truth
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.hit AS hit,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN CAST(s.relevance AS FLOAT)
-    ELSE CAST(0 AS FLOAT)
-  END AS gain,
-  CASE
-    WHEN s.src = 1
-    THEN s.tie_gain_exp
-    WHEN s.relevance > 0 AND (
-      s.relevance >= {{ rs.threshold }}
-    )
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  s.tie_miss AS tie_miss,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_truth, 0) AS n_truth
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15071,7 +6027,7 @@ LEFT JOIN items_in AS i
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.exponent == false) %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15101,7 +6057,40 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 0 and rs.exponent == true) %}
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, ranked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
+  s.user_id AS user_id,
+  s.src AS src,
+  s.rank AS rank,
+  s.ideal_rank AS ideal_rank,
+  s.relevance AS relevance,
+  s.hit AS hit,
+  s.hits_cum AS hits_cum,
+  s.nonrel_cum AS nonrel_cum,
+  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
+  COALESCE(u.n_rel, 0) AS n_rel,
+  COALESCE(u.n_nonrel, 0) AS n_nonrel,
+  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
+    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
+    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
+    b.baseline_rank AS baseline_rank{%- endif %}
+FROM stacked AS s
+LEFT JOIN truth_users AS u
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
+{%- if rs.items_input in ['given', 'read'] %}
+LEFT JOIN items_in AS i
+  ON s.item_id = i.item_id
+{%- endif %}
+{%- if rs.baseline in ['on'] %}
+LEFT JOIN baseline_ranked AS b
+  ON s.user_id = b.user_id AND s.item_id = b.item_id
+{%- endif %}
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
 , ranked AS (
 SELECT
   s.user_id AS user_id,
@@ -15136,41 +6125,11 @@ LEFT JOIN baseline_ranked AS b
   ON s.user_id = b.user_id AND s.item_id = b.item_id
 {%- endif %}
 )
-{%- elif (rs.runs == 1 and rs.exponent == false) %}
+{%- elif (rs.exponent == true and rs.runs > 0) %}
 , ranked AS (
 SELECT
-  s._run0 AS _run0,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 1 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
+  {% for ri in range(rs.runs) %}{% if loop.first %}s._run0 AS _run0{% else %},
+  s._run{{ ri }} AS _run{{ ri }}{% endif %}{% endfor %},
   s.user_id AS user_id,
   s.src AS src,
   s.rank AS rank,
@@ -15193,234 +6152,8 @@ SELECT
     b.baseline_rank AS baseline_rank{%- endif %}
 FROM stacked AS s
 LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 2 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0 AND u._run1 = s._run1 AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 3 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == false) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
-{%- if rs.items_input in ['given', 'read'] %}
-LEFT JOIN items_in AS i
-  ON s.item_id = i.item_id
-{%- endif %}
-{%- if rs.baseline in ['on'] %}
-LEFT JOIN baseline_ranked AS b
-  ON s.user_id = b.user_id AND s.item_id = b.item_id
-{%- endif %}
-)
-{%- elif (rs.runs == 4 and rs.exponent == true) %}
-, ranked AS (
-SELECT
-  s._run0 AS _run0,
-  s._run1 AS _run1,
-  s._run2 AS _run2,
-  s._run3 AS _run3,
-  s.user_id AS user_id,
-  s.src AS src,
-  s.rank AS rank,
-  s.ideal_rank AS ideal_rank,
-  s.relevance AS relevance,
-  s.hit AS hit,
-  s.hits_cum AS hits_cum,
-  s.nonrel_cum AS nonrel_cum,
-  CASE WHEN s.relevance > 0 THEN CAST(s.relevance AS FLOAT) ELSE CAST(0 AS FLOAT) END AS gain,
-  CASE
-    WHEN s.relevance > 0
-    THEN POWER(2, CAST(s.relevance AS FLOAT)) - 1
-    ELSE CAST(0 AS FLOAT)
-  END AS gain_exp,
-  COALESCE(u.n_rel, 0) AS n_rel,
-  COALESCE(u.n_nonrel, 0) AS n_nonrel,
-  COALESCE(u.n_truth, 0) AS n_truth{%- if rs.items_input in ['read'] %},
-    CAST(i.price AS FLOAT) AS price{%- endif %}{%- if rs.items_input in ['read'] %},
-    CAST(i.probability AS FLOAT) AS probability{%- endif %}{%- if rs.baseline in ['on'] %},
-    b.baseline_rank AS baseline_rank{%- endif %}
-FROM stacked AS s
-LEFT JOIN truth_users AS u
-  ON u._run0 = s._run0
-  AND u._run1 = s._run1
-  AND u._run2 = s._run2
-  AND u._run3 = s._run3
-  AND s.user_id = u.user_id
+  ON{% for ri in range(rs.runs) %} u._run{{ ri }} = s._run{{ ri }}
+  AND{% endfor %} s.user_id = u.user_id
 {%- if rs.items_input in ['given', 'read'] %}
 LEFT JOIN items_in AS i
   ON s.item_id = i.item_id
@@ -15448,10 +6181,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15459,65 +6193,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -15536,10 +6213,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15548,68 +6226,8 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    MAX(CASE WHEN src = 5 THEN 1 ELSE 0 END) AS _is_global,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
@@ -15628,10 +6246,11 @@ LEFT JOIN baseline_ranked AS b
   GROUP BY
     user_id
 )
-{%- elif (rs.runs == 1) %}
+{%- elif (rs.runs > 0) %}
 , per_user_raw AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     MAX(n_rel) AS _n_rel,
     MAX(n_truth) AS _n_truth,
@@ -15639,70 +6258,13 @@ LEFT JOIN baseline_ranked AS b
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
   FROM ranked
-  GROUP BY
-    _run0,
-    user_id
-)
-{%- elif (rs.runs == 2) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    user_id
-)
-{%- elif (rs.runs == 3) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    user_id
-)
-{%- elif (rs.runs == 4) %}
-, per_user_raw AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    MAX(n_rel) AS _n_rel,
-    MAX(n_truth) AS _n_truth,
-    MAX(CASE WHEN src = 1 THEN 1 ELSE 0 END) AS _has_recs,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{{ m.sql }} AS _m{{ loop.index0 }} /* {{ m.comment }} */{%- endfor %}
-  FROM ranked
-  GROUP BY
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
     user_id
 )
 {%- endif %}
 {%- endif %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
@@ -15725,91 +6287,14 @@ LEFT JOIN baseline_ranked AS b
     CAST(COUNT(*) AS BIGINT) AS _recs_rows
   FROM recs_in
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 , checks_recs_invalid AS (
   SELECT
     CAST(COALESCE(
       SUM(
         CASE
-          WHEN _run0 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS FLOAT) > 1.7976931348623157E308
-            OR CAST(ord AS FLOAT) < -1.7976931348623157E308
-            OR CAST(ord AS FLOAT) <> CAST(ord AS FLOAT)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS FLOAT) > 1.7976931348623157E308
-            OR CAST(ord AS FLOAT) < -1.7976931348623157E308
-            OR CAST(ord AS FLOAT) <> CAST(ord AS FLOAT)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR user_id IS NULL
-          OR item_id IS NULL
-          OR ord IS NULL
-          OR (
-            CAST(ord AS FLOAT) > 1.7976931348623157E308
-            OR CAST(ord AS FLOAT) < -1.7976931348623157E308
-            OR CAST(ord AS FLOAT) <> CAST(ord AS FLOAT)
-          )
-          THEN 1
-          ELSE 0
-        END
-      ),
-      0
-    ) AS BIGINT) AS recs_invalid_rows,
-    CAST(COUNT(*) AS BIGINT) AS _recs_rows
-  FROM recs_in
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, checks_recs_invalid AS (
-  SELECT
-    CAST(COALESCE(
-      SUM(
-        CASE
-          WHEN _run0 IS NULL
-          OR _run1 IS NULL
-          OR _run2 IS NULL
-          OR _run3 IS NULL
+          WHEN {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %} IS NULL
+          OR _run{{ ri }}{% endif %}{% endfor %} IS NULL
           OR user_id IS NULL
           OR item_id IS NULL
           OR ord IS NULL
@@ -15830,7 +6315,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if (rs.duplicates == 'best') %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary' and rs.whole == false) %}
+{%- if (rs.output == 'summary' and rs.whole == false) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
@@ -15843,13 +6328,14 @@ LEFT JOIN baseline_ranked AS b
       FROM list_ranked
       WHERE
         rank <= {{ rs.max_k }}
-      GROUP BY
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
   ) AS l
 )
-{%- elif (rs.runs == 0 and rs.output == 'summary' and rs.whole == true) %}
+{%- elif (rs.output == 'summary' and rs.whole == true) %}
 , checks_recs_copies AS (
   SELECT
     CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
@@ -15860,171 +6346,8 @@ LEFT JOIN baseline_ranked AS b
       SELECT
         COUNT(*) AS n
       FROM list_ranked
-      GROUP BY
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 1 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == false) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      WHERE
-        rank <= {{ rs.max_k }}
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
-        user_id,
-        item_id
-    ) AS g
-  ) AS l
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary' and rs.whole == true) %}
-, checks_recs_copies AS (
-  SELECT
-    CAST(MAX(d) AS BIGINT) AS recs_duplicate_rows
-  FROM (
-    SELECT
-      CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS d
-    FROM (
-      SELECT
-        COUNT(*) AS n
-      FROM list_ranked
-      GROUP BY
-        _run0,
-        _run1,
-        _run2,
-        _run3,
+      GROUP BY{% for ri in range(rs.runs) %}
+        _run{{ ri }},{% endfor %}
         user_id,
         item_id
     ) AS g
@@ -16539,7 +6862,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure or rs.features.catalog %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16559,7 +6882,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16572,151 +6917,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -16726,7 +6934,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16747,7 +6955,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16760,155 +6991,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -16918,7 +7008,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16940,7 +7030,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -16953,159 +7067,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17115,7 +7084,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17136,7 +7105,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17149,155 +7141,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17307,7 +7158,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17329,7 +7180,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17342,159 +7217,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17504,7 +7234,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17527,7 +7257,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17540,163 +7295,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17706,7 +7312,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17730,7 +7336,33 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17743,167 +7375,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -17913,7 +7392,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17932,7 +7411,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user_all AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    _is_global,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user_all AS (
   SELECT
     user_id,
@@ -17945,147 +7445,14 @@ LEFT JOIN baseline_ranked AS b
     _is_global
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user_all AS (
   SELECT
-    _run0,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    _is_global,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user_all AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY _run0, _run1, _run2, _run3) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
+    {% endif %}{% if m.population == 'global' %}MAX(CASE WHEN _is_global = 1 THEN _m{{ loop.index0 }} END) OVER (PARTITION BY {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %}, _run{{ ri }}{% endif %}{% endfor %}) AS _m{{ loop.index0 }}{% else %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{% endif %}{%- endfor %},
     CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
     _has_recs,
     _n_rel,
@@ -18098,7 +7465,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'average' and rs.items_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18116,7 +7483,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18128,137 +7515,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18270,7 +7531,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18290,7 +7551,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18302,145 +7585,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18462,7 +7611,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18481,7 +7630,28 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18493,141 +7663,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18639,7 +7679,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18659,7 +7699,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18671,145 +7733,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -18821,7 +7749,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18842,7 +7770,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -18854,149 +7805,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19008,7 +7821,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19028,7 +7841,29 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19040,145 +7875,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19190,7 +7891,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19211,7 +7912,30 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19223,149 +7947,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19377,7 +7963,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19399,7 +7985,31 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19411,153 +8021,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19569,7 +8037,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19592,7 +8060,32 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    baseline_invalid_rows,
+    baseline_duplicate_rows,
+    items_invalid_rows,
+    items_duplicate_rows,
+    item_features_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19604,157 +8097,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    baseline_invalid_rows,
-    baseline_duplicate_rows,
-    items_invalid_rows,
-    items_duplicate_rows,
-    item_features_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19766,7 +8113,7 @@ LEFT JOIN baseline_ranked AS b
 )
 {%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19784,7 +8131,27 @@ LEFT JOIN baseline_ranked AS b
   FROM per_user_raw
   CROSS JOIN checks
 )
-{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+{%- elif (rs.output == 'summary' and rs.runs > 0) %}
+, per_user AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    {%- for m in rs.metrics %}{% if not loop.first %},
+    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
+    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
+    _has_recs,
+    _n_rel,
+    _n_truth,
+    recs_invalid_rows,
+    recs_duplicate_rows,
+    truth_invalid_rows,
+    truth_duplicate_rows,
+    _recs_rows
+  FROM per_user_raw
+  CROSS JOIN checks
+)
+{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 , per_user AS (
   SELECT
     user_id,
@@ -19796,137 +8163,11 @@ LEFT JOIN baseline_ranked AS b
     _n_truth
   FROM per_user_raw
 )
-{%- elif (rs.runs == 1 and rs.output == 'summary') %}
+{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 , per_user AS (
   SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 3 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth
-  FROM per_user_raw
-)
-{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
-    user_id,
-    {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
-    CASE WHEN {% for p in rs.populations %}{% if not loop.first %} OR {% endif %}({{ recsql_population_sql[p] }}){% else %}1 = 0{% endfor %} THEN 1 ELSE 0 END AS _in_population,
-    _has_recs,
-    _n_rel,
-    _n_truth,
-    recs_invalid_rows,
-    recs_duplicate_rows,
-    truth_invalid_rows,
-    truth_duplicate_rows,
-    _recs_rows
-  FROM per_user_raw
-  CROSS JOIN checks
-)
-{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-, per_user AS (
-  SELECT
-    _run0,
-    _run1,
-    _run2,
-    _run3,
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
     user_id,
     {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}CASE WHEN ({{ recsql_population_sql[m.population] }}) THEN _m{{ loop.index0 }} END AS _m{{ loop.index0 }}{%- endfor %},
@@ -19941,7 +8182,7 @@ LEFT JOIN baseline_ranked AS b
 {%- endif %}
 {%- if rs.features.exposure %}
 {%- if (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -19973,58 +8214,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20057,117 +8250,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20204,63 +8304,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20298,127 +8345,24 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20460,68 +8404,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20564,137 +8450,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20731,63 +8504,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -20825,127 +8545,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -20987,68 +8604,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21091,137 +8650,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21268,73 +8714,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21382,147 +8765,24 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'item_id' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21574,78 +8834,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21698,157 +8890,24 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -21875,55 +8934,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -21951,102 +8965,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22054,7 +8984,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.ties == 'average' and rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22091,65 +9021,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22187,122 +9062,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22310,7 +9081,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22337,53 +9108,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22411,100 +9139,17 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
-  _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.population == 'global' %}MAX(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% elif m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }}{%- for m in rs.metrics if m.population != 'global' %},
   _m{{ m.index }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
@@ -22513,7 +9158,7 @@ WHERE
 {%- endif %}
 {%- else %}
 {%- if (rs.items_input == 'off' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22545,60 +9190,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22631,112 +9226,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -22744,7 +9245,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -22781,65 +9282,10 @@ SELECT
       baseline_duplicate_rows
     FROM checks
   ) AS baseline_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -22877,122 +9323,18 @@ SELECT
   ) AS baseline_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23000,7 +9342,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'off' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23042,70 +9384,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23148,132 +9430,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23281,7 +9449,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23318,65 +9486,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23414,122 +9527,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23537,7 +9546,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'off' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'off' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23579,70 +9588,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23685,132 +9634,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -23818,7 +9653,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'off') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'off') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -23865,75 +9700,10 @@ SELECT
       items_duplicate_rows
     FROM checks
   ) AS items_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -23981,142 +9751,18 @@ SELECT
   ) AS items_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24124,7 +9770,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- elif (rs.items_input == 'given' and rs.baseline == 'on' and rs.features_input == 'on') or (rs.items_input == 'read' and rs.baseline == 'on' and rs.features_input == 'on') %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24176,80 +9822,10 @@ SELECT
       item_features_duplicate_rows
     FROM checks
   ) AS item_features_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24302,152 +9878,18 @@ SELECT
   ) AS item_features_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows,
-  (
-    SELECT
-      baseline_invalid_rows
-    FROM checks
-  ) AS baseline_invalid_rows,
-  (
-    SELECT
-      baseline_duplicate_rows
-    FROM checks
-  ) AS baseline_duplicate_rows,
-  (
-    SELECT
-      items_invalid_rows
-    FROM checks
-  ) AS items_invalid_rows,
-  (
-    SELECT
-      items_duplicate_rows
-    FROM checks
-  ) AS items_duplicate_rows,
-  (
-    SELECT
-      item_features_duplicate_rows
-    FROM checks
-  ) AS item_features_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
@@ -24455,7 +9897,7 @@ FROM per_user
 WHERE
   _in_population = 1{%- endif %}
 {%- else %}
-{%- if (rs.runs == 0 and rs.output == 'summary') %}
+{%- if (rs.output == 'summary' and rs.runs == 0) %}
 SELECT
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
@@ -24482,55 +9924,10 @@ SELECT
       truth_duplicate_rows
     FROM checks
   ) AS truth_duplicate_rows
-FROM per_user{%- elif (rs.runs == 0 and rs.output == 'per_user') %}
+FROM per_user{%- elif (rs.output == 'summary' and rs.runs > 0) %}
 SELECT
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 1 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0{%- elif (rs.runs == 1 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 2 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
   {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
@@ -24558,102 +9955,18 @@ SELECT
   ) AS truth_duplicate_rows
 FROM per_user
 GROUP BY
-  _run0,
-  _run1{%- elif (rs.runs == 2 and rs.output == 'per_user') %}
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %}{%- elif (rs.output == 'per_user' and rs.runs == 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
 FROM per_user
 WHERE
-  _in_population = 1{%- elif (rs.runs == 3 and rs.output == 'summary') %}
+  _in_population = 1{%- elif (rs.output == 'per_user' and rs.runs > 0) %}
 SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2{%- elif (rs.runs == 3 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  user_id AS {{ rs.user_col }},
-  {%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
-FROM per_user
-WHERE
-  _in_population = 1{%- elif (rs.runs == 4 and rs.output == 'summary') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
-  {% for c in rs.counts %}CAST(COALESCE(SUM(CASE WHEN ({{ recsql_population_sql[c.population] }}) THEN 1 ELSE 0 END), 0) AS BIGINT) AS {{ c.name }},
-  {% endfor %}{%- for m in rs.metrics %}{% if not loop.first %},
-    {% endif %}{% if m.summary == 'sum' %}SUM(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% else %}AVG(_m{{ loop.index0 }}) AS {{ m.column_sql }}{% endif %}{%- endfor %},
-  CAST(COALESCE(SUM(CASE WHEN _n_rel > 0 AND _has_recs = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS users_without_recs,
-  CAST(COALESCE(SUM(CASE WHEN _n_rel = 0 AND _has_recs = 1 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recs_users_without_truth,
-  (
-    SELECT
-      recs_invalid_rows
-    FROM checks
-  ) AS recs_invalid_rows,
-  (
-    SELECT
-      recs_duplicate_rows
-    FROM checks
-  ) AS recs_duplicate_rows,
-  (
-    SELECT
-      truth_invalid_rows
-    FROM checks
-  ) AS truth_invalid_rows,
-  (
-    SELECT
-      truth_duplicate_rows
-    FROM checks
-  ) AS truth_duplicate_rows
-FROM per_user
-GROUP BY
-  _run0,
-  _run1,
-  _run2,
-  _run3{%- elif (rs.runs == 4 and rs.output == 'per_user') %}
-SELECT
-  _run0 AS {{ rs.run_cols[0] }},
-  _run1 AS {{ rs.run_cols[1] }},
-  _run2 AS {{ rs.run_cols[2] }},
-  _run3 AS {{ rs.run_cols[3] }},
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0 AS {{ rs.run_cols[0] }}{% else %},
+  _run{{ ri }} AS {{ rs.run_cols[ri] }}{% endif %}{% endfor %},
   user_id AS {{ rs.user_col }},
   {%- for m in rs.metrics %}{% if not loop.first %},
     {% endif %}_m{{ loop.index0 }} AS {{ m.column_sql }}{%- endfor %}
