@@ -24,7 +24,7 @@ from sqlglot import exp
 
 import recsql
 from recsql.conventions import CONVENTIONS, measure_rule
-from recsql.dbt.evaluate import NEED_INPUT, EXTRA_SWITCHES, MAX_RUNS, _cutoffs, _variants, averaged, refused, served, _metric
+from recsql.dbt.evaluate import NEED_INPUT, EXTRA_SWITCHES, MAX_RUNS, PER_RUNS, _cutoffs, _variants, averaged, refused, served, _metric
 from recsql.dbt.model import ModelSpec, render_model
 from recsql.dbt.names import output_name
 from recsql.dbt.package import read_specs
@@ -591,7 +591,7 @@ def test_macro_any_number_of_run_keys(adapter):
             keys = run_cols + (["user_id"] if output == "per_user" else [])
             _same(_fetch(con, sql), expected, keys, f"{runs} run keys, {output}, {order}")
     for path in sorted((ROOT / "dbt" / "macros" / "evaluate_sql").glob("*.sql")):
-        assert "run columns on this adapter" not in path.read_text(), path.name
+        assert PER_RUNS not in path.read_text(), path.name
 
 
 def test_macro_missing_side_input():

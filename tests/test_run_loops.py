@@ -7,8 +7,10 @@ and write the same text for any number of run keys, in Python and through Jinja.
 from __future__ import annotations
 
 import jinja2
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from recsql.dbt.evaluate import PER_RUNS, _cte_text
 from recsql.dbt.run_loops import TOP, jinja, layout_free, render, run_loop, writes_none
 
 
@@ -79,6 +81,34 @@ def test_texts_that_are_not_loops_over_run_keys():
     assert run_loop(_texts(lambda n: "SELECT " + ", ".join(f"_run{i} AS k{i * i}" for i in range(n)))) is None
     # absent at some number of run keys above 0
     assert run_loop({**_texts(lambda n: "SELECT " + ", ".join(f"_run{i}" for i in range(n))), 2: None}) is None
+
+
+class _Refused(Exception):
+    pass
+
+
+def _raise(message: str):
+    raise _Refused(message)
+
+
+def _generated(texts: dict[int, str | None], runs: int) -> str:
+    """What the generator writes for a CTE whose texts depend on the run keys alone, rendered."""
+    template = _cte_text("list_rows", texts, [{"runs": n} for n in texts], ["runs"])
+    rs = {"runs": runs, "run_cols": [f"r{i}" for i in range(runs)], "text": {}}
+    return jinja2.Environment().from_string(template).render(rs=rs, exceptions={"raise_compiler_error": _raise})
+
+
+def test_the_generator_writes_loops_and_refuses_run_keys_it_has_no_text_for():
+    """A CTE whose lists of run keys are loops is written once and serves any number of them; one whose
+    text is not (a positional GROUP BY) keeps a text per number composed, and refuses more, naming it."""
+    looped = _texts(lambda n: "GROUP BY " + "".join(f"_run{i}, " for i in range(n)) + "user_id")
+    assert _generated(looped, 6) == "GROUP BY _run0, _run1, _run2, _run3, _run4, _run5, user_id"
+    positional = _texts(lambda n: "GROUP BY " + ", ".join(str(i + 1) for i in range(n + 1)))
+    for n in range(TOP + 1):
+        assert _generated(positional, n).strip() == positional[n]
+    with pytest.raises(_Refused, match=f"at most {TOP} run columns: the SQL of list_rows {PER_RUNS}; got r0, r1, r2, r3, r4"):
+        _generated(positional, TOP + 1)
+    assert PER_RUNS not in _cte_text("list_rows", looped, [{"runs": n} for n in looped], ["runs"])
 
 
 _FORMS = st.sampled_from(["_run{i}", "l._run{i}", "u._run{i} = s._run{i}", "{{{{ rs.run_cols[{i}] }}}} AS _run{i}",

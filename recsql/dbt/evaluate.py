@@ -656,9 +656,10 @@ def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict], dims: l
     the run keys it lists as loops (:mod:`recsql.dbt.run_loops`) rather than a variant per number of them."""
     dims = _dims(texts, keys) if dims is None else dims
     cases = _run_looped(texts, keys, dims) if "runs" in dims else None
+    refusal = ""
     if cases is None:
-        if "runs" in dims:
-            _PER_RUNS.add(name)
+        if "runs" in dims:  # a text per number of run keys: none for more than were composed
+            refusal = _runs_refusal(name)
         cases = {}
         for i, key in enumerate(keys):
             cases.setdefault(_jinja_key(key, dims), texts[i])
@@ -671,16 +672,23 @@ def _cte_text(name: str, texts: dict[int, str | None], keys: list[dict], dims: l
     # the keys where the CTE is not written need no branch: no condition of the others holds there
     by_text.pop(None, None)
     by_text.pop("", None)
-    out = []
+    out = [refusal]
     for n, (text, conditions) in enumerate(by_text.items()):
         test = " or ".join(f"({c})" for c in conditions)
         out.append(("{%- if " if n == 0 else "{%- elif ") + test + " %}\n" + (text or ""))
     return "".join(out) + "{%- endif %}\n"
 
 
-# The CTEs whose text kept a variant per number of run keys (no loop found): the macro then refuses
-# more run keys than the statements are composed for.
-_PER_RUNS: set[str] = set()
+# The words of the refusal a CTE written per number of run keys carries (tests: no adapter's has one).
+PER_RUNS = "is written per number of run columns"
+
+
+def _runs_refusal(name: str) -> str:
+    """The refusal of more run keys than the statements are composed for, written before a CTE that
+    has a text per number of them (no loop found)."""
+    message = f"recsql.evaluate: at most {MAX_RUNS} run columns: the SQL of {name or 'the final select'} {PER_RUNS}; got "
+    return (f"{{%- if rs.runs > {MAX_RUNS} %}}{{{{ exceptions.raise_compiler_error({message!r} ~ (rs.run_cols | join(', '))) }}}}"
+            "{%- endif %}\n")
 
 
 def _run_looped(texts: dict[int, str | None], keys: list[dict], dims: list[str]) -> dict[str, str | None] | None:
@@ -982,7 +990,6 @@ def _merged_order(sequences: list[list[str]]) -> list[str]:
 def statement_macro(adapter_name: str) -> str:
     """``<adapter>__recsql_evaluate_sql(rs)``: the statement for every switch key, CTE by CTE."""
     target = adapter(adapter_name).dialect
-    _PER_RUNS.clear()
     keys = _keys()
     variants = [_parts(key, target) for key in keys]
     every = frozenset(feat.FEATURES)
@@ -1048,20 +1055,9 @@ def statement_macro(adapter_name: str) -> str:
     _rendered.cache_clear()  # an adapter's texts serve only its own macro
     _marked_parts.cache_clear()
     inputs = "".join(f", {role}=none" for role in MACRO_INPUTS)
-    return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth{inputs}) -%}}\n" + _runs_refusal()
+    return (f"{{% macro {adapter_name}__recsql_evaluate_sql(rs, recs, truth{inputs}) -%}}\n"
             + f"{{%- set recsql_population_sql = {population_sql(get_dialect(target).sqlglot)!r} %}}\n" + "".join(body)
             + "{%- endmacro %}\n")
-
-
-def _runs_refusal() -> str:
-    """The macro's refusal of more run keys than the statements are composed for, when a CTE has a text
-    per number of them (:data:`_PER_RUNS`); '' when every list of run keys is a loop (any number served)."""
-    if not _PER_RUNS:
-        return ""
-    message = (f"recsql.evaluate: at most {MAX_RUNS} run columns on this adapter (the SQL of "
-               f"{', '.join(sorted(n or 'the final select' for n in _PER_RUNS))} is written per number of run columns); got ")
-    return (f"{{%- if rs.runs > {MAX_RUNS} %}}{{{{ exceptions.raise_compiler_error({message!r} ~ (rs.run_cols | join(', '))) }}}}"
-            "{%- endif %}\n")
 
 
 def _piece_text(metric_name: str, options: dict[str, str], with_k: bool, target: str, sentinel: int,
