@@ -80,7 +80,7 @@
     {%- set rule = conv.measures.get(m.name ~ '@k') if (m.has_k and (m.name ~ '@k') in conv.measures) else conv.measures.get(m.name) -%}
     {%- if rule is not none and ((rule.ties is not none and not explicit.ties and rule.ties != ties)
           or (rule.negative is not none and relevance_col is not none and rule.negative != negative)) -%}
-      {{ recsql._fail("convention='" ~ convention ~ "' computes '" ~ m.column ~ "' unlike its other metrics (its own tie rule or reading of negative relevance: README, Conventions), which recsql.evaluate does not do in dbt yet; evaluate it in a model of its own with ties= given, or write a model with `recsql dbt model`") }}
+      {{ recsql._fail("convention='" ~ convention ~ "' computes '" ~ m.column ~ "' unlike its other metrics (its own tie rule or reading of negative relevance: README, Conventions), which needs the list ranked and judged a second time; recsql.evaluate in dbt does not write that: write this model with `recsql dbt model`, which does") }}
     {%- endif -%}
     {#- whom it averages over: the users with a list (list-only metrics); nobody (global metrics: one value
         per run); its convention's own population unless population= is given (msr's ndcg); else the call's -#}
