@@ -14,6 +14,9 @@
 -- run only where its counts or rows are per run (truth_runs, truth_rows).
 --
 -- Output: `ranked`, one row per
+--   src 0  truth user whose every truth row is unjudged (negative under $negative_unjudged = 'yes'):
+--          counted in the population as trec_eval -c counts such a qrels query, with no relevant or
+--          judged item (n_truth > 0, n_rel = n_nonrel = 0); no metric reads it. Kept only then
 --   src 1  list position: rank 1..k of the user's list, judged against truth
 --   src 2  truth item: ideal_rank = position in the truth order (relevance desc, item_id asc),
 --          numbered once per truth user (truth_ordered) and copied to every run: shared truth is
@@ -37,14 +40,15 @@
 -- also 0 below the threshold, as ranx drops those judgments), gain_exp = 2^gain - 1,
 -- hits_cum (hits at positions <= rank), nonrel_cum (judged non-relevant items at positions <= rank),
 -- n_rel (R: the user's relevant truth items), n_nonrel (the user's judged non-relevant truth items),
--- n_truth (the user's truth rows), price.
+-- n_truth (the user's truth rows, unjudged ones included), price.
 -- With ties = "average" (list_judged replaced by sql/_ties_average.sql), a list row's hit, gain and
 -- gain_exp are the means over its tie group (so hits_cum is not an integer there and the metrics
 -- using it refuse that rule), and tie_miss is the factor of P(no hit in the top k) (hit_rate).
 -- Ties: `ORDER BY ord ASC, item_id ASC` is the composer's to set: item_id descending, or the id's
 -- text compared bytewise (trec_eval's strcmp) under conventions whose tool compares ids as text.
 -- $negative_unjudged = 'yes' (trec_eval): truth rows with relevance < 0 are in the pool but
--- unjudged, and are dropped before anything else reads truth.
+-- unjudged, and are dropped before anything else reads truth but the count of each user's truth
+-- rows (truth_users.n_truth: a user judged only with negative values is still a qrels query).
 WITH
 runs AS (
     SELECT DISTINCT run_keys FROM recs_in
@@ -56,15 +60,22 @@ truth_judged AS (
 ),
 truth_runs AS (
     SELECT runs.run_keys, t.user_id, t.item_id, t.relevance
-    FROM truth_judged AS t CROSS JOIN runs
+    FROM truth_in AS t CROSS JOIN runs
 ),
 truth_users AS (
     SELECT run_keys, user_id,
-        CAST(SUM(CASE WHEN relevance >= $threshold THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-        CAST(SUM(CASE WHEN relevance < $threshold THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+        CAST(SUM(CASE WHEN relevance >= $threshold AND ($negative_unjudged = 'no' OR relevance >= 0)
+                      THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+        CAST(SUM(CASE WHEN relevance < $threshold AND ($negative_unjudged = 'no' OR relevance >= 0)
+                      THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
         CAST(COUNT(*) AS BIGINT) AS n_truth
     FROM truth_runs
     GROUP BY run_keys, user_id
+),
+unjudged_users AS (
+    SELECT run_keys, user_id
+    FROM truth_users
+    WHERE n_rel + n_nonrel = 0
 ),
 list_ranked AS (
     SELECT run_keys, user_id, item_id, ord,
@@ -317,6 +328,9 @@ stacked AS (
     UNION ALL
     SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
     FROM second_rows
+    UNION ALL
+    SELECT run_keys, user_id, 0 AS src
+    FROM unjudged_users
 ),
 ranked AS (
     SELECT s.run_keys, s.user_id, s.src, s.rank, s.ideal_rank, s.cut, s.item_id,

@@ -335,7 +335,8 @@ def reference(recs, truth, name, k=None, options=None, *, items=None, threshold=
 
     population "relevant": users with >= 1 truth item with relevance >= threshold (users without
     recommendations included; they score per formula on an empty list); "intersection": those of
-    them that also have recommendations; "judged": every user with a truth row.
+    them that also have recommendations; "judged": every user with a truth row (whatever its relevance:
+    trec_eval -c counts a qrels query judged only with negative, unjudged, values).
     ties: "item_id" / "item_id_desc" break equal scores by item id; "average" is the mean of the
     metric over every order of the tied items (enumerated).
     negative_unjudged: truth rows with relevance < 0 are ignored (trec_eval's "unjudged").
@@ -368,12 +369,13 @@ def reference(recs, truth, name, k=None, options=None, *, items=None, threshold=
     population_negative_unjudged = negative_unjudged if population_negative_unjudged is None \
         else population_negative_unjudged
     population_truth = without_negative if population_negative_unjudged else truth_by_user
+    every_truth_user = list(truth_by_user)
     if negative_unjudged:
         truth_by_user = without_negative
 
     groups = ranked_groups(recs, use_rank, "item_id" if ties == "average" else ties, id_order)
-    if population == "judged":
-        users = list(population_truth)
+    if population == "judged":  # a user judged only with unjudged (negative) values too: trec_eval -c
+        users = every_truth_user
     else:
         users = [u for u, t in population_truth.items() if any(r >= threshold for r in t.values())]
     if population == "intersection":

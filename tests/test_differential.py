@@ -497,18 +497,43 @@ def test_trec_scores_tie_at_float32_precision():
     assert got == tool
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "recsql's trec convention drops negative truth rows before forming the population, so a qrels query "
-    "judged only -1 disappears; trec_eval counts every qrels query (get_qrels.c creates it from any line): "
-    "it is evaluated (num_ret = its list, every other measure 0) and -c averages over it"))
 def test_trec_query_judged_only_negative():
-    """Hand-checked (pytrec_eval cannot be used: it segfaults on such a query with bpref + map)."""
-    qrels = {"q1": {"d1": -1}, "q2": {"d1": 1}}
+    """A qrels query judged only -1 counts: trec_eval counts every qrels query (get_qrels.c creates it
+    from any line), evaluates it (num_ret = its list, every other measure 0) and -c averages over it.
+    Hand-checked (pytrec_eval cannot be used: it segfaults on such a query with bpref + map)."""
+    qrels = {"q1": {"d1": -1}, "q2": {"d1": 1}, "q3": {"d1": -1, "d2": -2}}  # q3: judged only -1, no list
     run = {"q1": {"d1": 1.0, "d2": 0.5}, "q2": {"d1": 1.0}}
     recs, truth = frames(run, qrels)
-    result = recsql.evaluate(recs, truth, ["precision@1", "num_ret", "map"], convention="trec")
+    metrics = ["precision@1", "num_ret", "num_rel", "map", "ndcg@2", "bpref", "mrr"]
+    result = recsql.evaluate(recs, truth, metrics, convention="trec")
     got = per_user(result)
-    assert int(result.summary["n_users"].iloc[0]) == 2  # trec_eval -c: num_q 2
-    assert got["num_ret"] == {"q1": 2.0, "q2": 1.0}
-    assert got["precision@1"] == {"q1": 0.0, "q2": 1.0}
-    assert float(result.summary["precision@1"].iloc[0]) == 0.5
+    assert int(result.summary["n_users"].iloc[0]) == 3  # trec_eval -c: num_q 3
+    assert got["num_ret"] == {"q1": 2.0, "q2": 1.0, "q3": 0.0}
+    for metric in ("precision@1", "num_rel", "map", "ndcg@2", "bpref", "mrr"):
+        assert got[metric] == {"q1": 0.0, "q2": 1.0, "q3": 0.0}, metric
+        mean = 1.0 if metric == "num_rel" else 1 / 3  # trec_eval sums the num_* measures
+        assert float(result.summary[metric].iloc[0]) == pytest.approx(mean, abs=TOL), metric
+    # the population is the same whether the metric reads a second view of the list or not
+    ir = recsql.evaluate(recs, truth, ["mrr@1", "judged@2", "precision@1"], convention="ir_measures")
+    assert int(ir.summary["n_users"].iloc[0]) == 3
+    assert per_user(ir)["judged@2"] == {"q1": 0.5, "q2": 1.0, "q3": 0.0}  # Judged: a -1 row is judged
+
+
+def test_ir_measures_queries_judged_only_negative():
+    """ir_measures reports a qrels query judged only with negative values, with a list (q2) or without
+    (q4), and averages over it: per query and aggregated, every measure but AP and Bpref (pytrec_eval
+    can crash on such a query when both are asked)."""
+    qrels = {"1": {"2": 1}, "2": {"3": -1}, "3": {"1": 2}, "4": {"1": -1, "2": -2}}
+    run = {"1": {"1": 0.5, "2": 0.5}, "2": {"3": 0.2, "1": 0.1}}
+    recs, truth = frames(run, qrels)
+    pairs = {n: m for n, m in ir_measures_pairs(1).items() if not n.startswith(("AP", "Bpref"))}
+    result = recsql.evaluate(recs, truth, list(dict.fromkeys(pairs.values())), convention="ir_measures")
+    got = per_user(result)
+    expected = ir_measures_values(run, qrels, list(pairs))
+    aggregate = ir_measures.calc_aggregate([ir_measures.parse_measure(n) for n in pairs], qrels, run)
+    assert int(result.summary["n_users"].iloc[0]) == len(qrels)
+    for name, metric in pairs.items():
+        assert set(expected[name]) == set(qrels), name
+        for qid in qrels:
+            assert close(got[metric][qid], expected[name][qid]), (name, qid, got[metric][qid], expected[name][qid])
+        assert close(float(result.summary[metric].iloc[0]), aggregate[ir_measures.parse_measure(name)]), name

@@ -117,12 +117,18 @@ def test_conventions_and_tie_rules(engine, convention):
     run["score"] = run["score"].round(1)  # many ties
     qrels = _trec("qrels.rel_level", ["qid", "iter", "docno", "rel"])[["qid", "docno", "rel"]]
     qrels.loc[qrels.index[::7], "rel"] = -1  # unjudged under trec
+    # queries judged only with negative values, one with a list and one without: in trec's population
+    qrels.loc[qrels["qid"] == qrels["qid"].iloc[0], "rel"] = -1
+    qrels = pd.concat([qrels, pd.DataFrame({"qid": ["no_list"] * 2, "docno": ["a", "b"], "rel": [-1, -2]})],
+                      ignore_index=True).astype(qrels.dtypes.to_dict())
     kw = dict(user_col="qid", item_col="docno", relevance_col="rel")
     asked = ["map", "ndcg", "map@10", "ndcg@10", "mrr", "bpref", "rbp", "precision@5", "recall@20", "judged@10",
              "num_ret", "num_rel", "num_rel_ret", "set_p", "set_recall", "set_f", "r_precision", "hit_rate@3"]
     got, want = both(engine, {"recs": run, "truth": qrels}, asked, convention=convention, **kw)
     assert_same(got.per_user, want.per_user, ["qid"])
     assert_same(got.summary, want.summary, [])
+    # trec_eval -c and ir_measures count every qrels query, one judged only with negative values too
+    assert "no_list" in set(got.per_user["qid"])
     averaged = ["precision@5", "recall@20", "ndcg@10", "dcg(gain=exponential)@10", "hit_rate@3", "cg@5", "rbp@10"]
     got, want = both(engine, {"recs": run, "truth": qrels}, averaged, convention=convention, ties="average", **kw)
     assert_same(got.per_user, want.per_user, ["qid"])

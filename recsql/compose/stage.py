@@ -218,6 +218,8 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     unused = {table for feature, table in BRANCHES.items() if feature not in features}
     if second is None:
         unused.add("second_rows")
+    if not negative:  # every truth row is judged: no user has only unjudged ones
+        unused.add("unjudged_users")
     every = union_branches(ctes["stacked"].this)
     kept = [b for b in every if b.args["from_"].this.name not in unused]
     pad_union(kept, every)
@@ -225,7 +227,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     # Shared truth is copied to every run where its rows or counts are per run (truth_runs for
     # truth_users, truth_rows); truth that carries the run keys keeps the rows of the runs the
     # recommendations hold (a run is a key present in recs: truth of another run adds no row); with
-    # no runs there is nothing to copy (truth_users reads truth_judged). The lists are judged against
+    # no runs there is nothing to copy (truth_users reads truth_in). The lists are judged against
     # truth as it is (truth_judged, second_truth): per user when it is shared, so that join reads each
     # truth row once, not once per run.
     if not plan.truth_has_runs:  # truth without run keys is read and ordered once per user
@@ -236,7 +238,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
                 if join.this.name in ("truth_judged", "second_truth"):
                     join.set("on", expand_run_keys(join.args["on"], []))
     if not plan.run_cols:
-        _read_instead(ctes["truth_users"].this, "truth_runs", "truth_judged")
+        _read_instead(ctes["truth_users"].this, "truth_runs", "truth_in")
     for name in ("truth_runs", "truth_rows"):
         truth_runs = ctes[name].this
         if not plan.run_cols:

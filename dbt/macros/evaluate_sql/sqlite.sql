@@ -289,10 +289,46 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 )
 {%- endif %}
+{%- if (rs.negative == 'yes') %}
+{%- if (rs.runs == 0) %}
+, truth_users AS (
+  SELECT
+    user_id,
+    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
+    CAST(COUNT(*) AS INTEGER) AS n_truth
+  FROM truth_in
+  GROUP BY
+    user_id
+)
+{%- elif (rs.runs > 0) %}
+, truth_users AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
+    CAST(COUNT(*) AS INTEGER) AS n_truth
+  FROM truth_runs
+  GROUP BY{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
+    user_id
+)
+{%- endif %}
+{%- else %}
 {%- if (rs.runs == 0) %}
 , truth_users AS (
   SELECT
@@ -300,7 +336,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
     CAST(SUM(CASE WHEN relevance < {{ rs.threshold }} THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
     CAST(COUNT(*) AS INTEGER) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 )
@@ -318,6 +354,18 @@ WITH recs_in AS (
     _run{{ ri }},{% endfor %}
     user_id
 )
+{%- endif %}
+{%- endif %}
+{%- if (rs.negative == 'yes') %}
+, unjudged_users AS (
+  SELECT{% for ri in range(rs.runs) %}
+    _run{{ ri }},{% endfor %}
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
+)
+{%- else %}
 {%- endif %}
 {%- if (rs.ties == 'item_id' and rs.id_cast == 'on') or (rs.ties == 'average' and rs.id_cast == 'on') %}
 {%- if (rs.runs == 0) %}
@@ -2021,7 +2069,7 @@ UNION ALL
 {%- endif %}
 {%- endif %}
 {%- if rs.wide %}
-{%- if (rs.ties == 'item_id' and rs.items_input == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.items_input == 'given' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'given' and rs.features_input == 'on') %}
+{%- if (rs.ties == 'item_id' and rs.negative == 'no' and rs.items_input == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.negative == 'no' and rs.items_input == 'given' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.negative == 'no' and rs.items_input == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.negative == 'no' and rs.items_input == 'given' and rs.features_input == 'on') %}
 {%- if (rs.runs == 0) %}
 , stacked AS (
 SELECT
@@ -2495,7 +2543,7 @@ FROM cascade_rows
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.items_input == 'read' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.features_input == 'off') %}
+{%- elif (rs.ties == 'item_id' and rs.negative == 'no' and rs.items_input == 'read' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.negative == 'no' and rs.items_input == 'read' and rs.features_input == 'off') %}
 {%- if (rs.runs == 0) %}
 , stacked AS (
 SELECT
@@ -2969,7 +3017,7 @@ FROM cascade_rows
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'item_id' and rs.items_input == 'read' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.items_input == 'read' and rs.features_input == 'on') %}
+{%- elif (rs.ties == 'item_id' and rs.negative == 'no' and rs.items_input == 'read' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.negative == 'no' and rs.items_input == 'read' and rs.features_input == 'on') %}
 {%- if (rs.runs == 0) %}
 , stacked AS (
 SELECT
@@ -3459,7 +3507,2127 @@ FROM cascade_rows
 {%- endif %}
 )
 {%- endif %}
-{%- elif (rs.ties == 'average' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'average' and rs.items_input == 'given' and rs.features_input == 'off') %}
+{%- elif (rs.ties == 'item_id' and rs.negative == 'yes' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id' and rs.negative == 'yes' and rs.items_input == 'given' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.negative == 'yes' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.negative == 'yes' and rs.items_input == 'given' and rs.features_input == 'off') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS INTEGER) AS tie_first,
+  CAST(tie_last AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(exposure AS INTEGER) AS exposure,
+  CAST(list_users AS INTEGER) AS list_users,
+  CAST(in_catalog AS INTEGER) AS in_catalog,
+  CAST(exposure_rank AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(pair_sign AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(corr_rank_x AS REAL) AS corr_rank_x,
+  CAST(corr_rank_y AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS REAL) AS cascade_grade,
+  CAST(cascade_rel AS REAL) AS cascade_rel,
+  CAST(cascade_reach AS REAL) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+UNION ALL
+SELECT
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM unjudged_users
+)
+{%- elif (rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS INTEGER) AS tie_first,
+  CAST(tie_last AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  3 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(exposure AS INTEGER) AS exposure,
+  CAST(list_users AS INTEGER) AS list_users,
+  CAST(in_catalog AS INTEGER) AS in_catalog,
+  CAST(exposure_rank AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(pair_sign AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(corr_rank_x AS REAL) AS corr_rank_x,
+  CAST(corr_rank_y AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS REAL) AS cascade_grade,
+  CAST(cascade_rel AS REAL) AS cascade_rel,
+  CAST(cascade_reach AS REAL) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM unjudged_users
+)
+{%- endif %}
+{%- elif (rs.ties == 'item_id' and rs.negative == 'yes' and rs.items_input == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id' and rs.negative == 'yes' and rs.items_input == 'given' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.negative == 'yes' and rs.items_input == 'off' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.negative == 'yes' and rs.items_input == 'given' and rs.features_input == 'on') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS INTEGER) AS tie_first,
+  CAST(tie_last AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(exposure AS INTEGER) AS exposure,
+  CAST(list_users AS INTEGER) AS list_users,
+  CAST(in_catalog AS INTEGER) AS in_catalog,
+  CAST(exposure_rank AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(pair_sign AS INTEGER) AS pair_sign,
+  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(corr_rank_x AS REAL) AS corr_rank_x,
+  CAST(corr_rank_y AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS REAL) AS cascade_grade,
+  CAST(cascade_rel AS REAL) AS cascade_rel,
+  CAST(cascade_reach AS REAL) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+UNION ALL
+SELECT
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM unjudged_users
+)
+{%- elif (rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS INTEGER) AS tie_first,
+  CAST(tie_last AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  3 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(exposure AS INTEGER) AS exposure,
+  CAST(list_users AS INTEGER) AS list_users,
+  CAST(in_catalog AS INTEGER) AS in_catalog,
+  CAST(exposure_rank AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(pair_sign AS INTEGER) AS pair_sign,
+  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(corr_rank_x AS REAL) AS corr_rank_x,
+  CAST(corr_rank_y AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS REAL) AS cascade_grade,
+  CAST(cascade_rel AS REAL) AS cascade_rel,
+  CAST(cascade_reach AS REAL) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM unjudged_users
+)
+{%- endif %}
+{%- elif (rs.ties == 'item_id' and rs.negative == 'yes' and rs.items_input == 'read' and rs.features_input == 'off') or (rs.ties == 'item_id_desc' and rs.negative == 'yes' and rs.items_input == 'read' and rs.features_input == 'off') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS INTEGER) AS tie_first,
+  CAST(tie_last AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(exposure AS INTEGER) AS exposure,
+  CAST(list_users AS INTEGER) AS list_users,
+  CAST(in_catalog AS INTEGER) AS in_catalog,
+  CAST(exposure_rank AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(pair_sign AS INTEGER) AS pair_sign,
+  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(corr_rank_x AS REAL) AS corr_rank_x,
+  CAST(corr_rank_y AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS REAL) AS cascade_grade,
+  CAST(cascade_rel AS REAL) AS cascade_rel,
+  CAST(cascade_reach AS REAL) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+UNION ALL
+SELECT
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM unjudged_users
+)
+{%- elif (rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS INTEGER) AS tie_first,
+  CAST(tie_last AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  3 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(exposure AS INTEGER) AS exposure,
+  CAST(list_users AS INTEGER) AS list_users,
+  CAST(in_catalog AS INTEGER) AS in_catalog,
+  CAST(exposure_rank AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(pair_sign AS INTEGER) AS pair_sign,
+  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(corr_rank_x AS REAL) AS corr_rank_x,
+  CAST(corr_rank_y AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS REAL) AS cascade_grade,
+  CAST(cascade_rel AS REAL) AS cascade_rel,
+  CAST(cascade_reach AS REAL) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM unjudged_users
+)
+{%- endif %}
+{%- elif (rs.ties == 'item_id' and rs.negative == 'yes' and rs.items_input == 'read' and rs.features_input == 'on') or (rs.ties == 'item_id_desc' and rs.negative == 'yes' and rs.items_input == 'read' and rs.features_input == 'on') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS INTEGER) AS tie_first,
+  CAST(tie_last AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT
+  user_id,
+  3 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(exposure AS INTEGER) AS exposure,
+  CAST(list_users AS INTEGER) AS list_users,
+  CAST(in_catalog AS INTEGER) AS in_catalog,
+  CAST(exposure_rank AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(pair_sign AS INTEGER) AS pair_sign,
+  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
+  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(corr_rank_x AS REAL) AS corr_rank_x,
+  CAST(corr_rank_y AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS REAL) AS cascade_grade,
+  CAST(cascade_rel AS REAL) AS cascade_rel,
+  CAST(cascade_reach AS REAL) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+UNION ALL
+SELECT
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM unjudged_users
+)
+{%- elif (rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  hits_cum,
+  nonrel_cum,
+  CAST(tie_first AS INTEGER) AS tie_first,
+  CAST(tie_last AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM truth_rows
+{%- if rs.features.list_ideal %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  3 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  cut,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM list_ideal
+{%- endif %}
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM slots
+{%- endif %}
+{%- if rs.features.exposure %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(exposure AS INTEGER) AS exposure,
+  CAST(list_users AS INTEGER) AS list_users,
+  CAST(in_catalog AS INTEGER) AS in_catalog,
+  CAST(exposure_rank AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM exposure_rows
+{%- endif %}
+{%- if rs.features.pairs %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(pair_sign AS INTEGER) AS pair_sign,
+  CAST(pair_category_dissim AS REAL) AS pair_category_dissim,
+  CAST(pair_feature_dissim AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM pair_rows
+{%- endif %}
+{%- if rs.features.corr %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(corr_rank_x AS REAL) AS corr_rank_x,
+  CAST(corr_rank_y AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM corr_rows
+{%- endif %}
+{%- if rs.features.cascade %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(cascade_kind AS TEXT) AS cascade_kind,
+  CAST(cascade_grade AS REAL) AS cascade_grade,
+  CAST(cascade_rel AS REAL) AS cascade_rel,
+  CAST(cascade_reach AS REAL) AS cascade_reach
+FROM cascade_rows
+{%- endif %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  CAST(NULL AS INTEGER) AS cut,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS INTEGER) AS hits_cum,
+  CAST(NULL AS INTEGER) AS nonrel_cum,
+  CAST(NULL AS INTEGER) AS tie_first,
+  CAST(NULL AS INTEGER) AS tie_last,
+  CAST(NULL AS INTEGER) AS exposure,
+  CAST(NULL AS INTEGER) AS list_users,
+  CAST(NULL AS INTEGER) AS in_catalog,
+  CAST(NULL AS INTEGER) AS exposure_rank,
+  CAST(NULL AS INTEGER) AS pair_sign,
+  CAST(NULL AS REAL) AS pair_category_dissim,
+  CAST(NULL AS REAL) AS pair_feature_dissim,
+  CAST(NULL AS REAL) AS corr_rank_x,
+  CAST(NULL AS REAL) AS corr_rank_y,
+  CAST(NULL AS TEXT) AS cascade_kind,
+  CAST(NULL AS REAL) AS cascade_grade,
+  CAST(NULL AS REAL) AS cascade_rel,
+  CAST(NULL AS REAL) AS cascade_reach
+FROM unjudged_users
+)
+{%- endif %}
+{%- elif (rs.ties == 'average' and rs.negative == 'no' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'average' and rs.negative == 'no' and rs.items_input == 'given' and rs.features_input == 'off') %}
 {%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
 SELECT
@@ -3637,6 +5805,238 @@ SELECT
   CAST(NULL AS REAL) AS tie_miss
 FROM slots
 {%- endif %}
+)
+{%- endif %}
+{%- elif (rs.ties == 'average' and rs.negative == 'yes' and rs.items_input == 'off' and rs.features_input == 'off') or (rs.ties == 'average' and rs.negative == 'yes' and rs.items_input == 'given' and rs.features_input == 'off') %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  tie_gain,
+  tie_miss
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_miss
+FROM truth_rows
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_miss
+FROM slots
+{%- endif %}
+UNION ALL
+SELECT
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_miss
+FROM unjudged_users
+)
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  tie_gain,
+  tie_miss
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_miss
+FROM truth_rows
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_miss
+FROM slots
+{%- endif %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_miss
+FROM unjudged_users
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
+, stacked AS (
+SELECT
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  tie_gain,
+  tie_gain_exp,
+  tie_miss
+FROM list_rows
+UNION ALL
+SELECT
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_gain_exp,
+  CAST(NULL AS REAL) AS tie_miss
+FROM truth_rows
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_gain_exp,
+  CAST(NULL AS REAL) AS tie_miss
+FROM slots
+{%- endif %}
+UNION ALL
+SELECT
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_gain_exp,
+  CAST(NULL AS REAL) AS tie_miss
+FROM unjudged_users
+)
+{%- elif (rs.exponent == true and rs.runs > 0) %}
+, stacked AS (
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  1 AS src,
+  rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  tie_gain,
+  tie_gain_exp,
+  tie_miss
+FROM list_rows
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  2 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  item_id,
+  relevance,
+  hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_gain_exp,
+  CAST(NULL AS REAL) AS tie_miss
+FROM truth_rows
+{%- if rs.features.slots %}
+UNION ALL
+SELECT
+  {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+  _run{{ ri }}{% endif %}{% endfor %},
+  user_id,
+  4 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  ideal_rank,
+  NULL AS item_id,
+  CAST(1 AS REAL) AS relevance,
+  1 AS hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_gain_exp,
+  CAST(NULL AS REAL) AS tie_miss
+FROM slots
+{%- endif %}
+UNION ALL
+SELECT{% for ri in range(rs.runs) %}
+  _run{{ ri }},{% endfor %}
+  user_id,
+  0 AS src,
+  CAST(NULL AS INTEGER) AS rank,
+  CAST(NULL AS INTEGER) AS ideal_rank,
+  NULL AS item_id,
+  CAST(NULL AS REAL) AS relevance,
+  NULL AS hit,
+  CAST(NULL AS REAL) AS tie_gain,
+  CAST(NULL AS REAL) AS tie_gain_exp,
+  CAST(NULL AS REAL) AS tie_miss
+FROM unjudged_users
 )
 {%- endif %}
 {%- else %}
@@ -4099,7 +6499,91 @@ FROM cascade_rows
 {%- endif %}
 {%- endif %}
 {%- else %}
-{%- if (rs.ties == 'average') %}
+{%- if (rs.ties == 'item_id' and rs.negative == 'yes') or (rs.ties == 'item_id_desc' and rs.negative == 'yes') %}
+{%- if (rs.runs == 0) %}
+, stacked AS (
+  SELECT
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    hits_cum,
+    nonrel_cum
+  FROM list_rows
+  UNION ALL
+  SELECT
+    user_id,
+    2 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS INTEGER) AS hits_cum,
+    CAST(NULL AS INTEGER) AS nonrel_cum
+  FROM truth_rows
+  UNION ALL
+  SELECT
+    user_id,
+    0 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS REAL) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS INTEGER) AS hits_cum,
+    CAST(NULL AS INTEGER) AS nonrel_cum
+  FROM unjudged_users
+)
+{%- elif (rs.runs > 0) %}
+, stacked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    hits_cum,
+    nonrel_cum
+  FROM list_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    2 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS INTEGER) AS hits_cum,
+    CAST(NULL AS INTEGER) AS nonrel_cum
+  FROM truth_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    0 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS REAL) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS INTEGER) AS hits_cum,
+    CAST(NULL AS INTEGER) AS nonrel_cum
+  FROM unjudged_users
+)
+{%- endif %}
+{%- elif (rs.ties == 'average' and rs.negative == 'no') %}
 {%- if (rs.exponent == false and rs.runs == 0) %}
 , stacked AS (
   SELECT
@@ -4215,6 +6699,178 @@ FROM cascade_rows
     CAST(NULL AS REAL) AS tie_gain_exp,
     CAST(NULL AS REAL) AS tie_miss
   FROM truth_rows
+)
+{%- endif %}
+{%- elif (rs.ties == 'average' and rs.negative == 'yes') %}
+{%- if (rs.exponent == false and rs.runs == 0) %}
+, stacked AS (
+  SELECT
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    tie_gain,
+    tie_miss
+  FROM list_rows
+  UNION ALL
+  SELECT
+    user_id,
+    2 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS REAL) AS tie_gain,
+    CAST(NULL AS REAL) AS tie_miss
+  FROM truth_rows
+  UNION ALL
+  SELECT
+    user_id,
+    0 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS REAL) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS REAL) AS tie_gain,
+    CAST(NULL AS REAL) AS tie_miss
+  FROM unjudged_users
+)
+{%- elif (rs.exponent == false and rs.runs > 0) %}
+, stacked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    tie_gain,
+    tie_miss
+  FROM list_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    2 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS REAL) AS tie_gain,
+    CAST(NULL AS REAL) AS tie_miss
+  FROM truth_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    0 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS REAL) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS REAL) AS tie_gain,
+    CAST(NULL AS REAL) AS tie_miss
+  FROM unjudged_users
+)
+{%- elif (rs.exponent == true and rs.runs == 0) %}
+, stacked AS (
+  SELECT
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    tie_miss
+  FROM list_rows
+  UNION ALL
+  SELECT
+    user_id,
+    2 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS REAL) AS tie_gain,
+    CAST(NULL AS REAL) AS tie_gain_exp,
+    CAST(NULL AS REAL) AS tie_miss
+  FROM truth_rows
+  UNION ALL
+  SELECT
+    user_id,
+    0 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS REAL) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS REAL) AS tie_gain,
+    CAST(NULL AS REAL) AS tie_gain_exp,
+    CAST(NULL AS REAL) AS tie_miss
+  FROM unjudged_users
+)
+{%- elif (rs.exponent == true and rs.runs > 0) %}
+, stacked AS (
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    1 AS src,
+    rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    tie_gain,
+    tie_gain_exp,
+    tie_miss
+  FROM list_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    2 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    ideal_rank,
+    item_id,
+    relevance,
+    hit,
+    CAST(NULL AS REAL) AS tie_gain,
+    CAST(NULL AS REAL) AS tie_gain_exp,
+    CAST(NULL AS REAL) AS tie_miss
+  FROM truth_rows
+  UNION ALL
+  SELECT
+    {% for ri in range(rs.runs) %}{% if loop.first %}_run0{% else %},
+    _run{{ ri }}{% endif %}{% endfor %},
+    user_id,
+    0 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS REAL) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS REAL) AS tie_gain,
+    CAST(NULL AS REAL) AS tie_gain_exp,
+    CAST(NULL AS REAL) AS tie_miss
+  FROM unjudged_users
 )
 {%- endif %}
 {%- else %}

@@ -37,19 +37,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -193,6 +204,18 @@ WITH recs_in AS (
     hit,
     hits_cum
   FROM second_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE PRECISION) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -330,19 +353,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -492,6 +526,18 @@ WITH recs_in AS (
     hit,
     hits_cum
   FROM second_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -618,19 +664,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
     CAST(COUNT(*) AS INTEGER) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -774,6 +831,18 @@ WITH recs_in AS (
     hit,
     hits_cum
   FROM second_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS REAL) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS INTEGER) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -901,19 +970,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -1051,6 +1131,18 @@ WITH recs_in AS (
     hit,
     hits_cum
   FROM second_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -1177,19 +1269,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -1327,6 +1430,18 @@ WITH recs_in AS (
     hit,
     hits_cum
   FROM second_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE PRECISION) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -1464,19 +1579,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -1614,6 +1740,18 @@ WITH recs_in AS (
     hit,
     hits_cum
   FROM second_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -1740,19 +1878,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INT64) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INT64) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INT64) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INT64) AS n_nonrel,
     CAST(COUNT(*) AS INT64) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -1890,6 +2039,18 @@ WITH recs_in AS (
     hit,
     hits_cum
   FROM second_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS INT64) AS rank,
+    CAST(NULL AS INT64) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS FLOAT64) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS INT64) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -2016,19 +2177,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -2166,6 +2338,18 @@ WITH recs_in AS (
     hit,
     hits_cum
   FROM second_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -2297,19 +2481,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0 AS _run0,
     user_id AS user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0 AS _run0,
+    user_id AS user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0 AS _run0,
@@ -2453,6 +2648,18 @@ WITH recs_in AS (
     hit,
     hits_cum
   FROM second_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS FLOAT) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,

@@ -35,7 +35,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -357,7 +357,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -686,7 +686,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1008,7 +1008,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1330,7 +1330,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1652,7 +1652,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1974,7 +1974,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2296,7 +2296,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT

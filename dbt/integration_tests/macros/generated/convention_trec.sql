@@ -37,19 +37,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -138,6 +149,18 @@ WITH recs_in AS (
     hit,
     CAST(NULL AS BIGINT) AS hits_cum
   FROM truth_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE PRECISION) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -388,19 +411,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -489,6 +523,18 @@ WITH recs_in AS (
     hit,
     CAST(NULL AS BIGINT) AS hits_cum
   FROM truth_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -720,19 +766,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
     CAST(COUNT(*) AS INTEGER) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -821,6 +878,18 @@ WITH recs_in AS (
     hit,
     CAST(NULL AS INTEGER) AS hits_cum
   FROM truth_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS INTEGER) AS rank,
+    CAST(NULL AS INTEGER) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS REAL) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS INTEGER) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -1051,19 +1120,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -1149,6 +1229,18 @@ WITH recs_in AS (
     hit,
     CAST(NULL AS BIGINT) AS hits_cum
   FROM truth_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -1380,19 +1472,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -1478,6 +1581,18 @@ WITH recs_in AS (
     hit,
     CAST(NULL AS BIGINT) AS hits_cum
   FROM truth_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE PRECISION) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -1728,19 +1843,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -1826,6 +1952,18 @@ WITH recs_in AS (
     hit,
     CAST(NULL AS BIGINT) AS hits_cum
   FROM truth_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -2057,19 +2195,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INT64) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INT64) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INT64) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS INT64) AS n_nonrel,
     CAST(COUNT(*) AS INT64) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -2155,6 +2304,18 @@ WITH recs_in AS (
     hit,
     CAST(NULL AS INT64) AS hits_cum
   FROM truth_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS INT64) AS rank,
+    CAST(NULL AS INT64) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS FLOAT64) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS INT64) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -2386,19 +2547,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0,
     user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0,
+    user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0,
@@ -2484,6 +2656,18 @@ WITH recs_in AS (
     hit,
     CAST(NULL AS BIGINT) AS hits_cum
   FROM truth_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS DOUBLE) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,
@@ -2720,19 +2904,30 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
     _run0 AS _run0,
     user_id AS user_id,
-    CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
-    CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
+    CAST(SUM(CASE WHEN relevance >= 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
+    CAST(SUM(CASE WHEN relevance < 1 AND (
+      relevance >= 0
+    ) THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
   FROM truth_runs
   GROUP BY
     _run0,
     user_id
+), unjudged_users AS (
+  SELECT
+    _run0 AS _run0,
+    user_id AS user_id
+  FROM truth_users
+  WHERE
+    n_rel + n_nonrel = 0
 ), list_ranked AS (
   SELECT
     _run0 AS _run0,
@@ -2821,6 +3016,18 @@ WITH recs_in AS (
     hit,
     CAST(NULL AS BIGINT) AS hits_cum
   FROM truth_rows
+  UNION ALL
+  SELECT
+    _run0,
+    user_id,
+    0 AS src,
+    CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS ideal_rank,
+    NULL AS item_id,
+    CAST(NULL AS FLOAT) AS relevance,
+    NULL AS hit,
+    CAST(NULL AS BIGINT) AS hits_cum
+  FROM unjudged_users
 ), ranked AS (
   SELECT
     s._run0 AS _run0,

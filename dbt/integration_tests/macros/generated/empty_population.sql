@@ -35,7 +35,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -347,7 +347,7 @@ WITH recs_in AS NOT MATERIALIZED (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -661,7 +661,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -969,7 +969,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1276,7 +1276,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1583,7 +1583,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1890,7 +1890,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2202,7 +2202,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT

@@ -30,7 +30,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -358,7 +358,7 @@ WITH recs_in AS NOT MATERIALIZED (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_heads AS (
@@ -687,7 +687,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
     CAST(COUNT(*) AS INTEGER) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1011,7 +1011,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1334,7 +1334,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1657,7 +1657,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INT64) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INT64) AS n_nonrel,
     CAST(COUNT(*) AS INT64) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1980,7 +1980,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -2308,7 +2308,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (

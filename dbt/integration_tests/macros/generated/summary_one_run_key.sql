@@ -35,7 +35,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -373,7 +373,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -706,7 +706,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1040,7 +1040,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1373,7 +1373,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -1706,7 +1706,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2039,7 +2039,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT
@@ -2377,7 +2377,7 @@ WITH recs_in AS (
     t.user_id AS user_id,
     t.item_id AS item_id,
     t.relevance AS relevance
-  FROM truth_judged AS t
+  FROM truth_in AS t
   CROSS JOIN runs
 ), truth_users AS (
   SELECT

@@ -30,7 +30,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -213,7 +213,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -391,7 +391,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INTEGER) AS n_nonrel,
     CAST(COUNT(*) AS INTEGER) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -570,7 +570,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -748,7 +748,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -931,7 +931,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1109,7 +1109,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS INT64) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS INT64) AS n_nonrel,
     CAST(COUNT(*) AS INT64) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1287,7 +1287,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
@@ -1470,7 +1470,7 @@ WITH recs_in AS (
     CAST(SUM(CASE WHEN relevance >= 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_rel,
     CAST(SUM(CASE WHEN relevance < 1 THEN 1 ELSE 0 END) AS BIGINT) AS n_nonrel,
     CAST(COUNT_BIG(*) AS BIGINT) AS n_truth
-  FROM truth_judged
+  FROM truth_in
   GROUP BY
     user_id
 ), list_ranked AS (
