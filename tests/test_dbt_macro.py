@@ -325,11 +325,12 @@ def test_macro_ties_average(adapter):
 
 
 # Integer item ids whose order as text differs from their order as numbers ('9' after '10'), tied; a
-# negative judgment (unjudged under trec and ir_measures), judgments below the threshold (no gain under ranx).
-TIED_RECS = pd.DataFrame({"user_id": [1, 1, 1, 1, 2, 2, 2], "item_id": [9, 10, 100, 7, 9, 10, 11],
-                          "score": [0.5, 0.5, 0.4, 0.3, 0.9, 0.9, 0.9]})
-TIED_TRUTH = pd.DataFrame({"user_id": [1, 1, 1, 1, 2, 2, 3], "item_id": [9, 10, 100, 8, 10, 12, 1],
-                           "relevance": [1, -1, 2, 3, 1, 0, 1]})
+# negative judgment (unjudged under trec and ir_measures), judgments below the threshold (no gain under ranx);
+# users judged only with negative values, with a list (5) and without (4): in trec's population.
+TIED_RECS = pd.DataFrame({"user_id": [1, 1, 1, 1, 2, 2, 2, 5, 5], "item_id": [9, 10, 100, 7, 9, 10, 11, 1, 2],
+                          "score": [0.5, 0.5, 0.4, 0.3, 0.9, 0.9, 0.9, 0.2, 0.1]})
+TIED_TRUTH = pd.DataFrame({"user_id": [1, 1, 1, 1, 2, 2, 3, 4, 4, 5], "item_id": [9, 10, 100, 8, 10, 12, 1, 1, 2, 2],
+                           "relevance": [1, -1, 2, 3, 1, 0, 1, -1, -2, -1]})
 CONVENTION_METRICS = ["precision@1", "ndcg@3", "map@3", "mrr", "rbp@3", "bpref", "ndcg", "map", "judged@2", "err@3"]
 
 
@@ -361,9 +362,10 @@ def test_macro_conventions(adapter):
                                               output="per_user", ties="item_id_desc", population="judged"))
     trec = got["trec", "per_user"].sort_values("user_id")
     # user 1: 9 (relevant) before 10 as text, 10 (judged -1) first as numbers; user 2: 9 first as text,
-    # 11 as numbers, neither relevant; user 3: no list
-    assert list(trec["precision_at_1"]) == [1.0, 0.0, 0.0]
-    assert list(as_numbers.sort_values("user_id")["precision_at_1"]) == [0.0, 0.0, 0.0]
+    # 11 as numbers, neither relevant; user 3: no list; users 4 and 5: judged only -1 (trec_eval -c counts them)
+    assert list(trec["precision_at_1"]) == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert list(trec["user_id"]) == [1, 2, 3, 4, 5]
+    assert list(as_numbers.sort_values("user_id")["precision_at_1"]) == [0.0, 0.0, 0.0, 0.0, 0.0]
 
 
 def test_macro_refuses_a_metric_its_convention_computes_its_own_way():
