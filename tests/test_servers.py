@@ -122,13 +122,18 @@ def _server_dirs(prefix: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def spark():
+    import shutil
+    import tempfile
     from pyspark.sql import SparkSession
 
+    warehouse = tempfile.mkdtemp(prefix="recsql-spark-warehouse-")  # not spark-warehouse/ in the cwd
     session = (SparkSession.builder.master("local[1]").appName("recsql-test-servers")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+               .config("spark.sql.warehouse.dir", warehouse)
                .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     yield session
     session.stop()
+    shutil.rmtree(warehouse, ignore_errors=True)
 
 
 def test_spark_select_1(spark):
