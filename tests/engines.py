@@ -214,17 +214,8 @@ def start(name: str, stack: ExitStack) -> Engine:
         stack.callback(con.close)
         return MariaDBEngine(con)
     if name == "spark":
-        import shutil
-        import tempfile
-        from pyspark.sql import SparkSession
-        warehouse = tempfile.mkdtemp(prefix="recsql-spark-warehouse-")  # not spark-warehouse/ in the cwd
-        stack.callback(shutil.rmtree, warehouse, ignore_errors=True)
-        spark = (SparkSession.builder.master("local[2]").appName("recsql-tests")
-                 .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-                 .config("spark.sql.warehouse.dir", warehouse)
-                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-        stack.callback(spark.stop)
-        return SparkEngine(spark)
+        from servers import spark_session
+        return SparkEngine(stack.enter_context(spark_session("recsql-tests", 2)))
     if name == "clickhouse":
         from chdb import session
         sess = session.Session()

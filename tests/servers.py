@@ -299,3 +299,23 @@ def mariadb_server() -> Iterator[dict[str, Any]]:
                     proc.wait(timeout=10)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def spark_session(app: str, threads: int) -> Iterator[Any]:
+    """A local SparkSession (UTC, no UI, ``threads`` cores and shuffle partitions) whose warehouse is a
+    temporary directory, not ``spark-warehouse/`` in the working directory; stopped and removed on exit."""
+    from pyspark.sql import SparkSession
+
+    warehouse = tempfile.mkdtemp(prefix="recsql-spark-warehouse-")
+    try:
+        session = (SparkSession.builder.master(f"local[{threads}]").appName(app)
+                   .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(threads))
+                   .config("spark.sql.warehouse.dir", warehouse)
+                   .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        try:
+            yield session
+        finally:
+            session.stop()
+    finally:
+        shutil.rmtree(warehouse, ignore_errors=True)

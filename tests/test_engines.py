@@ -127,7 +127,8 @@ def test_conventions_and_tie_rules(engine, convention):
     got, want = both(engine, {"recs": run, "truth": qrels}, asked, convention=convention, **kw)
     assert_same(got.per_user, want.per_user, ["qid"])
     assert_same(got.summary, want.summary, [])
-    # trec_eval -c and ir_measures count every qrels query, one judged only with negative values too
+    # every convention here keeps a truth user judged only with negative values: trec and ir_measures
+    # count every qrels query (trec_eval -c), ranx does too, replay and msr read every truth row as relevant
     assert "no_list" in set(got.per_user["qid"])
     averaged = ["precision@5", "recall@20", "ndcg@10", "dcg(gain=exponential)@10", "hit_rate@3", "cg@5", "rbp@10"]
     got, want = both(engine, {"recs": run, "truth": qrels}, averaged, convention=convention, ties="average", **kw)

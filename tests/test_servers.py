@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from servers import mariadb_server, postgres_server
+from servers import mariadb_server, postgres_server, spark_session
 
 WINDOW = ("SELECT g, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC) AS rn "
           "FROM (SELECT 'a' AS g, 1 AS v UNION ALL SELECT 'a', 2 UNION ALL SELECT 'b', 3) AS t "
@@ -122,18 +122,8 @@ def _server_dirs(prefix: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def spark():
-    import shutil
-    import tempfile
-    from pyspark.sql import SparkSession
-
-    warehouse = tempfile.mkdtemp(prefix="recsql-spark-warehouse-")  # not spark-warehouse/ in the cwd
-    session = (SparkSession.builder.master("local[1]").appName("recsql-test-servers")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-               .config("spark.sql.warehouse.dir", warehouse)
-               .config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    yield session
-    session.stop()
-    shutil.rmtree(warehouse, ignore_errors=True)
+    with spark_session("recsql-test-servers", 1) as session:
+        yield session
 
 
 def test_spark_select_1(spark):
