@@ -377,7 +377,7 @@ def test_macro_refuses_a_metric_its_convention_computes_its_own_way():
     for convention, metric, options in (("ir_measures", "mrr@5", {}), ("ir_measures", "judged@5", {}),
                                         ("ir_measures", "mrr@5", {"ties": "item_id"})):
         with pytest.raises(CompilerError, match=f"convention='{convention}' computes '{re.escape(metric)}' unlike its "
-                                                "other metrics.*`recsql dbt model`"):
+                                                "other metrics.*ranked and judged a second time.*`recsql dbt model`"):
             package.evaluate(recs="recs", truth="truth", metrics=["precision@3", metric], run_cols=["model"],
                              convention=convention, **options)
     call = dict(recs="recs", metrics=["ndcg@5", "map@5"], run_cols=["model"], output="summary", convention="msr",

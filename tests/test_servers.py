@@ -128,6 +128,8 @@ def spark():
 
 def test_spark_select_1(spark):
     assert [tuple(r) for r in spark.sql("SELECT 1").collect()] == [(1,)]
+    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    assert not warehouse.resolve().is_relative_to(Path.cwd().resolve())  # no spark-warehouse/ where pytest runs
     assert [tuple(r) for r in spark.sql(WINDOW).collect()] == WINDOW_ROWS
 
 
