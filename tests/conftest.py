@@ -6,7 +6,11 @@ reproduction blob; run the test locally (without CI set) to get the shrunk examp
 
 recsql's on-disk statement cache (recsql/statements.py) goes to a fresh directory per test session,
 inherited by the processes the tests start: the tests neither read statements an earlier session
-left in the user's cache nor fill it."""
+left in the user's cache nor fill it.
+
+The tests run in two pytest-xdist workers (pyproject.toml). Tests marked ``longest`` (the dbt
+package's regeneration, most of an hour on one core) are collected first, so one worker starts on
+them while the other takes everything else: started last, they would set the suite's length."""
 from __future__ import annotations
 
 import atexit
@@ -14,6 +18,7 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True,
@@ -25,3 +30,8 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 if "RECSQL_CACHE_DIR" not in os.environ:
     os.environ["RECSQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="recsql-test-cache-")
     atexit.register(shutil.rmtree, os.environ["RECSQL_CACHE_DIR"], ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``longest`` tests first (a stable sort: the others keep their order)."""
+    items.sort(key=lambda item: item.get_closest_marker("longest") is None)

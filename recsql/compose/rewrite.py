@@ -128,9 +128,11 @@ def prune(with_: exp.With, final: exp.Select, roots: frozenset[str] = frozenset(
 
 
 def union_all(selects: list[exp.Select]) -> exp.Expression:
+    """The ``selects`` as one UNION ALL chain, built from the nodes themselves (not copies: a caller
+    hands over selects it built, or branches of the union the chain replaces)."""
     query: exp.Expression = selects[0]
     for s in selects[1:]:
-        query = exp.union(query, s, distinct=False)
+        query = exp.union(query, s, distinct=False, copy=False)
     return query
 
 

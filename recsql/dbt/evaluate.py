@@ -613,12 +613,19 @@ def _statement_parts(key: dict, dialect_name: str, sentinel: int, wide: frozense
 
 
 _COMPOSED: dict = {}
+_COMPOSED_GROUP: list = [None]  # the (top-k, inlining) of the dialects the cache serves
 
 
 def _composed(spec: ModelSpec, dialect_name: str, plan: dict):
     """The composer's statement (shared by dialects whose plan is the same), ``plan``: fields of the plan
-    the convention switches set."""
+    the convention switches set. The cache keeps one group of dialects' statements: a worker handed a
+    dialect of another group (:func:`_bodies`) composes afresh and drops the old group's (gigabytes of
+    trees it would never read again)."""
     d = get_dialect(dialect_name)
+    group = (d.topk, d.inline)
+    if group != _COMPOSED_GROUP[0]:
+        _COMPOSED.clear()
+        _COMPOSED_GROUP[0] = group
     # The plan differs between dialects only in DuckDB's top-k and inlining, the binary collation of
     # text ids and the type ids are cast to when a convention orders them as text: the macro composes
     # a placeholder collation (written per adapter by _jinja_collations), so one composition serves
@@ -1120,14 +1127,14 @@ def collation_macro(adapter_name: str) -> str:
             "{%- endmacro %}\n")
 
 
-def evaluate_files(macros: Path) -> dict[Path, str]:
+def evaluate_files(macros: Path, jobs: int | None = None) -> dict[Path, str]:
     """The package's ``recsql.evaluate``: the macro and parser, the registry, and per adapter whose SQL
     differs from the one dbt's dispatch would fall back to, its statement and metric macros
     (``default__``: the PostgreSQL rendering)."""
     from .jinja import EVALUATE, PARSER, registry_macro
     files = {macros / "evaluate.sql": EVALUATE, macros / "evaluate_parser.sql": PARSER,
              macros / "evaluate_registry.sql": registry_macro()}
-    bodies = _bodies()
+    bodies = _bodies(jobs)
     default = bodies[DEFAULT]
     files[macros / "evaluate_sql" / "default.sql"] = _header("default") + default.replace(f"{DEFAULT}__", "default__")
     for name, body in bodies.items():
@@ -1143,17 +1150,16 @@ def _body(adapter_name: str) -> str:
     return statement_macro(adapter_name) + "\n" + metric_macro(adapter_name) + "\n" + collation_macro(adapter_name)
 
 
-def _bodies() -> dict[str, str]:
-    """Every adapter's macros, written by one process per core (``spawn``: a forked copy of a process
-    running DuckDB's threads is not safe). The adapters are handed out in :data:`ADAPTERS` order, one
-    at a time, and a worker keeps its compositions (:func:`_composed`) for the next adapter it gets,
-    so each worker composes each statement once for all the dialects sharing it. The text does not
-    depend on which process wrote it (nor on its hash seed: tests/test_dbt.py regenerates it in a
-    fresh process)."""
+def _bodies(jobs: int | None = None) -> dict[str, str]:
+    """Every adapter's macros, written by ``jobs`` processes (default: one per core; ``spawn``: a forked
+    copy of a process running DuckDB's threads is not safe). The adapters are handed out in
+    :data:`ADAPTERS` order, one at a time, and a worker keeps its compositions (:func:`_composed`) for
+    the next adapter it gets, so each worker composes each statement once for all the dialects sharing
+    it. A worker holds several gigabytes of them at its peak, returned when it exits: even one job runs
+    in a process of its own. The text does not depend on which process wrote it (nor on its hash seed:
+    tests/test_dbt.py regenerates it in a fresh process)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    workers = min(len(ADAPTERS), cores)
-    if workers == 1:
-        return {name: _body(name) for name in ADAPTERS}
+    workers = max(1, min(len(ADAPTERS), jobs or cores))
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return dict(zip(ADAPTERS, pool.map(_body, ADAPTERS)))
 

@@ -51,10 +51,11 @@ def read_specs(root: Path) -> list[ModelSpec]:
     return [ModelSpec(**entry) for entry in entries]
 
 
-def package_files(root: Path) -> dict[Path, str]:
-    """Every generated file of the package rooted at ``root`` (the repository's ``dbt/``), by path."""
+def package_files(root: Path, jobs: int | None = None) -> dict[Path, str]:
+    """Every generated file of the package rooted at ``root`` (the repository's ``dbt/``), by path;
+    ``jobs``: the processes writing the adapters' macros (default: one per core)."""
     files = {root / "dbt_project.yml": _project(), root / "macros" / "input_checks.sql": _input_checks()}
-    files.update(evaluate_files(root / "macros"))
+    files.update(evaluate_files(root / "macros", jobs))
     project = root / "integration_tests"
     for spec in read_specs(root):
         files[project / "macros" / "generated" / f"{spec.name}.sql"] = macro_file(spec, list(_adapters()))
@@ -69,10 +70,10 @@ def _adapters() -> list[str]:
     return list(ADAPTERS)
 
 
-def stale(root: Path, files: dict[Path, str] | None = None) -> list[Path]:
+def stale(root: Path, files: dict[Path, str] | None = None, jobs: int | None = None) -> list[Path]:
     """Generated files that are missing or differ from what :func:`package_files` writes, and files in
     the generated folders that it would not write."""
-    files = package_files(root) if files is None else files
+    files = package_files(root, jobs) if files is None else files
     out = [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     for folder in (root / "integration_tests" / "macros" / "generated", root / "integration_tests" / "models" / "generated"):
         out += [p for p in sorted(folder.glob("*")) if p not in files]
