@@ -98,10 +98,15 @@ def test_progress_bar_is_switched_on_only_when_asked():
     setting = "SELECT current_setting('enable_progress_bar')"
     with DuckDBRunner(progress=True) as runner:
         assert runner.fetch_rows(setting) == [(True,)]
+    # on a user's connection recsql reads through a cursor of its own: that cursor keeps a new
+    # cursor's default (which need not be the connection's own: it differs under pytest-xdist), and
+    # the user's connection keeps its setting
     user = duckdb.connect()
     before = user.execute(setting).fetchall()
+    default = user.cursor().execute(setting).fetchall()
     with DuckDBRunner(user) as runner:
-        assert runner.fetch_rows(setting) == before
+        assert runner.fetch_rows(setting) == default
+    assert user.execute(setting).fetchall() == before
 
 
 def test_sql_for_another_dialect(capsys):
