@@ -42,8 +42,8 @@ def dbt_command() -> Path:
 
 @pytest.mark.longest
 def test_committed_package_is_up_to_date():
-    # one process beside the other pytest worker (the machine's cores are shared out already): the
-    # same wall time as two, and half the memory (a process holds gigabytes of compositions)
+    # one process beside the other pytest worker (the two cores are shared out already): with two,
+    # their 7-10 GB of compositions and the other worker's engines left no memory on a 24 GB machine
     jobs = 1 if os.environ.get("PYTEST_XDIST_WORKER") else None
     assert stale(PACKAGE, jobs=jobs) == [], "run `recsql dbt --regenerate` and commit the result"
 

@@ -1130,7 +1130,7 @@ def collation_macro(adapter_name: str) -> str:
 def evaluate_files(macros: Path, jobs: int | None = None) -> dict[Path, str]:
     """The package's ``recsql.evaluate``: the macro and parser, the registry, and per adapter whose SQL
     differs from the one dbt's dispatch would fall back to, its statement and metric macros
-    (``default__``: the PostgreSQL rendering)."""
+    (``default__``: the PostgreSQL rendering); ``jobs``: the processes writing them (:func:`_bodies`)."""
     from .jinja import EVALUATE, PARSER, registry_macro
     files = {macros / "evaluate.sql": EVALUATE, macros / "evaluate_parser.sql": PARSER,
              macros / "evaluate_registry.sql": registry_macro()}
