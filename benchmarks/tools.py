@@ -359,16 +359,10 @@ def run_spark_recsql(args, out: dict) -> None:
     spark = _spark(args)
     out["setup_s"] = _now() - t0
     try:
-        t0 = _now()
-        recs = spark.read.parquet(str(args.recs))
-        truth = spark.read.parquet(str(args.truth))
-        t1 = _now()
-        result = recsql.evaluate(recs, truth, METRICS_TREC, con=spark)
-        summary = result.summary
-        t2 = _now()
-        out.update(build_s=t1 - t0, evaluate_s=t2 - t1, wall_s=t2 - t0)
+        result, build_s, evaluate_s = recsql_on_spark(spark, recsql, args.recs, args.truth)
+        out.update(build_s=build_s, evaluate_s=evaluate_s, wall_s=build_s + evaluate_s)
         _timed_done(args, out)
-        row = summary.iloc[0]
+        row = result.summary.iloc[0]
         out["metrics"] = {m: float(row[m]) for m in METRICS_TREC}
         out["n_users"] = int(row["n_users"])
         out["versions"] = {"pyspark": pyspark.__version__}
@@ -378,45 +372,67 @@ def run_spark_recsql(args, out: dict) -> None:
         spark.stop()
 
 
-def run_spark_mllib(args, out: dict) -> None:
-    import pyspark
+def mllib_metrics(spark, recs_path, truth_path) -> tuple[dict[str, float], int, float, float]:
+    """Spark MLlib's metrics from the two Parquet files: (values keyed by the recsql metric of the same
+    definition, users, build seconds, evaluate seconds). Build = the (top-10 prediction list, relevant
+    labels) rows per user, cached; evaluate = ``RankingMetrics``' four metrics. The cache is dropped after."""
     from pyspark.mllib.common import JavaModelWrapper, callMLlibFunc
     from pyspark.mllib.evaluation import RankingMetrics
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     t0 = _now()
+    recs = spark.read.parquet(str(recs_path))
+    truth = spark.read.parquet(str(truth_path))
+    order = Window.partitionBy("user_id").orderBy(F.col("score").desc(), F.col("item_id").asc())
+    pred = (recs.withColumn("pos", F.row_number().over(order)).where(F.col("pos") <= K)
+            .groupBy("user_id")
+            .agg(F.sort_array(F.collect_list(F.struct("pos", "item_id"))).alias("ranked"))
+            .select("user_id", F.col("ranked.item_id").alias("pred")))
+    # labels = the relevant items. No relevance values: PySpark's RankingMetrics accepts
+    # (prediction, labels, relevance) rows since 3.4, but its Python bridge
+    # (PythonMLLibAPI.newRankingMetrics) passes only the first two columns to Scala, so ndcgAt
+    # is the binary NDCG either way (checked on a toy in run_spark_mllib and recorded in the result)
+    lab = truth.where(F.col("relevance") >= 1).groupBy("user_id").agg(F.collect_list("item_id").alias("labels"))
+    data = (lab.join(pred, "user_id", "left")  # users without recommendations: empty list, 0
+            .select(F.coalesce("pred", F.array().cast("array<bigint>")).alias("pred"), "labels")
+            .cache())
+    n_users = data.count()
+    # RankingMetrics(rdd) converts a Python RDD to this DataFrame first; we hand it the
+    # DataFrame directly (no Python serialization of the rows)
+    metrics = RankingMetrics.__new__(RankingMetrics)
+    JavaModelWrapper.__init__(metrics, callMLlibFunc("newRankingMetrics", data._jdf))
+    t1 = _now()
+    values = {"ndcg(gain=binary,ideal=binary)@10": metrics.ndcgAt(K),
+              "map@10": metrics.meanAveragePrecisionAt(K),
+              "precision@10": metrics.precisionAt(K),
+              "recall@10": metrics.recallAt(K)}
+    t2 = _now()
+    data.unpersist()
+    return values, n_users, t1 - t0, t2 - t1
+
+
+def recsql_on_spark(spark, recsql, recs_path, truth_path) -> tuple[object, float, float]:
+    """recsql's six metrics on Spark from the two Parquet files: (the result, build s, evaluate s)."""
+    t0 = _now()
+    recs = spark.read.parquet(str(recs_path))
+    truth = spark.read.parquet(str(truth_path))
+    t1 = _now()
+    result = recsql.evaluate(recs, truth, METRICS_TREC, con=spark)
+    result.summary  # noqa: B018 - the frames are part of the call
+    return result, t1 - t0, _now() - t1
+
+
+def run_spark_mllib(args, out: dict) -> None:
+    import pyspark
+    from pyspark.mllib.evaluation import RankingMetrics
+
+    t0 = _now()
     spark = _spark(args)
     out["setup_s"] = _now() - t0
     try:
-        t0 = _now()
-        recs = spark.read.parquet(str(args.recs))
-        truth = spark.read.parquet(str(args.truth))
-        order = Window.partitionBy("user_id").orderBy(F.col("score").desc(), F.col("item_id").asc())
-        pred = (recs.withColumn("pos", F.row_number().over(order)).where(F.col("pos") <= K)
-                .groupBy("user_id")
-                .agg(F.sort_array(F.collect_list(F.struct("pos", "item_id"))).alias("ranked"))
-                .select("user_id", F.col("ranked.item_id").alias("pred")))
-        # labels = the relevant items. No relevance values: PySpark's RankingMetrics accepts
-        # (prediction, labels, relevance) rows since 3.4, but its Python bridge
-        # (PythonMLLibAPI.newRankingMetrics) passes only the first two columns to Scala, so ndcgAt
-        # is the binary NDCG either way (checked on a toy below and recorded in the result)
-        lab = truth.where(F.col("relevance") >= 1).groupBy("user_id").agg(F.collect_list("item_id").alias("labels"))
-        data = (lab.join(pred, "user_id", "left")  # users without recommendations: empty list, 0
-                .select(F.coalesce("pred", F.array().cast("array<bigint>")).alias("pred"), "labels")
-                .cache())
-        n_users = data.count()
-        # RankingMetrics(rdd) converts a Python RDD to this DataFrame first; we hand it the
-        # DataFrame directly (no Python serialization of the rows)
-        metrics = RankingMetrics.__new__(RankingMetrics)
-        JavaModelWrapper.__init__(metrics, callMLlibFunc("newRankingMetrics", data._jdf))
-        t1 = _now()
-        values = {"ndcg(gain=binary,ideal=binary)@10": metrics.ndcgAt(K),
-                  "map@10": metrics.meanAveragePrecisionAt(K),
-                  "precision@10": metrics.precisionAt(K),
-                  "recall@10": metrics.recallAt(K)}
-        t2 = _now()
-        out.update(build_s=t1 - t0, evaluate_s=t2 - t1, wall_s=t2 - t0)
+        values, n_users, build_s, evaluate_s = mllib_metrics(spark, args.recs, args.truth)
+        out.update(build_s=build_s, evaluate_s=evaluate_s, wall_s=build_s + evaluate_s)
         _timed_done(args, out)
         out["metrics"] = {m: float(v) for m, v in values.items()}
         out["n_users"] = n_users
