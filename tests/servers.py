@@ -14,6 +14,12 @@ stops the server and deletes the directory.
 A missing server binary raises ``RuntimeError`` naming it (the engine tests then fail rather
 than skip); a server that does not accept connections within ``TIMEOUT`` seconds raises
 ``RuntimeError`` with the tail of its log. ``.ci/engines.sh`` installs both servers.
+
+A process killed before its ``with`` block exits (``kill -9`` of pytest or of an xdist worker)
+runs no teardown, and a server outlives it: pg_ctl starts PostgreSQL detached. So each server gets
+a reaper (:func:`reap_when_gone`), a small process of its own that SIGKILLs the server and deletes
+its directory once the process that started it is gone, and exits by itself when a normal teardown
+has deleted the directory.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -64,6 +71,39 @@ def run(cmd: list[str], log: Path, what: str, cwd: Path, timeout: float = TIMEOU
             raise RuntimeError(f"{what} timed out after {timeout:.0f} s; log tail:\n{log_tail(log)}") from None
     if proc.returncode != 0:
         raise RuntimeError(f"{what} failed (exit {proc.returncode}); log tail:\n{log_tail(log)}")
+
+
+# The reaper's program: argv = owner pid, server directory, server pid file.
+_REAPER = """
+import os, shutil, signal, sys, time
+owner, folder, pidfile = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+while os.path.isdir(folder):
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        try:
+            with open(pidfile) as f:
+                pid = int(f.readline())
+            with open(f"/proc/{pid}/cmdline", "rb") as f:  # the server still, not a reused pid
+                if folder.encode() in f.read():
+                    os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+        shutil.rmtree(folder, ignore_errors=True)
+        break
+    time.sleep(0.5)
+"""
+
+
+def reap_when_gone(folder: Path, pidfile: Path) -> subprocess.Popen:
+    """Start the reaper of the server whose directory is ``folder`` and whose pid ``pidfile`` holds:
+    it polls this process every 0.5 s; once it is gone, it SIGKILLs the server (if the pid is still a
+    process whose command line names ``folder``) and deletes ``folder``;
+    once ``folder`` is gone (a normal teardown), it exits. In a session of its own, so that a signal to
+    this process's group does not reach it."""
+    return subprocess.Popen([sys.executable, "-c", _REAPER, str(os.getpid()), str(folder), str(pidfile)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
 
 
 def wait_until(connect, deadline: float, what: str, log: Path, alive=lambda: True) -> Any:
@@ -141,6 +181,7 @@ def postgres_server() -> Iterator[dict[str, Any]]:
     tmp = Path(tempfile.mkdtemp(prefix="recsql-pg-", dir=_temp_root()))
     data, log = tmp / "data", tmp / "server.log"
     started = False
+    reaper: subprocess.Popen | None = None
     try:
         if uid is not None:
             os.chown(tmp, uid, gid)
@@ -163,6 +204,7 @@ def postgres_server() -> Iterator[dict[str, Any]]:
                               "-o", f"-p {port} {options}", "start"],
                     tmp / "pg_ctl.log", "PostgreSQL pg_ctl start", cwd=tmp)
                 started = True
+                reaper = reap_when_gone(tmp, data / "postmaster.pid")
                 break
             except RuntimeError as exc:
                 started = (data / "postmaster.pid").exists()
@@ -189,6 +231,17 @@ def postgres_server() -> Iterator[dict[str, Any]]:
                 _kill_pidfile(data / "postmaster.pid")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            _stop_reaper(reaper)
+
+
+def _stop_reaper(reaper: subprocess.Popen | None) -> None:
+    """After a normal teardown (the directory is gone): the reaper exits by itself; wait for it."""
+    if reaper is not None:
+        try:
+            reaper.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            reaper.kill()
+            reaper.wait()
 
 
 def _kill_pidfile(pidfile: Path) -> None:
@@ -245,6 +298,7 @@ def mariadb_server() -> Iterator[dict[str, Any]]:
     # runs as that user and --user is ignored.
     user = ["--user=root"] if os.geteuid() == 0 else []
     proc: subprocess.Popen | None = None
+    reaper: subprocess.Popen | None = None
     try:
         deadline = time.monotonic() + TIMEOUT
         run([install_db, "--no-defaults", f"--datadir={data}", *user, "--auth-root-authentication-method=normal",
@@ -272,6 +326,7 @@ def mariadb_server() -> Iterator[dict[str, Any]]:
 
             try:
                 con = wait_until(root, deadline, "MariaDB (mariadbd)", log, alive=lambda: proc.poll() is None)
+                reaper = reap_when_gone(tmp, tmp / "mariadbd.pid")
                 break
             except RuntimeError:
                 if proc.poll() is None or attempt == 2 or "already in use" not in log_tail(log, 50):
@@ -299,6 +354,7 @@ def mariadb_server() -> Iterator[dict[str, Any]]:
                     proc.wait(timeout=10)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            _stop_reaper(reaper)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,11 @@ skipped: a missing server fails), accept a connection and run plain and window-f
 and the in-process engines (Spark local mode, chdb, DataFusion) each run ``SELECT 1``."""
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +155,46 @@ def test_datafusion_select_1():
     table = ctx.sql("SELECT 1 AS one").to_arrow_table()
     assert table.column("one").to_pylist() == [1]
     assert [tuple(r.values()) for r in ctx.sql(WINDOW).to_arrow_table().to_pylist()] == WINDOW_ROWS
+
+
+_OWNER = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import servers
+with getattr(servers, sys.argv[2])() as params:
+    print(json.dumps(params), flush=True)
+    time.sleep(600)
+"""
+
+
+def _server_pid(prefix: str, port: int) -> tuple[int, Path]:
+    """The pid and directory of the server of ``prefix`` listening on ``port``: the server whose pid
+    file (PostgreSQL's postmaster.pid, mariadbd.pid) names a process started with that port."""
+    for folder in map(Path, _server_dirs(prefix)):
+        for pidfile in (folder / "data" / "postmaster.pid", folder / "mariadbd.pid"):
+            if pidfile.is_file():
+                pid = int(pidfile.read_text().split()[0])
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                if f"-p {port} " in cmdline or f"--port={port}" in cmdline:
+                    return pid, folder
+    raise AssertionError(f"no {prefix} server listens on port {port}")
+
+
+@pytest.mark.parametrize("server, prefix", [("postgres_server", "recsql-pg-"), ("mariadb_server", "recsql-mariadb-")])
+def test_a_killed_owner_leaves_no_server_behind(server, prefix):
+    """kill -9 of the process that started a server runs no teardown: its reaper SIGKILLs the
+    server and deletes its directory (tests/servers.py, reap_when_gone)."""
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(Path(__file__).parent), server],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        params = json.loads(owner.stdout.readline())
+        pid, folder = _server_pid(prefix, params["port"])
+        assert folder.is_dir()
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (folder.exists() or Path(f"/proc/{pid}").exists()):
+        time.sleep(0.2)
+    assert not Path(f"/proc/{pid}").exists(), f"the {server} (pid {pid}) outlived its owner"
+    assert not folder.exists(), f"{folder} outlived its owner"
