@@ -34,8 +34,7 @@ FLOOR = ("SELECT count(*), sum(len(top)) FROM (SELECT user_id, min_by(item_id, (
 
 
 def _profile(con, sql: str) -> dict:
-    """DuckDB's JSON profile of ``sql``, run once before untimed."""
-    con.execute(sql).fetchall()
+    """DuckDB's JSON profile of one run of ``sql`` (warmed by :func:`_medians` before)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "profile.json"
         con.execute("PRAGMA enable_profiling = 'json'")
