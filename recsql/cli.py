@@ -228,8 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_parser(sub)
     from .report.cli import add_parser as add_report_parser  # `recsql report`: one self-contained HTML report
     add_report_parser(sub)
-    from .dbt.cli import add_parser as add_dbt_parser  # `recsql dbt`: dbt models and the dbt package
-    add_dbt_parser(sub, _columns)
+    from .dbt.cli import add_parser as add_dbt_parser  # `recsql dbt generate`: the models of a recsql.yml
+    add_dbt_parser(sub)
     return parser
 
 

@@ -9,8 +9,8 @@ inherited by the processes the tests start: the tests neither read statements an
 left in the user's cache nor fill it.
 
 The tests run in two pytest-xdist workers (pyproject.toml). Tests marked ``longest`` (the dbt
-package's regeneration, most of an hour on one core) are collected first, so one worker starts on
-them while the other takes everything else: started last, they would set the suite's length."""
+builds on real adapters, minutes each) are collected first, so the workers start on them: started
+last, they would set the suite's length."""
 from __future__ import annotations
 
 import atexit

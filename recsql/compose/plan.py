@@ -70,10 +70,6 @@ class Plan:
     text_ids: frozenset = frozenset()  # internal id columns ("user_id", "item_id") holding strings
     topk: str | None = None  # engine whose top-k override (sql/_topk.<engine>.sql) replaces ROW_NUMBER
     inline: tuple[str, ...] = ()  # CTEs to write AS NOT MATERIALIZED (recsql/dialects.py)
-    # with topk: the main list's heaps as a CTE (list_heads) that the input checks read too, so recs is
-    # scanned once (recsql/compose/stage.py); off for the dbt package's macro, whose switches must
-    # not change which CTEs a statement has (recsql/dbt/evaluate.py)
-    heads: bool = True
     id_collation: str | None = None  # binary collation for text ids (recsql/dialects.py)
     ties: str = "item_id"  # tie rule: item_id (ascending), item_id_desc, or average (expected value)
     id_order: str = "native"  # "text": tied ids compare as text, bytewise (trec_eval's strcmp), whatever their type
@@ -87,11 +83,6 @@ class Plan:
     baseline_ord_type: str = "DOUBLE"
     id_casts: dict[tuple[str, str], str] = field(default_factory=dict)  # (input, internal id) -> _ID_CASTS key
     item_needs: frozenset = frozenset()  # the items' value columns the metrics read (explaining a failed check)
-    # items_in's attribute columns (and "features": the item feature vectors of features_in, and their
-    # checks) read besides those the metrics read: the dbt package's macro composes items_in once for
-    # every metric list, and writes NULL for a column no metric asked reads (recsql/dbt/evaluate.py);
-    # empty for recsql.evaluate, which reads only what its metrics read
-    read_item_columns: frozenset = frozenset()
     # Inputs of the beyond-accuracy metrics (README, "Beyond accuracy and user models"), each optional.
     interactions: exp.Expression | None = None  # (user, item) seen in training
     catalog: exp.Expression | None = None  # items; default: the items input, else truth ∪ recs items

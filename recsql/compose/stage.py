@@ -193,8 +193,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     with_ = stage.args["with_"]
     ctes = {c.alias: c for c in with_.expressions}
     _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
-    if plan.heads:
-        _heads(with_, ctes["list_ranked"])
+    _heads(with_, ctes["list_ranked"])
     _order_ties(ctes["baseline_ranked"].this, plan.ties, _tie_key(plan))
     _ideal_order(plan, ctes["truth_ordered"], values)
     if second is not None:

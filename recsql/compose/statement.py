@@ -41,18 +41,18 @@ def _prune_columns(stage: exp.Select, per_user: exp.Select, keys: list[str]) -> 
             read = set(keys) | {"user_id"} | {c.name for c in branch.find_all(exp.Column)}
             rows = ctes["second_rows"]
             rows.set("expressions", [e for e in rows.expressions if e.alias_or_name in read])
-    # The main list keeps its other columns (plain or typed NULLs, they cost nothing), so that every
-    # statement's list_rows has the same columns (the dbt macro combines CTEs of several statements).
+    # The main list keeps its other columns (plain or typed NULLs, they cost nothing).
     read = {c.name for name, tree in ctes.items() if name != "list_rows" for c in tree.find_all(exp.Column)}
     rows = ctes["list_rows"]
     rows.set("expressions", [e for e in rows.expressions
                              if e.alias_or_name not in _RUNNING or e.alias_or_name in read])
 
 
-def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.Select:
+def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: bool = False) -> exp.Select:
     """The whole statement: ``per_user`` (population rows), ``summary`` (one row per run), or
     ``raw`` (every user seen, internal column names and the flags ``_in_population``,
-    ``_has_recs``, ``_n_rel``; :func:`finalize` turns it into the other two)."""
+    ``_has_recs``, ``_n_rel``; :func:`finalize` turns it into the other two). ``checks``: the
+    per-user rows carry the input checks too, as the summary does (dbt models, whose tests read them)."""
     if plan.population not in POPULATIONS:
         raise RecsqlError(f"population={plan.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")
     if output not in OUTPUTS:
@@ -79,9 +79,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
         tree = metric_expression(m, context)
         return on_second_list(tree) if id(m) in on_second else tree
 
-    read_items = needed | plan.read_item_columns  # what items_in and features_in read
-    # the dbt macro's feature vectors: checked and kept whatever the output (its wide statement's pairs read them)
-    kept_inputs = frozenset({"features_in"}) if "features" in plan.read_item_columns else frozenset()
+    read_items = needed  # what items_in and features_in read
     inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", items_in(plan, read_items)),
               ("interactions_in", interactions_in(plan)), ("catalog_in", catalog_in(plan)),
               ("baseline_in", baseline_in(plan)), ("features_in", features_in(plan, read_items))]
@@ -123,10 +121,10 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     ctes += list(with_.expressions)
     ctes.append(exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")))
     diagnostics: list[str] = []
-    if output != "per_user":  # the input checks travel in the statement, as columns of every raw row
+    if output != "per_user" or checks:  # the input checks travel in the statement, as columns of every raw row
         probe = reachable(ctes, exp.select("*").from_("per_user_raw"))  # what the raw rows read
         main = largest_cutoff([m for m in resolved if id(m) not in on_second])
-        read = {c.alias for c in probe} | kept_inputs
+        read = {c.alias for c in probe}
         counts, checks, diagnostics = input_checks(plan, read_items, read,
                                                    {"list_ranked": main, "second_ranked": largest_cutoff(second_metrics)},
                                                    exponent=any(uses_exponent(c) for c in probe),
@@ -150,7 +148,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary") -> exp.S
     statement = final.copy()
     new_with = exp.With(expressions=ctes)
     statement.set("with_", new_with)
-    prune(new_with, final, kept_inputs)
+    prune(new_with, final)
     return statement
 
 
@@ -211,5 +209,6 @@ def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequen
         *_run_aliases(plan), exp.alias_(exp.column("user_id"), exp.to_identifier(plan.user_col, quoted=True)),
         *[exp.alias_(exp.column(f"_m{i}"), n) for i, (m, n) in enumerate(zip(metrics, names))
           if m.spec.population != "global"],
+        *[exp.alias_(exp.Subquery(this=exp.select(n).from_("checks")), n) for n in checks],
     ).from_("per_user")
     return select.where(exp.column("_in_population").eq(1)).order_by(*[exp.column(r) for r in internal_runs(plan)], "user_id")
