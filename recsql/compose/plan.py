@@ -92,7 +92,7 @@ class Plan:
     # every metric list, and writes NULL for a column no metric asked reads (recsql/dbt/evaluate.py);
     # empty for recsql.evaluate, which reads only what its metrics read
     read_item_columns: frozenset = frozenset()
-    # Inputs of the beyond-accuracy metrics (README, "Beyond accuracy and user models"), each optional.
+    # Inputs of the beyond-accuracy metrics (docs/guide/metrics.md, "Beyond accuracy and user models"), each optional.
     interactions: exp.Expression | None = None  # (user, item) seen in training
     catalog: exp.Expression | None = None  # items; default: the items input, else truth ∪ recs items
     baseline: exp.Expression | None = None  # another recommender's lists, ordered like recs
