@@ -116,7 +116,8 @@ def metric_section(spec) -> str:
     if spec.params:
         out += ["**Options.**", "", *(_option(p) for p in spec.params.values()), ""]
     ranges = "; ".join(r if opt is None else f"{r} if {opt} = {value}" for r, opt, value in spec.ranges)
-    out += [f"**Range.** {_text(ranges)} (the first that applies; every per-user and summary value lies in it)", ""]
+    first = " (the first that applies)" if len(spec.ranges) > 1 else ""
+    out += [f"**Range.** {_text(ranges)}{first}: every per-user and summary value lies in it.", ""]
     if spec.needs_when:
         needs = "; ".join(n if opt is None else f"{n} when {opt} = {value}" for n, opt, value in spec.needs_when)
         out += [f"**Needs.** {_text(needs)}", ""]
@@ -131,7 +132,7 @@ def reference() -> str:
     """The whole reference, as Markdown: an index, then one section per metric, by name."""
     metrics, _ = _recsql()
     specs = list(metrics.registry().values())
-    index = ", ".join(f"[`{s.name}`](#{s.name.replace('_', '_')})" for s in specs)
+    index = ", ".join(f"[`{s.name}`](#{s.name})" for s in specs)
     return "\n".join([f"{len(specs)} metrics: {index}.", "", *(metric_section(s) for s in specs)])
 
 

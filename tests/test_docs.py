@@ -174,7 +174,8 @@ def test_mkdocs_build_strict(tmp_path):
 
 
 def test_links_into_the_repository_resolve():
-    """A page's relative links to files outside docs/ (which the site shows as names) point at files."""
+    """A page's relative links to files outside docs/ (which the site shows as names) point at files,
+    and so do the links of the README, CONTRIBUTING.md and CHANGELOG.md."""
     hooks = _hooks()
     missing = []
     for src, text in hooks._pages(DOCS):
@@ -182,6 +183,11 @@ def test_links_into_the_repository_resolve():
             repo_path = hooks._outside_docs(src, match.group(3), DOCS)
             if repo_path and not (REPO / repo_path.rstrip("/")).exists():
                 missing.append(f"docs/{src}: {match.group(3)}")
+    for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md"):  # on GitHub, relative to the root
+        for match in hooks._outside_links((REPO / name).read_text(encoding="utf-8")):
+            target = match.group(3).partition("#")[0]
+            if target and not re.match(r"^[a-z][a-z0-9+.-]*:", target) and not (REPO / target).exists():
+                missing.append(f"{name}: {match.group(3)}")
     assert not missing, missing
 
 
