@@ -1,5 +1,5 @@
 """Where DuckDB spends the six-metric query's time: the query alone against the floor, warm, and their
-JSON profiles, operator by operator (the README's *Performance*, reasons 1 and 2).
+JSON profiles, operator by operator (docs/performance.md, reasons 1 and 2).
 
     python benchmarks/duckdb_profile.py --rows 10M
     python benchmarks/duckdb_profile.py --rows 1M --repeat 15

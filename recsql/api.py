@@ -91,7 +91,7 @@ class Evaluation:
     # the report and its tables (recsql/report): thin delegations
 
     def report(self, path: str, *, baseline: Any = None, title: str | None = None, **options: Any) -> str:
-        """Write one self-contained HTML report of this evaluation to ``path`` (README, "Report"): the
+        """Write one self-contained HTML report of this evaluation to ``path`` (docs/guide/report.md): the
         summary, with two or more runs compared against ``baseline`` (None: every pair) from these
         per-user values (``options``: :meth:`compare`'s; ``inputs={"recs": ...}`` to fingerprint the
         inputs), per-user distributions, curves over the cutoffs evaluated, definitions and the SQL."""
@@ -228,7 +228,7 @@ def _run_columns(run_cols: Any) -> tuple[str, ...]:
     return columns
 
 
-# The optional inputs beside recs and truth (README, "Inputs"), as evaluate / to_sql keywords.
+# The optional inputs beside recs and truth (docs/guide/inputs.md), as evaluate / to_sql keywords.
 EXTRA_INPUTS = INPUT_ROLES[2:]
 # Column options of those inputs (Plan fields), with their defaults.
 EXTRA_COLUMNS = {"probability_col": "probability", "category_col": "category", "features_col": "features",
@@ -684,7 +684,7 @@ def to_sql(
 
     ``output``: ``summary`` (one row per run) or ``per_user``. The summary carries the input checks
     as diagnostic columns (``recs_invalid_rows``, ``recs_duplicate_rows``, ``truth_invalid_rows``, ...:
-    README, "Safety"), computed in the same statement: a non-zero one means the metrics beside it
+    docs/guide/safety.md), computed in the same statement: a non-zero one means the metrics beside it
     read bad rows (``evaluate`` raises from them). ``per_user`` carries no checks. With
     ``duplicates='best'`` / ``'max'`` the query de-duplicates and the duplicate columns are 0. ``text_ids``: the id columns
     (``user_col``/``item_col``) and run columns that hold strings, so that dialects whose default collation is
@@ -729,7 +729,7 @@ def to_sql(
     plan = _plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(cols["run_cols"]),
                  text_ids=frozenset(named[c] for c in text_ids), ord_type=order_type.strip().upper(),
                  baseline_ord_type=order_type.strip().upper())
-    if compare is not None:  # the statistics of recsql.compare over the per-user query (README, "Comparing runs")
+    if compare is not None:  # the statistics of recsql.compare over the per-user query (docs/guide/compare.md)
         from .comparison import Settings, statement_for
         if not isinstance(compare, dict):
             raise RecsqlError(f"compare must be a dict of compare's options (baseline, tests, ci, resamples, seed, "

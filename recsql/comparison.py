@@ -150,7 +150,7 @@ class Comparison:
     # the report and its tables (recsql/report): thin delegations
 
     def report(self, path: str, *, evaluation: Any = None, title: str | None = None, **options: Any) -> str:
-        """Write one self-contained HTML report of this comparison to ``path`` (README, "Report"); the
+        """Write one self-contained HTML report of this comparison to ``path`` (docs/guide/report.md); the
         curves and per-user distributions need the ``evaluation`` of the same runs too."""
         from .report import from_comparison
         return from_comparison(self, evaluation=evaluation, title=title, **options).write(path)
@@ -404,7 +404,7 @@ def _global_test(r: Any, labels: dict[int, Any], names: list[str], segment: dict
                  settings: Settings) -> dict[str, Any]:
     """A pair's row for a global metric (one number per run): the difference, its bootstrap interval
     and the randomization test by swapping users' lists; no per-user differences, so no t, Wilcoxon,
-    Tukey HSD, effect size, wins, ties or losses (README, "Comparing runs")."""
+    Tukey HSD, effect size, wins, ties or losses (docs/guide/compare.md)."""
     extreme = r["extreme"]
     number = lambda v: math.nan if v is None or pd.isna(v) else float(v)  # noqa: E731
     return {**segment, "run": labels[int(r["run"])], "baseline": labels[int(r["baseline"])],
@@ -546,7 +546,7 @@ def compare(recs: Any, truth: Any, metrics: Sequence[str | Metric] | str | Metri
     """Compare runs: each run's mean with a bootstrap interval, and paired tests between runs, for
     per-user metrics and for the global ones (coverage, gini, personalization: resampled through
     their exposure counts, :mod:`recsql.comparison_global`), computed by the engine in one
-    statement. Definitions: README, "Comparing runs".
+    statement. Definitions: docs/guide/compare.md.
 
     ``run_cols``: the run key columns of ``recs`` (required: compare needs runs). ``baseline``: the
     run to compare every other run with (its label: the value of the run column, ``col=v/col=v``, a

@@ -1,4 +1,4 @@
-"""Conventions: one switch that reproduces another tool's numbers (README, "Conventions").
+"""Conventions: one switch that reproduces another tool's numbers (docs/guide/conventions.md).
 
 A convention sets, together, what tools disagree on: the tie rule (and whether tied ids compare as
 text, as trec_eval's strcmp does), the population, how negative relevance is read, per-metric option

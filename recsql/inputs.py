@@ -15,13 +15,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-ROLES = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features")  # README, "Inputs"
+ROLES = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features")  # docs/guide/inputs.md
 
 
 @dataclass(frozen=True)
 class Inputs:
     """The inputs, their columns and the definition options, as evaluate's keywords name them
-    (README, "Inputs"): ``recs`` (required), ``truth`` and the optional tables (a table name, a
+    (docs/guide/inputs.md): ``recs`` (required), ``truth`` and the optional tables (a table name, a
     file, a DataFrame: whatever the engine reads); the column options; ``threshold``,
     ``population``, ``duplicates``, ``convention`` and ``ties``."""
 

@@ -38,8 +38,8 @@ _PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount|number(?:\s+in\s+([\
 _INTERVAL_RE = re.compile(r"^([\[(])\s*(-inf|[-+]?[\d.]+)\s*,\s*(inf|[-+]?[\d.]+)\s*([\])])$")
 K_RULES = ("required", "optional", "none")  # header `k:` — a cutoff is needed, allowed, or not allowed
 _STAGE_RE = re.compile(r"^(\w+)(?:\s+if\s+(\w+)\s*=\s*(\w+))?$")  # "feature" or "feature if option = value"
-# header `population:` — whose values the summary averages (README, "Beyond accuracy and user models"):
-# users of the population of the ranked-rows stage (README, "How a list is scored")
+# header `population:` — whose values the summary averages (docs/guide/metrics.md, "Beyond accuracy and user models"):
+# users of the population of the ranked-rows stage (docs/guide/populations.md)
 # (needs truth), users with recommendations (lists only, no truth needed), or one number per run.
 POPULATION_KINDS = ("truth", "lists", "global")
 

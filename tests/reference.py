@@ -1,7 +1,7 @@
 """Plain-Python reference oracle for recsql's accuracy metrics.
 
-Written only from the definitions in the README ("Inputs", "How a list is scored", "Metrics",
-"Conventions") and its metric-naming rules, independently of the SQL implementation, so that tests
+Written only from the definitions in the documentation (docs/guide/inputs.md, populations.md,
+metrics.md, conventions.md) and its metric-naming rules, independently of the SQL implementation, so that tests
 can compare the two.
 Standard library only; clarity over speed.
 """
@@ -31,13 +31,13 @@ OPTIONAL_CUTOFF = {"map", "ndcg", "idcg", "dcg", "cg", "mrr", "bpref", "num_ret"
 # --------------------------------------------------------------------------- helpers
 
 def _relevance(row):
-    """Truth relevance; a missing (or None) relevance counts as 1 (README, "Inputs": default 1)."""
+    """Truth relevance; a missing (or None) relevance counts as 1 (docs/guide/inputs.md: default 1)."""
     value = row.get("relevance")
     return 1.0 if value is None else float(value)
 
 
 def _gain(relevance, kind):
-    """README, "How a list is scored", step 4: linear = max(rel, 0) (unjudged -> 0);
+    """docs/guide/populations.md, step 4: linear = max(rel, 0) (unjudged -> 0);
     exponential = 2^linear - 1. ("binary" = hit_i needs the threshold: see _User.gains.)"""
     g = 0.0 if relevance is None else max(float(relevance), 0.0)
     return {"linear": lambda: g, "exponential": lambda: 2.0 ** g - 1.0}[kind]()
@@ -65,7 +65,7 @@ def _div(num, den):
 
 
 class _User:
-    """One user's ranked, cut and judged list plus their truth (README, "How a list is scored", steps 1-4).
+    """One user's ranked, cut and judged list plus their truth (docs/guide/populations.md, steps 1-4).
 
     rels[i]  = relevance at position i+1 (None = unjudged), positions 1..min(k, n)
     hits[i]  = 1 if position i+1 is relevant (relevance >= threshold) else 0
@@ -317,7 +317,7 @@ def ranked_groups(recs, use_rank=False, ties="item_id", id_order="native"):
 
 
 def ranked_lists(recs, use_rank=False, ties="item_id", id_order="native"):
-    """{user_id: [item_id, ...]} in position order (README, "How a list is scored", step 1): rank
+    """{user_id: [item_id, ...]} in position order (docs/guide/populations.md, step 1): rank
     ascending (use_rank) or score descending, ties by item_id ascending (or descending); positions
     are then renumbered 1..n."""
     return {user: [i for g in groups for i in g] for user, groups in ranked_groups(recs, use_rank, ties, id_order).items()}

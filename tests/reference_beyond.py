@@ -1,6 +1,6 @@
 """Plain-Python reference oracle for recsql's "beyond accuracy" metrics.
 
-Written only from the definitions in the README ("Beyond accuracy and user models", with the
+Written only from the definitions in docs/guide/metrics.md ("Beyond accuracy and user models", with the
 choices listed there for its edge cases), independently of the SQL implementation, so that tests
 can compare the two. Standard library only; clarity over speed.
 
@@ -487,7 +487,7 @@ def coverage(ctx):
     """coverage@k = #(catalog items appearing in any user's top k) / catalog size.
     Catalog: the catalog input, else the items input, else distinct items of truth ∪ recs.
     None for an empty catalog, and for a run without any recommendation (nothing was exposed:
-    README, like gini and personalization)."""
+    docs/guide/metrics.md, like gini and personalization)."""
     cat = _catalog(ctx.catalog_rows, ctx.items_rows, ctx.truth_rows, ctx.recs)
     shown = set(_exposure(ctx.lists, ctx.k))
     return len(cat & shown) / len(cat) if cat and ctx.lists else None

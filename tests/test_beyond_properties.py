@@ -1,7 +1,7 @@
 """Beyond-accuracy metrics == the plain-Python reference (tests/reference_beyond.py) on random
 inputs: tied scores, users with one item or none, items missing from items / features /
 interactions, baselines that miss users, catalogs that miss recommended items; plus the
-invariants of their definitions (README, "Beyond accuracy and user models")."""
+invariants of their definitions (docs/guide/metrics.md, "Beyond accuracy and user models")."""
 from __future__ import annotations
 
 import math

@@ -1,4 +1,4 @@
-"""recsql.compare: paired tests and bootstrap intervals computed in SQL (README, "Comparing runs").
+"""recsql.compare: paired tests and bootstrap intervals computed in SQL (docs/guide/compare.md).
 
 Every expected value comes from outside recsql: scipy (ttest_rel, wilcoxon), statsmodels
 (multipletests), an exact enumeration of every sign flip, numpy's quantiles over resamples drawn

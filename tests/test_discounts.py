@@ -1,4 +1,4 @@
-"""Custom discounts (README, "Metrics"): every allowed function means the same on every engine, the
+"""Custom discounts (docs/guide/metrics.md): every allowed function means the same on every engine, the
 arithmetic is DOUBLE (``1/rank`` is not integer division anywhere), ambiguous or engine-dependent
 spellings are refused with what to write instead, a discount that is not a finite number at some
 rank is refused before any query runs, and an absurdly long or deep one is a RecsqlError."""

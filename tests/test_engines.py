@@ -151,7 +151,7 @@ def test_integer_ids_tie_as_text(engine):
 
 
 def test_beyond_accuracy_metrics(engine):
-    """Every beyond-accuracy metric (README, "Beyond accuracy and user models") gives DuckDB's numbers (itself checked against the
+    """Every beyond-accuracy metric (docs/guide/metrics.md, "Beyond accuracy and user models") gives DuckDB's numbers (itself checked against the
     hand-computed cases and the reference), with every side input: items (probability, category),
     feature rows, interactions, a baseline and a catalog; and without truth."""
     data = Path(__file__).resolve().parent.parent / "fixtures" / "data"

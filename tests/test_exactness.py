@@ -1,5 +1,5 @@
 """Order keys rank by their exact value and ids compare by value, bytewise, on every executed engine
-(README, "Safety"): a score a DOUBLE cannot hold never ties silently, a collation never makes 'A'
+(docs/guide/safety.md): a score a DOUBLE cannot hold never ties silently, a collation never makes 'A'
 match 'a', a category code never orders ids."""
 from __future__ import annotations
 

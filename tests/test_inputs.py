@@ -1,5 +1,5 @@
-"""Inputs (README, "Inputs"): files, globs, DataFrames, Arrow, DuckDB tables and read-only .duckdb files,
-renamed columns, run keys in recs and truth, and the population diagnostics (README, "How a list is scored", step 5)."""
+"""Inputs (docs/guide/inputs.md): files, globs, DataFrames, Arrow, DuckDB tables and read-only .duckdb files,
+renamed columns, run keys in recs and truth, and the population diagnostics (docs/guide/populations.md, step 5)."""
 from __future__ import annotations
 
 import hashlib
@@ -90,7 +90,7 @@ def test_renamed_columns_and_rank_input():
 
 
 def test_result_columns_are_named_as_asked():
-    """README, "Metrics": one column per metric, named as asked; a Metric object gives its canonical name;
+    """docs/guide/metrics.md: one column per metric, named as asked; a Metric object gives its canonical name;
     a metric asked twice under two spellings is computed once, under the first spelling."""
     recs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.9, 0.2]})
     truth = pd.DataFrame({"user_id": [1], "item_id": [2]})

@@ -3,7 +3,7 @@ and every fixture file the tests read is inside it.
 
 A fresh clone has nothing beside it, so a test, docstring, SQL comment or README line that points
 at a sibling directory, an absolute path of the machine it was written on, or a planning document
-kept elsewhere is a broken reference. Definitions are cited from the README instead.
+kept elsewhere is a broken reference. Definitions are cited from the documentation in docs/ instead.
 
 The forbidden strings are assembled from pieces below, so this file does not match its own
 patterns and needs no exception.
@@ -80,7 +80,7 @@ def test_no_file_points_outside_the_repository():
                 if pattern.search(line):
                     hits.append(f"{path.relative_to(REPO).as_posix()}:{number}: {what}: {line.strip()[:160]}")
     assert not hits, ("files that name a path outside the repository or a document not in it "
-                      "(cite the README or a file in the repository instead):\n" + "\n".join(hits))
+                      "(cite the documentation or a file in the repository instead):\n" + "\n".join(hits))
 
 
 def test_the_forbidden_patterns_match_what_they_should():

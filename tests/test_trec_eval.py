@@ -27,7 +27,7 @@ NOT_IMPLEMENTED = re.compile(
     r"Rndcg|relative_P_.*|set_map|set_relative_P|num_nonrel_judged_ret|rbp_resid|relstring.*)$")
 
 # Not comparable: on graded qrels trec_eval's rbp rescales gains with min/max variables it never
-# initialises (m_rbp.c), so its value there is undefined; recsql's rbp counts hits (README, "Metrics").
+# initialises (m_rbp.c), so its value there is undefined; recsql's rbp counts hits (docs/guide/metrics.md).
 SKIP = {("out.test.aql", "rbp")}
 
 # expected output -> (qrels, run, options): the commands in fixtures/trec_eval/README.md

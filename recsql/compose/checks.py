@@ -11,7 +11,7 @@ from .plan import Plan, internal_runs
 from .rewrite import union_all
 
 
-# The summary's diagnostic columns (README, "Safety"), in order: each is there when its input is
+# The summary's diagnostic columns (docs/guide/safety.md), in order: each is there when its input is
 # given and read by the query. *_invalid_rows: rows of the whole input with a NULL key, order or
 # relevance, or a NaN/±inf order or relevance; *_duplicate_rows: extra copies of a key (a key held
 # by n rows counts n - 1) among the rows the metrics read (recs: the ranked rows kept, positions <=

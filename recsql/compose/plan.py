@@ -83,7 +83,7 @@ class Plan:
     baseline_ord_type: str = "DOUBLE"
     id_casts: dict[tuple[str, str], str] = field(default_factory=dict)  # (input, internal id) -> _ID_CASTS key
     item_needs: frozenset = frozenset()  # the items' value columns the metrics read (explaining a failed check)
-    # Inputs of the beyond-accuracy metrics (README, "Beyond accuracy and user models"), each optional.
+    # Inputs of the beyond-accuracy metrics (docs/guide/metrics.md, "Beyond accuracy and user models"), each optional.
     interactions: exp.Expression | None = None  # (user, item) seen in training
     catalog: exp.Expression | None = None  # items; default: the items input, else truth ∪ recs items
     baseline: exp.Expression | None = None  # another recommender's lists, ordered like recs
