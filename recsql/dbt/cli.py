@@ -6,8 +6,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+
+def _shown(path: Path) -> str:
+    """The path as the user would write it: relative to the current folder when inside it."""
+    relative = os.path.relpath(path)
+    return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,18 +37,18 @@ def run(args: argparse.Namespace) -> int:
     changed, leftover = generate(Path(args.project), check=args.check)
     if args.check:
         for path in changed:
-            print(f"stale: {path}")
+            print(f"stale: {_shown(path)}")
         for path in leftover:
-            print(f"left over: {path}")
+            print(f"left over: {_shown(path)}")
         if changed or leftover:
             print("recsql: run `recsql dbt generate` and commit the result", file=sys.stderr)
             return 1
         print("recsql: every generated dbt model is current", file=sys.stderr)
         return 0
     for path in changed:
-        print(f"wrote {path}")
+        print(f"wrote {_shown(path)}")
     for path in leftover:
-        print(f"removed {path}")
+        print(f"removed {_shown(path)}")
     if not changed and not leftover:
         print("recsql: every generated dbt model is already current", file=sys.stderr)
     return 0
