@@ -48,7 +48,10 @@ def _columns(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--score-col", default="score", help="score column, higher is better (default: score)")
     group.add_argument("--rank-col", default=None, help="rank column, 1 is best (instead of a score)")
     group.add_argument("--relevance-col", default="relevance",
-                       help="truth relevance column (default: relevance; absent: every truth row has relevance 1)")
+                       help="truth relevance column (default: relevance; absent with only key columns beside it: every "
+                            "truth row has relevance 1)")
+    group.add_argument("--no-relevance", dest="relevance_col", action="store_const", const=None,
+                       help="no relevance column: every truth row is relevant (other columns of truth are ignored)")
     group.add_argument("--price-col", default="price", help="items price column (default: price)")
     group.add_argument("--probability-col", default="probability", help="items probability column (novelty p=items)")
     group.add_argument("--category-col", default="category", help="items category column (diversity)")
@@ -164,7 +167,7 @@ def _counted(result) -> str:
     runs the (run, user) rows of the per-user table (any asked metric's population)."""
     runs, rows = len(result.summary), len(result.per_user)
     users = result.per_user[result.user_col].nunique() if rows else 0
-    return f"{runs} run(s), {users} users" + (f", {rows} (run, user) rows" if runs > 1 else "")
+    return f"{runs} run(s), {users} user(s)" + (f", {rows} (run, user) rows" if runs > 1 else "")
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -340,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RecsqlError as err:
         if interrupted:
             return stopped()
-        _say(f"recsql: error: {err}")
+        _say(f"recsql: error: {_in_flags(str(err), argv)}")
         return 2
     except ModuleNotFoundError as err:  # an optional dependency: one line naming the extra that installs it
         if interrupted:
@@ -361,6 +364,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         for signum, handler in previous.items():
             if handler is not None:
                 signal.signal(signum, handler)
+
+
+def _in_flags(message: str, argv: Sequence[str]) -> str:
+    """An error message in the command line's words: each Python keyword of recsql.evaluate,
+    to_sql and compare that the command has an option for, as that option (recsql/flags.py)."""
+    from .flags import flag_table, python_keywords, to_flags
+    command = _command(argv)
+    if command not in COMMANDS:
+        return message
+    chosen = next(a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction))
+    return to_flags(message, flag_table(chosen.choices[command], python_keywords()))
 
 
 def _install(signum: int, handler: Callable) -> object:
