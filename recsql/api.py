@@ -297,7 +297,8 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
                                                         or cols["relevance_col"] != "relevance"):
         relevance = resolve_column(truth, cols["relevance_col"], "relevance_col")
         require_number(truth, relevance, "relevance")
-    elif truth is not None and cols["relevance_col"]:  # the default 'relevance', absent
+    elif truth is not None and cols["relevance_col"] and not get_convention(cols["convention"]).every_truth_row_relevant:
+        # the default 'relevance', absent, and a convention that reads grades (replay's and msr's read none)
         refuse_unnamed_grades(truth, {c.lower() for c in (cols["user_col"], cols["item_col"], *cols["run_cols"])})
     runs = tuple(resolve_column(recs, c, "run_cols") for c in cols["run_cols"])
     truth_has = [c for c in runs if truth is not None and c.lower() in {t.lower() for t in truth.columns}]

@@ -62,6 +62,14 @@ def test_truth_with_a_numeric_column_but_no_relevance_is_refused_with_both_fixes
     assert every["precision@2"].tolist() == keys_only["precision@2"].tolist() == [1.0]
 
 
+@pytest.mark.parametrize("convention", ["replay", "msr"])
+def test_conventions_that_read_no_grades_take_truth_with_a_rating_as_it_is(convention):
+    as_given = recsql.evaluate(RANKED, RATED, ["precision@2"], rank_col="rank", convention=convention).summary
+    unread = recsql.evaluate(RANKED, RATED, ["precision@2"], rank_col="rank", convention=convention,
+                             relevance_col=None).summary
+    assert as_given["precision@2"].tolist() == unread["precision@2"].tolist() == [1.0]
+
+
 def test_truth_keeping_its_run_keys_is_not_taken_for_a_grade():
     recs = pd.DataFrame({"run": [1, 1, 2], "user_id": [1, 1, 1], "item_id": [1, 2, 1], "score": [0.9, 0.8, 0.7]})
     truth = pd.DataFrame({"run": [1, 2], "user_id": [1, 1], "item_id": [1, 2]})
