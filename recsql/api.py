@@ -27,13 +27,14 @@ from .dialects import render
 from .engines import runner_for
 from .engines.duckdb import shared
 from .engines.base import Runner
-from .errors import RecsqlError
+from .errors import RecsqlError, suggest_keywords
 from .inputs import ROLES as INPUT_ROLES
 from .inputs import Inputs
 from .metrics import Metric, parse_metrics
 from .sources import Source, bind
 from .statements import finalize_sql, statement_sql
-from .validate import duplicate_report, family, id_cast, order_type, require_number, require_one_type, require_same_ids, resolve_column
+from .validate import (duplicate_report, family, id_cast, order_type, refuse_unnamed_grades, require_number, require_one_type,
+                       require_same_ids, resolve_column, resolve_order)
 
 DUPLICATE_POLICIES = ("error", "best", "max")
 ORDER_TYPES = re.compile(r"DOUBLE|BIGINT|DECIMAL(\(\s*\d{1,2}\s*,\s*\d{1,2}\s*\))?", re.I)  # to_sql's order_type
@@ -274,7 +275,7 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
     recs, truth = sources["recs"], sources.get("truth")
     user = resolve_column(recs, cols["user_col"], "user_col")
     item = resolve_column(recs, cols["item_col"], "item_col")
-    order = resolve_column(recs, cols["rank_col"] or cols["score_col"], "rank_col" if cols["rank_col"] else "score_col")
+    order = resolve_order(recs, cols["score_col"], cols["rank_col"])
     require_number(recs, order, "rank (1 is best)" if cols["rank_col"] else "score (higher is better)")
     # every other input keys rows by user and/or item like recs
     keyed = {"truth": ("user", "item"), "interactions": ("user", "item"), "baseline": ("user", "item"),
@@ -296,6 +297,9 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
                                                         or cols["relevance_col"] != "relevance"):
         relevance = resolve_column(truth, cols["relevance_col"], "relevance_col")
         require_number(truth, relevance, "relevance")
+    elif truth is not None and cols["relevance_col"] and not get_convention(cols["convention"]).every_truth_row_relevant:
+        # the default 'relevance', absent, and a convention that reads grades (replay's and msr's read none)
+        refuse_unnamed_grades(truth, {c.lower() for c in (cols["user_col"], cols["item_col"], *cols["run_cols"])})
     runs = tuple(resolve_column(recs, c, "run_cols") for c in cols["run_cols"])
     truth_has = [c for c in runs if truth is not None and c.lower() in {t.lower() for t in truth.columns}]
     needs = set().union(*(m.spec.requires(m.all_options()) for m in metrics))
@@ -523,6 +527,7 @@ def _fetch_checked(runner: Runner, plan: Plan, sql: str, fetch: Any = None) -> A
         raise
 
 
+@suggest_keywords
 def evaluate(
     recs: Any,
     truth: Any,
@@ -645,6 +650,7 @@ def _column_maxima(raw: Any, names: list[str]) -> dict[str, Any] | None:
     return found
 
 
+@suggest_keywords
 def to_sql(
     metrics: Sequence[str | Metric] | str | Metric,
     recs: str = "recs",

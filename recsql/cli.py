@@ -1,50 +1,57 @@
-"""The ``recsql`` command: ``evaluate``, ``sql`` and ``metrics``.
+"""The ``recsql`` command: ``evaluate``, ``sql``, ``metrics``, ``compare``, ``report`` and ``dbt``.
 
     recsql evaluate recs.parquet truth.parquet -m ndcg@10 -m map@10
     recsql sql -m ndcg@10 --recs db.recs --truth db.truth
-    recsql metrics
+    recsql metrics [NAME ...]
+
+Only the asked subcommand's code is imported (:data:`COMMANDS`): ``recsql --version`` and
+``recsql metrics`` start without pandas or DuckDB, and an optional dependency (PyYAML for ``dbt``,
+matplotlib for ``report``) is needed only by its own subcommand.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-import pandas as pd
-
-from . import __version__, api
-from .compose import POPULATIONS, TIES
-from .conventions import CONVENTIONS
 from .errors import RecsqlError
-from .dialects import DIALECTS
-from .metrics import registry
-from . import names
-from .output import check_outputs, to_json, write_file
-from .trec import trec_qrels, trec_run
+from .extras import missing_extra
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
     "table": lambda df: df.to_string(index=False, float_format=lambda v: f"{v:.6f}"),
     "csv": lambda df: df.to_csv(index=False).rstrip("\n"),
-    "json": to_json,  # every digit of each double (as csv), NaN as null
+    "json": lambda df: _to_json(df),  # every digit of each double (as csv), NaN as null
 }
 WRITERS: dict[str, Callable[[pd.DataFrame, str], None]] = {
     ".csv": lambda df, p: df.to_csv(p, index=False),
     ".parquet": lambda df, p: df.to_parquet(p, index=False),
-    ".json": lambda df, p: Path(p).write_text(to_json(df) + "\n", encoding="utf-8"),
+    ".json": lambda df, p: Path(p).write_text(_to_json(df) + "\n", encoding="utf-8"),
 }
 
 
+def _to_json(df: pd.DataFrame) -> str:
+    from .output import to_json
+    return to_json(df)
+
+
 def _columns(parser: argparse.ArgumentParser) -> None:
+    from .api import DUPLICATE_POLICIES
+    from .compose import POPULATIONS, TIES
+    from .conventions import CONVENTIONS
     group = parser.add_argument_group("input columns and definitions")
     group.add_argument("--user-col", default="user_id", help="user column (default: user_id)")
     group.add_argument("--item-col", default="item_id", help="item column (default: item_id)")
     group.add_argument("--score-col", default="score", help="score column, higher is better (default: score)")
     group.add_argument("--rank-col", default=None, help="rank column, 1 is best (instead of a score)")
     group.add_argument("--relevance-col", default="relevance",
-                       help="truth relevance column (default: relevance; absent: every truth row has relevance 1)")
+                       help="truth relevance column (default: relevance; absent with only key columns beside it: every "
+                            "truth row has relevance 1)")
+    group.add_argument("--no-relevance", dest="relevance_col", action="store_const", const=None,
+                       help="no relevance column: every truth row is relevant (other columns of truth are ignored)")
     group.add_argument("--price-col", default="price", help="items price column (default: price)")
     group.add_argument("--probability-col", default="probability", help="items probability column (novelty p=items)")
     group.add_argument("--category-col", default="category", help="items category column (diversity)")
@@ -63,7 +70,7 @@ def _columns(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ties", choices=TIES, default=None,
                        help="equal scores: item_id (ascending), item_id_desc, or average (expected value over "
                             "every order; default: the convention's)")
-    group.add_argument("--duplicates", choices=api.DUPLICATE_POLICIES, default="error",
+    group.add_argument("--duplicates", choices=DUPLICATE_POLICIES, default="error",
                        help="duplicate keys: error (default), best / max to keep the best row")
 
 
@@ -100,6 +107,7 @@ def _side_kwargs(args: argparse.Namespace) -> dict:
 def _recs_and_truth(args: argparse.Namespace) -> tuple[object, object]:
     """The two inputs: RECS TRUTH, with either one given as a TREC file instead (--run / --qrels);
     truth may be missing (novelty, diversity, coverage, ... need none: the API names the metric that does)."""
+    from .trec import trec_qrels, trec_run
     positional = [p for p in (args.recs, args.truth) if p is not None]
     recs = trec_run(args.run) if args.run else (positional.pop(0) if positional else None)
     truth = trec_qrels(args.qrels) if args.qrels else (positional.pop(0) if positional else None)
@@ -113,6 +121,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse every output that cannot be written, or would replace an input, before anything is
     read: --out/--out-per-user tables against the input names, --per-user against the input files
     (and the --db file), by the files they are."""
+    from .output import check_outputs
     if (args.out or args.out_per_user) and not args.db:
         raise RecsqlError("--out/--out-per-user write tables into the --db database; pass --db FILE.duckdb")
     if args.per_user:
@@ -131,6 +140,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from . import api
+    from .output import write_file
     _check_outputs(args)
     recs, truth = _recs_and_truth(args)
     result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=_is_terminal(sys.stdout),
@@ -146,13 +157,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise RecsqlError(f"--per-user {args.per_user!r} could not be written ({err.strerror or err}); "
                               "check the directory's free space and permissions") from None
     print(FORMATS[args.format](result.summary), flush=True)
-    users = len(result.per_user)  # (run, user) rows of any asked metric's population
-    print(f"recsql: {len(result.metrics)} metric(s), {users} user(s), {result.rows_in:,} recommendation rows, "
+    print(f"recsql: {len(result.metrics)} metric(s), {_counted(result)}, {result.rows_in:,} recommendation rows, "
           f"{result.seconds:.3f} s", file=sys.stderr)
     return 0
 
 
+def _counted(result) -> str:
+    """The users evaluated, said as what they are: the runs, the distinct users, and with several
+    runs the (run, user) rows of the per-user table (any asked metric's population)."""
+    runs, rows = len(result.summary), len(result.per_user)
+    users = result.per_user[result.user_col].nunique() if rows else 0
+    return f"{runs} run(s), {users} user(s)" + (f", {rows} (run, user) rows" if runs > 1 else "")
+
+
 def cmd_sql(args: argparse.Namespace) -> int:
+    from . import api
     print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, output=args.output, **_side_kwargs(args),
                      dialect=args.dialect, text_ids=args.text_ids,
                      truth_has_run_cols=args.truth_has_run_cols, **_column_kwargs(args)))
@@ -170,7 +189,10 @@ def _option_line(p) -> str:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    for spec in registry().values():
+    from . import names
+    from .metrics import registry
+    specs = [_metric_named(name) for name in args.names] if args.names else list(registry().values())
+    for spec in {spec.name: spec for spec in specs}.values():
         cutoff = {"required": "@k", "optional": "[@k]", "none": ""}[spec.k_rule]
         aliases = f"  (aliases: {', '.join(spec.aliases)})" if spec.aliases else ""
         print(f"{spec.name}{cutoff}{aliases}")
@@ -178,8 +200,24 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         for p in spec.params.values():
             print(f"    option {_option_line(p)}")
         print(f"    cite: {spec.cite}")
-    print(names.listing())  # trec_eval's and ir_measures' names (recsql/names.py)
+    if not args.names:
+        print(names.listing())  # trec_eval's and ir_measures' names (recsql/names.py)
     return 0
+
+
+def _metric_named(name: str):
+    """The metric a ``recsql metrics NAME`` asks for: recsql's name or alias (``ndcg``, ``hr``; a
+    cutoff or options are ignored: ``ndcg@10``) or another tool's (``P_10``); an unknown name is
+    refused with the close matches."""
+    from .metrics import parse_metric, resolve_name
+    try:
+        return resolve_name(name.split("@")[0].split("(")[0].strip())
+    except RecsqlError as unknown:
+        try:
+            return parse_metric(name).spec
+        except RecsqlError:
+            raise RecsqlError(str(unknown).replace("Run `recsql metrics`", "Run `recsql metrics` without a name"))\
+                from None
 
 
 def inputs(parser: argparse.ArgumentParser) -> None:
@@ -194,11 +232,8 @@ def inputs(parser: argparse.ArgumentParser) -> None:
     _side_inputs(parser)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="recsql", description="Recommender and ranking metrics as SQL.")
-    parser.add_argument("--version", action="version", version=f"recsql {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    ev = sub.add_parser("evaluate", help="evaluate recommendations against truth (DuckDB)")
+def add_evaluate(sub: argparse._SubParsersAction) -> None:
+    ev = sub.add_parser("evaluate", help=COMMANDS["evaluate"][0])
     inputs(ev)
     ev.add_argument("--db", help="a .duckdb file holding the tables (opened read-only)")
     ev.add_argument("--per-user", help="also write per-user rows to this .csv/.parquet/.json file")
@@ -207,7 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out-per-user", help="also write the per-user rows as this table in --db")
     _columns(ev)
     ev.set_defaults(func=cmd_evaluate)
-    sq = sub.add_parser("sql", help="print the SQL query")
+
+
+def add_sql(sub: argparse._SubParsersAction) -> None:
+    from .dialects import DIALECTS
+    sq = sub.add_parser("sql", help=COMMANDS["sql"][0])
     _metrics(sq)
     sq.add_argument("--recs", default="recs", help="recommendations table name or path (default: recs)")
     sq.add_argument("--truth", default="truth", help="truth table name or path (default: truth)")
@@ -222,15 +261,56 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--truth-has-run-cols", action="store_true", help="truth carries the run key columns too")
     _columns(sq)
     sq.set_defaults(func=cmd_sql)
-    me = sub.add_parser("metrics", help="list every metric with its formula and options")
+
+
+def add_metrics(sub: argparse._SubParsersAction) -> None:
+    me = sub.add_parser("metrics", help=COMMANDS["metrics"][0])
+    me.add_argument("names", nargs="*", metavar="NAME",
+                    help="only these metrics (a name or alias: ndcg, hr, P_10); default: every metric and the other "
+                         "tools' names")
     me.set_defaults(func=cmd_metrics)
-    from .comparison_cli import add_parser as add_compare_parser  # `recsql compare`: paired tests between runs
-    add_compare_parser(sub)
-    from .report.cli import add_parser as add_report_parser  # `recsql report`: one self-contained HTML report
-    add_report_parser(sub)
-    from .dbt.cli import add_parser as add_dbt_parser  # `recsql dbt generate`: the models of a recsql.yml
-    add_dbt_parser(sub)
+
+
+def add_dbt(sub: argparse._SubParsersAction) -> None:
+    """``recsql dbt`` (recsql/dbt/cli.py), imported only when it is the command: it needs PyYAML."""
+    from .dbt.cli import add_parser
+    add_parser(sub)
+
+
+# Each subcommand: its help line and the function that adds its parser ("module:function"), imported
+# only when it is the command, so that one subcommand's dependencies never slow or break another.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "evaluate": ("evaluate recommendations against truth (DuckDB)", "recsql.cli:add_evaluate"),
+    "sql": ("print the SQL query", "recsql.cli:add_sql"),
+    "metrics": ("list every metric (or the named ones) with its formula and options", "recsql.cli:add_metrics"),
+    "compare": ("paired tests and bootstrap intervals between runs (DuckDB or --db)",
+                "recsql.comparison_cli:add_parser"),
+    "report": ("one self-contained HTML report: summary with intervals and tests, metric@k curves, distributions, "
+               "segments, definitions, SQL", "recsql.report.cli:add_parser"),
+    "dbt": ("write the dbt models a project's recsql.yml lists (or check they are current)",
+            "recsql.cli:add_dbt"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser, with ``command``'s options (the others are listed by name and help
+    only; None: none's)."""
+    from . import __version__
+    parser = argparse.ArgumentParser(prog="recsql", description="Recommender and ranking metrics as SQL.")
+    parser.add_argument("--version", action="version", version=f"recsql {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    for name, (summary, where) in COMMANDS.items():
+        if name == command:
+            module, function = where.split(":")
+            getattr(importlib.import_module(module), function)(sub)
+        else:
+            sub.add_parser(name, help=summary)
     return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line: its first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -252,17 +332,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     # outright, so nothing is left behind; installed inside the try, so that a signal arriving just
     # as its handler is installed is caught like any other
     previous: dict[int, object] = {}
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = _install(signum, on_signal)
-        args = build_parser().parse_args(argv)  # builds every subcommand's parser: a moment, also interruptible
+        args = build_parser(_command(argv)).parse_args(argv)  # imports the command's code: also interruptible
         return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, no traceback
         return stopped()
     except RecsqlError as err:
         if interrupted:
             return stopped()
-        _say(f"recsql: error: {err}")
+        _say(f"recsql: error: {_in_flags(str(err), argv)}")
+        return 2
+    except ModuleNotFoundError as err:  # an optional dependency: one line naming the extra that installs it
+        if interrupted:
+            return stopped()
+        message = missing_extra(err, f"recsql {_command(argv)}")
+        if message is None:
+            raise
+        _say(f"recsql: error: {message}")
         return 2
     except BrokenPipeError:  # e.g. `recsql metrics | head`: the reader has what it wanted
         _silence_stdout()
@@ -275,6 +364,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         for signum, handler in previous.items():
             if handler is not None:
                 signal.signal(signum, handler)
+
+
+def _in_flags(message: str, argv: Sequence[str]) -> str:
+    """An error message in the command line's words: each Python keyword of recsql.evaluate,
+    to_sql and compare that the command has an option for, as that option (recsql/flags.py)."""
+    from .flags import flag_table, python_keywords, to_flags
+    command = _command(argv)
+    if command not in COMMANDS:
+        return message
+    chosen = next(a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction))
+    return to_flags(message, flag_table(chosen.choices[command], python_keywords()))
 
 
 def _install(signum: int, handler: Callable) -> object:

@@ -2,8 +2,9 @@
 
     recsql compare recs.parquet truth.parquet -m ndcg@10 -m recall@20 --run-col model --baseline popular
 
-The table format prints each run's mean with its interval, then the tests; csv and json print the
-tests (or, with ``--runs``, the runs) with every digit.
+The table format prints each run's mean with its interval, then one line per comparison: the
+difference with its interval, each test's corrected p-value and a verdict at ``--alpha``; ``--wide``
+prints every column. csv and json print the tests (or, with ``--runs``, the runs) with every digit.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import sys
 from . import comparison
 from .errors import RecsqlError
 from .significance import CORRECTIONS
+
+P_FLOOR = 1e-16  # a smaller p-value (0.0 included, where a tail probability underflows) prints as "< 1e-16"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +28,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cp.add_argument("--format", choices=sorted(FORMATS), default="table", help="output format (default: table)")
     cp.add_argument("--runs", action="store_true", help="csv/json: print each run's mean and interval instead "
                                                         "of the tests")
+    cp.add_argument("--wide", action="store_true", help="table: every column (statistics, each p-value before and "
+                                                        "after the correction, effect size, wins/ties/losses)")
+    cp.add_argument("--alpha", type=float, default=0.05,
+                    help="table: the level of the verdict (default 0.05): higher / lower when every test's corrected "
+                         "p-value is below it, else not significant")
     _columns(cp)
     cp.set_defaults(func=cmd_compare)
 
@@ -66,14 +74,73 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.run_cols:
         raise RecsqlError("compare needs runs: name the run key column of RECS with --run-col (e.g. --run-col model)")
     result = comparison.compare(recs, truth, args.metrics, segments=args.segments, **keywords(args))
-    if args.format == "table":  # p-values as small as they are: 6 significant digits
-        table = lambda df: df.to_string(index=False, float_format=lambda v: f"{v:.6g}")  # noqa: E731
-        print(f"runs (mean and {result.settings.ci:.0%} bootstrap interval over users)")
-        print(table(result.runs))
-        print(f"\ntests (correction: {result.settings.correction or 'none'})")
-        print(table(result.tests), flush=True)
+    if not 0 < args.alpha < 1:
+        raise RecsqlError(f"--alpha {args.alpha}: the verdict's level must be between 0 and 1, e.g. --alpha 0.05")
+    if args.format == "table":
+        print(tables(result, args.alpha, args.wide), flush=True)
     else:
         print(FORMATS[args.format](result.runs if args.runs else result.tests), flush=True)
     print(f"recsql: {len(result.metrics)} metric(s), {result.runs['run'].nunique()} run(s), {len(result.tests)} "
           f"comparison(s), {result.settings.resamples} resamples, {result.seconds:.3f} s", file=sys.stderr)
     return 0
+
+
+def p_text(p: float, digits: int = 2) -> str:
+    """A p-value as printed: ``digits`` significant digits, ``< 1e-16`` below :data:`P_FLOOR` (never 0).
+
+    >>> p_text(0.0), p_text(3.2e-70), p_text(0.04567), p_text(0.04567, 6), p_text(float("nan"))
+    ('< 1e-16', '< 1e-16', '0.046', '0.04567', 'NaN')
+    """
+    return "NaN" if p != p else f"< {P_FLOOR:g}" if p < P_FLOOR else f"{p:.{digits}g}"
+
+
+def _interval(low: float, high: float) -> str:
+    return f"[{low:.6f}, {high:.6f}]"
+
+
+def _p_columns(result: comparison.Comparison) -> dict[str, str]:
+    """Each asked test -> its p-value column: the corrected one when there is one."""
+    columns = {test: comparison.TEST_COLUMNS[test][-1] for test in result.settings.tests}
+    return {test: f"{c}_adj" if f"{c}_adj" in result.tests.columns else c for test, c in columns.items()}
+
+
+def _verdict(row, p_columns: list[str], alpha: float) -> str:
+    """higher / lower when every test's p-value is below alpha, else not significant."""
+    if not all(row[c] < alpha for c in p_columns):  # NaN: never significant
+        return "not significant"
+    return "higher" if row["mean_diff"] > 0 else "lower"
+
+
+def compact(result: comparison.Comparison, alpha: float):
+    """The runs and the tests, one short line each: mean or difference with its interval, each
+    test's corrected p-value and the verdict at ``alpha``."""
+    level = f"{result.settings.ci:.0%} interval"
+    runs, tests = result.runs, result.tests
+    keys = list(runs.columns[:runs.columns.get_loc("mean")])
+    short_runs = runs[keys].assign(mean=runs["mean"].map(lambda v: f"{v:.6f}"),
+                                   **{level: [_interval(lo, hi) for lo, hi in zip(runs["ci_low"], runs["ci_high"])]})
+    keys = list(tests.columns[:tests.columns.get_loc("n")])
+    p_columns = _p_columns(result)
+    short_tests = tests[keys].assign(
+        difference=tests["mean_diff"].map(lambda v: f"{v:+.6f}"),
+        **{level: [_interval(lo, hi) for lo, hi in zip(tests["ci_low"], tests["ci_high"])]},
+        **{f"p({test})": tests[column].map(p_text) for test, column in p_columns.items()},
+        verdict=[_verdict(row, list(p_columns.values()), alpha) for _, row in tests.iterrows()])
+    return short_runs, short_tests
+
+
+def tables(result: comparison.Comparison, alpha: float, wide: bool) -> str:
+    """The table format: the runs, then the tests (compact, or every column with ``wide``)."""
+    correction = result.settings.correction or "none"
+    if wide:  # p-values as small as they are: 6 significant digits, but never 0
+        p_formats = {c: lambda p: p_text(p, 6) for c in result.tests.columns if c.startswith("p_")}
+        runs = result.runs.to_string(index=False, float_format=lambda v: f"{v:.6g}")
+        tests = result.tests.to_string(index=False, float_format=lambda v: f"{v:.6g}", formatters=p_formats)
+        heading = f"tests (correction: {correction})"
+    else:
+        short_runs, short_tests = compact(result, alpha)
+        runs, tests = short_runs.to_string(index=False), short_tests.to_string(index=False)
+        heading = (f"tests (run minus baseline; p-values corrected: {correction}; verdict at alpha {alpha:g}, every "
+                   "test below it; --wide: every column)")
+    return (f"runs (mean and {result.settings.ci:.0%} bootstrap interval over users)\n{runs}\n\n"
+            f"{heading}\n{tests}")

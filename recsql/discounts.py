@@ -14,6 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from .errors import RecsqlError
+from .metrics import DISCOUNT_PRESETS
 from .templates import read_template
 from .trees import parse, rewrite_bottom_up
 
@@ -47,7 +48,6 @@ def gains() -> dict[str, exp.Expression]:
     return _named_expressions("_gains")
 
 
-DISCOUNT_PRESETS: tuple[str, ...] = ("log2", "jarvelin")
 
 
 _HINT = ("a discount is log2, jarvelin, or a SQL expression in `rank` using numbers, + - * /, comparisons, CASE and "

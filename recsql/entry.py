@@ -1,6 +1,6 @@
-"""The ``recsql`` console command's entry point: imports the command line (pandas, DuckDB, sqlglot:
-a noticeable moment) so that Ctrl-C during that import ends like Ctrl-C during a run, with one
-line and status 130 instead of a traceback.
+"""The ``recsql`` console command's entry point: imports the command line (and, for the asked
+subcommand, pandas, DuckDB, sqlglot: a noticeable moment) so that Ctrl-C during that import ends
+like Ctrl-C during a run, with one line and status 130 instead of a traceback.
 
 Until the command line installs its own handlers (:func:`recsql.cli.main`), a Ctrl-C ends the
 process at once: nothing has run that needs undoing, and ending there is what keeps an interrupted

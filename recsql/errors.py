@@ -1,6 +1,32 @@
 """The one exception type recsql raises for user mistakes."""
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
 
 class RecsqlError(ValueError):
     """A mistake in recsql's input: the message names the input, the column and the fix."""
+
+
+def suggest_keywords(function: Callable[..., T]) -> Callable[..., T]:
+    """``function`` refusing an unknown keyword with a :class:`RecsqlError` that names the close
+    real ones (``run_col=`` -> did you mean ``run_cols=``?) instead of Python's bare TypeError."""
+    parameters = inspect.signature(function).parameters
+    known = [n for n, p in parameters.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> T:
+        unknown = [k for k in kwargs if k not in parameters]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], known, n=2, cutoff=0.6)
+            hint = f"did you mean {' or '.join(f'{c}=' for c in close)}? " if close else ""
+            raise RecsqlError(f"{function.__name__}() got an unknown keyword {unknown[0]}=; {hint}"
+                              f"its keywords are {', '.join(known)}")
+        return function(*args, **kwargs)
+
+    return checked

@@ -27,7 +27,6 @@ from functools import lru_cache
 from typing import Union
 
 from . import names
-from .discounts import normalize_discount, DISCOUNT_PRESETS
 from .errors import RecsqlError
 from .templates import read_template, template_names
 
@@ -36,6 +35,9 @@ from .templates import read_template, template_names
 _PARAM_RE = re.compile(r"^(\w+)\s+(enum\(([^)]*)\)|discount|number(?:\s+in\s+([\[(][^\])]*[\])]))?)"
                        r"\s*=\s*(\S+)(?:\s+\((.+)\))?$")
 _INTERVAL_RE = re.compile(r"^([\[(])\s*(-inf|[-+]?[\d.]+)\s*,\s*(inf|[-+]?[\d.]+)\s*([\])])$")
+# the named position discounts (sql/_discounts.sql; recsql/discounts.py, which needs sqlglot, reads
+# custom ones: imported only when one is given, so that the registry loads without sqlglot)
+DISCOUNT_PRESETS: tuple[str, ...] = ("log2", "jarvelin")
 K_RULES = ("required", "optional", "none")  # header `k:` — a cutoff is needed, allowed, or not allowed
 _STAGE_RE = re.compile(r"^(\w+)(?:\s+if\s+(\w+)\s*=\s*(\w+))?$")  # "feature" or "feature if option = value"
 # header `population:` — whose values the summary averages (docs/guide/metrics.md, "Beyond accuracy and user models"):
@@ -67,6 +69,7 @@ class Param:
         """Validate a user-given value and return its canonical text."""
         text = str(value).strip()
         if self.kind == "discount":
+            from .discounts import normalize_discount
             return normalize_discount(text, metric)
         if self.kind == "number":
             return _number(text, metric, self)

@@ -97,6 +97,37 @@ def resolve_column(source: Source, column: str, option: str) -> str:
     )
 
 
+# Column names that hold a rank (1 is best), never a score: recs with one and no score column are told
+# to pass rank_col, since a rank read as a score would put rank 10 above rank 1.
+RANK_NAMES = ("rank", "position", "pos")
+
+
+def resolve_order(recs: Source, score_col: str | None, rank_col: str | None) -> str:
+    """The recs column that orders each list: ``rank_col`` when given, else ``score_col``; a missing
+    score with a rank-like column (:data:`RANK_NAMES`) beside it is refused with ``rank_col=``."""
+    if rank_col:
+        return resolve_column(recs, rank_col, "rank_col")
+    ranks = [c for c in recs.columns if c.lower() in RANK_NAMES]
+    if score_col.lower() not in {c.lower() for c in recs.columns} and ranks:
+        raise RecsqlError(
+            f"recs ({recs.described}) have no score column {score_col!r} but a rank column {ranks[0]!r}: pass "
+            f"rank_col={ranks[0]!r} (1 is best). Named as the score, it would rank the largest number first: "
+            "rank 10 above rank 1")
+    return resolve_column(recs, score_col, "score_col")
+
+
+def refuse_unnamed_grades(truth: Source, keys: set[str]) -> None:
+    """Truth without the default relevance column but with a numeric column beside its keys (a
+    ``rating``, a ``grade``) is refused: every row would count as relevant, rating 0 too. Truth of
+    only keys is every row relevant, as documented."""
+    graded = [c for c, t in truth.columns.items() if c.lower() not in keys and family(t) == "number"]
+    if graded:
+        raise RecsqlError(
+            f"truth ({truth.described}) has no column 'relevance' but a numeric column {graded[0]!r}: pass "
+            f"relevance_col={graded[0]!r} to grade the items by it (relevant iff it is >= threshold), or "
+            "relevance_col=None to count every truth row as relevant")
+
+
 def require_one_type(source: Source, column: str) -> None:
     """A column whose values are of several kinds (SQLite: integers and text) would match and order
     by kind before value: refused."""

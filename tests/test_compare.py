@@ -445,7 +445,9 @@ def test_cli_compare_prints_the_api_numbers_as_table_csv_and_json(capsys):
     assert all(close(a, b) for a, b in zip(runs["ci_low"], api.runs["ci_low"]))
     assert main(args) == 0
     captured = capsys.readouterr()
-    assert "bootstrap interval" in captured.out and "p_wilcoxon_adj" in captured.out and "comparison(s)" in captured.err
+    assert "bootstrap interval" in captured.out and "p(wilcoxon)" in captured.out and "comparison(s)" in captured.err
+    assert main([*args, "--wide"]) == 0
+    assert "p_wilcoxon_adj" in capsys.readouterr().out
     assert main(["compare", RECS, TRUTH, "-m", "ndcg@10", "--run-col", "model", "--baseline", "nope"]) == 2
     assert "not a run" in capsys.readouterr().err
     assert main(["compare", RECS, TRUTH, "-m", "ndcg@10"]) == 2

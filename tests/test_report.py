@@ -212,7 +212,7 @@ def test_markdown_and_latex_tables_mark_significance_as_ranx_does():
     latex = comparison.to_latex(intervals=False)
     assert r"\begin{tabular}{lrr}" in latex and r"\toprule" in latex and r"\bottomrule" in latex
     assert r"run & ndcg@10 & hit\_rate@5 \\" in latex
-    assert f"b popular & {runs.loc[('popular', 'ndcg@10'), 'mean']:.4f}$^{{a}}$ & " in latex
+    assert f"b popular & \\textbf{{{runs.loc[('popular', 'ndcg@10'), 'mean']:.4f}}}$^{{a}}$ & " in latex  # the best
     assert "a personal & " in latex and "$^{" not in latex.split("a personal")[1].split(r"\\")[0]
 
 

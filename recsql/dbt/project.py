@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecsqlError
+from ..extras import require
 from ..inputs import ROLES
 from .adapters import ADAPTERS
 from .model import JINJA, MARKER_SQL, MARKER_YAML, OPTIONS, ModelSpec, model_file, schema_entry
@@ -39,11 +40,8 @@ _TOP_KEYS = ("adapters", "models_dir", "evaluations")
 
 
 def _yaml():
-    try:
-        import yaml
-    except ImportError:  # PyYAML comes with dbt; recsql itself does not need it
-        raise RecsqlError("recsql dbt needs PyYAML: pip install 'recsql-eval[dbt]'") from None
-    return yaml
+    """PyYAML (the dbt extra; dbt brings it too): a one-line error naming the extra when missing."""
+    return require("yaml", "recsql dbt")
 
 
 def _unknown(key: str, allowed: tuple[str, ...], where: str) -> RecsqlError:

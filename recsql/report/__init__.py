@@ -30,7 +30,9 @@ class Report:
 
     @property
     def html(self) -> str:
+        from ..extras import require
         from .html import page
+        require("matplotlib", "the report's figures (recsql report, .report())")
         return page(self.data)
 
     def write(self, path: str) -> str:

@@ -1,7 +1,10 @@
 """``recsql report``: evaluate, compare and write one self-contained HTML page.
 
     recsql report recs.parquet truth.parquet -m ndcg@10 -m recall@20 --run-col model --baseline popular \\
-        [--segments users.parquet] [--segment-col cohort] --out report.html
+        [--segments users.parquet] [--segment-col cohort] [--out report.html]
+
+Without ``--out`` the page is ``recsql-report.html`` in the current directory, never over an
+existing file unless ``--force`` is given.
 
 Takes ``recsql compare``'s inputs and options; ``--segment-col`` names segment columns of
 ``--segments`` (default: all of them) or, without ``--segments``, of TRUTH. A progress bar goes to
@@ -18,6 +21,8 @@ from typing import TextIO
 from ..errors import RecsqlError
 from .data import MAX_K
 
+DEFAULT_OUT = "recsql-report.html"  # --out's default, in the current directory
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``report`` subcommand, with compare's inputs and options."""
@@ -28,7 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         conflict_handler="resolve")
     inputs(rp)
     comparison_cli.options(rp)
-    rp.add_argument("--out", required=True, help="the HTML file to write (atomic; never over an input)")
+    rp.add_argument("--out", help=f"the HTML file to write (atomic; never over an input; default: {DEFAULT_OUT} in "
+                                  "the current directory, which is never replaced unless --force is given)")
+    rp.add_argument("--force", action="store_true", help=f"replace an existing {DEFAULT_OUT} (without --out)")
     rp.add_argument("--segment-col", action="append", default=[], dest="segment_cols",
                     help="a segment column of --segments (default: every column but the user), or of TRUTH when "
                          "--segments is not given; repeat for several")
@@ -70,9 +77,15 @@ class Progress:
 
 
 def _check_out(args: argparse.Namespace) -> None:
-    """Refuse an --out that is not an .html file or that is one of the inputs, before anything is read."""
+    """Refuse an --out that is not an .html file or that is one of the inputs, and the default
+    --out when it exists (without --force), before anything is read."""
     from ..cli import _side_kwargs
     from ..output import check_outputs
+    if args.out is None:
+        if os.path.exists(DEFAULT_OUT) and not args.force:
+            raise RecsqlError(f"{DEFAULT_OUT} exists in the current directory; pass --force to replace it, or "
+                              "--out FILE.html to write the report elsewhere")
+        args.out = DEFAULT_OUT
     if os.path.splitext(args.out)[1].lower() not in (".html", ".htm"):
         raise RecsqlError(f"--out {args.out!r}: write the report to an .html file")
     if os.path.isdir(args.out):
@@ -86,8 +99,10 @@ def _check_out(args: argparse.Namespace) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     from ..cli import _is_terminal, _recs_and_truth
     from ..comparison_cli import keywords
+    from ..extras import require
     from . import build_report
     _check_out(args)
+    require("matplotlib", "recsql report")  # the figures: before the inputs are read
     recs, truth = _recs_and_truth(args)
     started = time.perf_counter()
     segmented = bool(args.segments or args.segment_cols)

@@ -264,14 +264,19 @@ def assemble(*, asked: Sequence[Metric], evaluation: Any = None, comparison: Com
 
 def versions(engine: str) -> dict[str, str]:
     """The versions that produced the numbers and the page."""
+    from importlib.metadata import PackageNotFoundError, version
+
     import duckdb
-    import matplotlib
     import scipy
 
     from .. import __version__
+    try:
+        drawing = version("matplotlib")  # the page's figures; the tables need no matplotlib
+    except PackageNotFoundError:
+        drawing = "not installed"
     return {"recsql": __version__, "engine": engine, "duckdb": duckdb.__version__,
             "python": platform.python_version(), "pandas": pd.__version__, "numpy": np.__version__,
-            "scipy": scipy.__version__, "matplotlib": matplotlib.__version__}
+            "scipy": scipy.__version__, "matplotlib": drawing}
 
 
 def fingerprint(inputs: dict[str, Any], data: ReportData) -> tuple[list[dict[str, str]], str]:

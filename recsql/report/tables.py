@@ -148,10 +148,14 @@ def _signed(value: float | None) -> str:
     return number(value) if value is None or value < 0 else f"+{number(value)}"
 
 
-def _text_rows(data: ReportData, sup: Any, escape: Any, intervals: bool) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the plain-text tables (Markdown, LaTeX), with ``sup`` writing superscripts."""
+def _text_rows(data: ReportData, sup: Any, escape: Any, intervals: bool,
+               best: Any = None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the plain-text tables (Markdown, LaTeX), with ``sup`` writing superscripts
+    and ``best`` (when given) writing the highest mean of each metric (every run that has it)."""
     columns, found = cells(data)
     tag, base = letters(data.runs_order), baseline_of(data)
+    highest = {c: max((cell.mean for (_, col), cell in found.items() if col == c and cell.mean is not None),
+                      default=None) for c in columns}
     rows = []
     for run in data.runs_order:
         name = f"{tag[run]} {escape(run)}{' (baseline)' if run == base else ''}"
@@ -161,7 +165,9 @@ def _text_rows(data: ReportData, sup: Any, escape: Any, intervals: bool) -> tupl
             if cell is None:
                 row.append("—")
                 continue
-            text = number(cell.mean) + (sup("".join(cell.beats)) if cell.beats else "")
+            shown = number(cell.mean)
+            text = (best(shown) if best and cell.mean is not None and cell.mean == highest[c] else shown) \
+                + (sup("".join(cell.beats)) if cell.beats else "")
             if intervals and cell.low is not None:
                 text += f" [{number(cell.low)}, {number(cell.high)}]"
             row.append(text)
@@ -193,13 +199,20 @@ def latex_escape(text: Any) -> str:
     return "".join(table.get(ch, ch) for ch in str(text))
 
 
+# The packages the LaTeX table uses, said in its first line: booktabs (\toprule, \midrule, \bottomrule)
+# and amssymb (the ▲ / ▼ of the legend, $\blacktriangle$).
+LATEX_PACKAGES = ("booktabs", "amssymb")
+
+
 def to_latex(data: ReportData, intervals: bool = True) -> str:
-    """The summary table as a LaTeX ``table`` (booktabs rules), superscripts as ``$^{a}$``, the legend
-    as its caption."""
-    header, rows = _text_rows(data, lambda s: f"$^{{{s}}}$", latex_escape, intervals)
+    r"""The summary table as a LaTeX ``table`` (booktabs rules), the highest mean of each metric in
+    bold, superscripts as ``$^{a}$``, the legend as its caption. Its first line is a comment naming
+    the packages it needs (:data:`LATEX_PACKAGES`: ``\usepackage{booktabs}``, ``\usepackage{amssymb}``)."""
+    header, rows = _text_rows(data, lambda s: f"$^{{{s}}}$", latex_escape, intervals, lambda s: rf"\textbf{{{s}}}")
     body = [" & ".join(header) + r" \\", r"\midrule", *(" & ".join(r) + r" \\" for r in rows)]
-    caption = latex_escape(legend(data))
-    return "\n".join([r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}",
+    caption = latex_escape(legend(data)) + " Bold: the highest mean of each metric."
+    needs = "".join(rf"\usepackage{{{name}}}" for name in LATEX_PACKAGES)
+    return "\n".join([f"% recsql table: needs {needs} in the preamble", r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}",
                       r"\toprule", *body, r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}",
                       r"\end{table}"]) + "\n"
 

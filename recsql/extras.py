@@ -1,0 +1,60 @@
+"""The optional dependencies: which extra of ``recsql-eval`` installs each, and the one-line error
+when one is missing.
+
+``pip install recsql-eval`` installs what ``evaluate``, ``sql``, ``metrics`` and ``compare`` need;
+the report's figures, the dbt commands and the other engines' drivers come with extras
+(``pip install 'recsql-eval[report]'``). Each is imported where it is used, never when recsql loads.
+
+>>> print(MissingExtra("matplotlib", "recsql report"))
+recsql report needs matplotlib, which the report extra installs: pip install 'recsql-eval[report]'
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# top-level module -> (the extra that installs it, the package's name on the package index)
+EXTRAS: dict[str, tuple[str, str]] = {
+    "matplotlib": ("report", "matplotlib"),
+    "yaml": ("dbt", "PyYAML"),
+    "dbt": ("dbt", "dbt-core"),
+    "psycopg": ("postgres", "psycopg"),
+    "pymysql": ("mysql", "PyMySQL"),
+    "pyspark": ("spark", "pyspark"),
+    "chdb": ("clickhouse", "chdb"),
+    "datafusion": ("datafusion", "datafusion"),
+    "polars": ("polars", "polars"),
+}
+
+
+class MissingExtra(ModuleNotFoundError):
+    """An optional dependency is not installed: the message names the extra that installs it."""
+
+    def __init__(self, module: str, needed_by: str) -> None:
+        extra, package = EXTRAS[module]
+        super().__init__(f"{needed_by} needs {package}, which the {extra} extra installs: "
+                         f"pip install 'recsql-eval[{extra}]'", name=module)
+
+
+def require(module: str, needed_by: str) -> ModuleType:
+    """Import ``module`` (an optional dependency, a key of :data:`EXTRAS`) for ``needed_by``
+    (e.g. ``"recsql report"``); :class:`MissingExtra` when it is not installed."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] != module:
+            raise  # the module is there but one of its own dependencies is not: its own error
+        raise MissingExtra(module, needed_by) from None
+
+
+def missing_extra(err: ModuleNotFoundError, needed_by: str) -> str | None:
+    """The one-line message for a missing optional dependency that ``needed_by`` imported (None: not
+    one of :data:`EXTRAS`).
+
+    >>> missing_extra(ModuleNotFoundError("No module named 'yaml'", name="yaml"), "recsql dbt")
+    "recsql dbt needs PyYAML, which the dbt extra installs: pip install 'recsql-eval[dbt]'"
+    """
+    if isinstance(err, MissingExtra):
+        return str(err)
+    module = (err.name or "").split(".")[0]
+    return str(MissingExtra(module, needed_by)) if module in EXTRAS else None
