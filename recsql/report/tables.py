@@ -109,9 +109,30 @@ def legend(data: ReportData) -> str:
     base = baseline_of(data)
     against = f"against the baseline {base}: Δ = run − baseline, {UP}/{DOWN} significantly higher/lower; " if base else ""
     fallback = "; where it gives no p-value, the next test asked" if len(settings.tests) > 1 else ""
+    tested = (f"Tested pairs: each run against {base} only (no other pair was tested, so a missing letter says "
+              "nothing about two other runs)." if base else "Tested pairs: every pair of runs.")
     return (f"Mean over users [{settings.ci:.0%} percentile bootstrap interval, {settings.resamples} resamples, "
             f"seed {settings.seed}]; {against}superscript letters: significantly better than the run with that "
-            f"letter ({test}{fallback}; p < {level:g} = 1 − ci).")
+            f"letter ({test}{fallback}; p < {level:g} = 1 − ci). {tested}{interval_note(data)}")
+
+
+def interval_note(data: ReportData) -> str:
+    """For global metrics (one number per run: coverage, gini, personalization), why their percentile
+    interval may not contain the value: a bootstrap resample repeats some users and leaves others out,
+    so it recommends fewer distinct items (coverage lower, gini higher) than the users themselves.
+    Names every (run, metric) whose interval excludes its value; empty without global metrics."""
+    compared = data.comparison.runs if data.comparison is not None else None
+    glob = {m.column for m in data.asked if m.spec.population == "global"}
+    if compared is None or not glob:
+        return ""
+    rows = compared[compared["metric"].isin(glob)]
+    outside = [f"{r['metric']} of {r['run']}" for _, r in rows.iterrows()
+               if _number(r["mean"]) is not None and _number(r["ci_low"]) is not None
+               and not _number(r["ci_low"]) <= _number(r["mean"]) <= _number(r["ci_high"])]
+    excluded = f" Here the interval excludes the value for {', '.join(outside)}." if outside else ""
+    return (f" Global metrics ({', '.join(sorted(glob))}): a resample repeats some users and drops others, so its "
+            "lists hold fewer distinct items than the users' own; the percentile interval of such a metric is "
+            f"biased (coverage low, gini high) and can exclude the value itself.{excluded}")
 
 
 def summary_html(data: ReportData) -> str:
