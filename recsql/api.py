@@ -633,6 +633,7 @@ def evaluate(
         sql = statement_sql(plan, parsed, "raw", runner.dialect)
         raw = _fetch_checked(runner, plan, sql)
         per_user, summary, found = _split(plan, parsed, raw)
+        _warn_segment_runs(plan, raw)
         if RECS_ROWS not in _columns_of(raw) or _rows_of(raw) == 0:
             # no user row carried the checks (an empty population, or invalid rows that left no user):
             # read them alone
@@ -649,6 +650,32 @@ def evaluate(
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in,
                       run_cols=tuple(plan.run_cols), user_col=plan.user_col)
+
+
+def _warn_segment_runs(plan: Plan, raw: Any) -> None:
+    """Warn when a run column looks like user segments: truth is shared by the runs (it lacks the run
+    columns) and, among the users with recommendations, every user appears under exactly one value of
+    the column (within each value of the other run columns), which has two values or more. Each such
+    run is scored over every truth user, the users of the other values counted as 0, which is
+    right only if the column really names runs (users recommended to by one model each, say); so
+    this warns and does not refuse. Read from the raw per-user rows the query returned: no extra scan."""
+    if plan.truth is None or plan.truth_has_runs or plan.segments is not None or not plan.run_cols:
+        return
+    runs = internal_runs(plan)
+    rows = raw.select([*runs, "user_id", "_has_recs"]).to_pandas() if isinstance(raw, pa.Table) else \
+        (raw.to_pandas() if hasattr(raw, "to_pandas") and not isinstance(raw, pd.DataFrame) else raw)
+    rows = rows[rows["_has_recs"] == 1]
+    for i, column in enumerate(plan.run_cols):
+        others = [r for j, r in enumerate(runs) if j != i]
+        if rows[runs[i]].nunique() < 2 or rows.groupby([*others, "user_id"], dropna=False)[runs[i]].nunique().max() != 1:
+            continue
+        warnings.warn(f"run_cols: every user of recs appears under one value of the run column {column!r} (which "
+                      f"has {rows[runs[i]].nunique()}), and truth has no {column!r} column: each of its runs is "
+                      f"scored over every truth user, those of the other values counted as 0 (users_without_recs). "
+                      f"If {column!r} gives user segments, pass segments= (a table of {plan.user_col!r} -> "
+                      f"{column!r}; CLI: --segments) instead, to evaluate within each segment",
+                      RecsqlWarning, stacklevel=3)
+        return
 
 
 def _columns_of(frame: Any) -> list[str]:
