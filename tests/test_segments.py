@@ -259,7 +259,7 @@ def test_random_inputs_agree_with_the_oracle(inputs):
         warnings.simplefilter("ignore", recsql.RecsqlWarning)  # a segment may have no relevant item
         result = recsql.evaluate(recs, truth, metrics, run_cols="model", segments=segments)
         # a segment's run exists where its users have recommendations (a run is a key present in recs)
-        present = segments[segments["user_id"].isin(recs["user_id"])]
+        present = segments[segments["country"].isin(segments[segments["user_id"].isin(recs["user_id"])]["country"])]
         summary, per_user = _oracle(recs, truth, present, metrics)
     assert_same_values(result.summary[list(summary.columns)], summary, "summary")
     assert_same_values(result.per_user, per_user, "per_user")
