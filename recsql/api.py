@@ -19,6 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from .compose import (DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, TIES, Plan, check_inputs, fit_to_inputs, internal_runs, not_finite,
+                      input_runs, truth_runs,
                       population_counts, quoted_column, recs_in, truth_in, baseline_in, whole_id)
 from .conventions import convention as get_convention
 from .conventions import measure_rules
@@ -201,14 +202,24 @@ def _check_columns(cols: dict[str, Any]) -> None:
                                   "each option needs its own column: name the right one for each")
             seen[column.lower()] = option
     for column in cols["run_cols"]:
-        lower = column.lower()
-        if lower in _OUTPUT_COLUMNS or lower.startswith("n_users_") or _is_metric_name(column):
-            raise RecsqlError(f"run_cols: the run column {column!r} is named like a column recsql adds to the "
-                              f"results (n_users, users_without_recs, recs_users_without_truth, a metric such as "
-                              f"ndcg@10); rename it first, e.g. SELECT \"{column}\" AS run, ... and run_cols='run'")
+        _refuse_result_name(column, "run_cols", "run column", "run")
+    for column in cols["segment_cols"]:
+        _refuse_result_name(column, "segment_cols", "segment column", "segment")
+        if column.lower() in {c.lower() for c in (*cols["run_cols"], cols["user_col"])}:
+            raise RecsqlError(f"segment_cols: {column!r} is also a run column or the user column; a segment column "
+                              "names each user's segment in segments: name another (rename it in segments)")
 
 
-def _run_columns(run_cols: Any) -> tuple[str, ...]:
+def _refuse_result_name(column: str, option: str, what: str, example: str) -> None:
+    """Refuse a key column named like a column recsql adds to the results."""
+    lower = column.lower()
+    if lower in _OUTPUT_COLUMNS or lower.startswith("n_users_") or _is_metric_name(column):
+        raise RecsqlError(f"{option}: the {what} {column!r} is named like a column recsql adds to the "
+                          f"results (n_users, users_without_recs, recs_users_without_truth, a metric such as "
+                          f"ndcg@10); rename it first, e.g. SELECT \"{column}\" AS {example}, ... and {option}='{example}'")
+
+
+def _run_columns(run_cols: Any, option: str = "run_cols") -> tuple[str, ...]:
     """``run_cols`` as a tuple of column names: one string is one column (``"model"``, not the
     letters m, o, d, e, l); a list or tuple of strings is several; None or ``()`` is none.
 
@@ -219,13 +230,15 @@ def _run_columns(run_cols: Any) -> tuple[str, ...]:
         return ()
     if isinstance(run_cols, str):
         return (run_cols,)
-    fix = "pass one column name (run_cols='model') or a list of names (run_cols=['model', 'date'])"
+    example = ("'model'", "['model', 'date']") if option == "run_cols" else ("'country'", "['country', 'cohort']")
+    fix = f"pass one column name ({option}={example[0]}) or a list of names ({option}={example[1]})"
+    what = "the run key columns of recs" if option == "run_cols" else "segment columns of segments"
     if isinstance(run_cols, (bytes, dict)) or not isinstance(run_cols, Iterable):
-        raise RecsqlError(f"run_cols must name the run key columns of recs, got {run_cols!r}; {fix}")
+        raise RecsqlError(f"{option} must name {what}, got {run_cols!r}; {fix}")
     columns = tuple(run_cols)
     wrong = [c for c in columns if not isinstance(c, str) or not c]
     if wrong:
-        raise RecsqlError(f"run_cols must be column names (non-empty strings), got {wrong[0]!r} in {run_cols!r}; {fix}")
+        raise RecsqlError(f"{option} must be column names (non-empty strings), got {wrong[0]!r} in {run_cols!r}; {fix}")
     return columns
 
 
@@ -255,6 +268,13 @@ def _plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any], tar
         **{c: cols[c] for c in EXTRA_COLUMNS},
     )
     settings.update(resolved)
+    if relations.get("segments") is not None:  # the segment columns: the last run keys (Plan.segment_cols)
+        segment_cols = tuple(resolved.get("segment_cols", cols["segment_cols"]))
+        if not segment_cols:
+            raise RecsqlError("segments: name the segment columns, e.g. segment_cols=['country'] (to_sql and dbt read "
+                              "no table, so they cannot take every column but the user's as evaluate does)")
+        settings.update(segment_cols=segment_cols, run_cols=(*settings["run_cols"], *segment_cols))
+        settings.setdefault("segment_user", settings["user_col"])
     return Plan(**relations, **settings)
 
 
@@ -279,7 +299,7 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
     require_number(recs, order, "rank (1 is best)" if cols["rank_col"] else "score (higher is better)")
     # every other input keys rows by user and/or item like recs
     keyed = {"truth": ("user", "item"), "interactions": ("user", "item"), "baseline": ("user", "item"),
-             "items": ("item",), "catalog": ("item",), "item_features": ("item",)}
+             "items": ("item",), "catalog": ("item",), "item_features": ("item",), "segments": ("user",)}
     require_one_type(recs, user)
     require_one_type(recs, item)
     for role, src in sources.items():
@@ -320,6 +340,11 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
     # dates and other non-text ids compare by value as they are
     keyed_ids = (("user_id", user), ("item_id", item), *((f"_run{i}", c) for i, c in enumerate(runs)))
     text_ids = frozenset(internal for internal, column in keyed_ids if family(recs.columns[column]) == "string")
+    segmented = {}
+    if "segments" in sources:
+        segmented = _segment_columns(sources["segments"], cols, runs)
+        text_ids |= {f"_run{len(runs) + i}" for i, c in enumerate(segmented["segment_cols"])
+                     if family(sources["segments"].columns[c]) == "string"}
     relations = {role: sources[role].relation if role in sources else None for role in ("recs", "truth", *EXTRA_INPUTS)}
     orders = {"ord_type": order_type(recs.columns[order], runner.dialect), "id_casts": _id_casts(sources, cols),
               "item_needs": frozenset(needs & set(ITEM_VALUE_INVALID))}
@@ -331,7 +356,24 @@ def _validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, 
                  user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,
                  rank_col=order if cols["rank_col"] else None, relevance_col=relevance,
                  run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids,
-                 **item_columns)
+                 **item_columns, **segmented)
+
+
+def _segment_columns(segments: Source, cols: dict[str, Any], runs: tuple[str, ...]) -> dict[str, Any]:
+    """The segments input's user column and segment columns (``segment_cols``; default: every column
+    but the user's), as the input spells them."""
+    user = resolve_column(segments, cols["user_col"], "user_col")
+    named = cols["segment_cols"] or tuple(c for c in segments.columns if c != user)
+    if not named:
+        raise RecsqlError(f"segments: the input has only the user column {user!r}; add the segment columns "
+                          "(one row per user: user, country, ...)")
+    columns = tuple(resolve_column(segments, c, "segment_cols") for c in named)
+    for column in columns:
+        _refuse_result_name(column, "segment_cols", "segment column", "segment")
+        if column.lower() in {c.lower() for c in (*runs, user)}:
+            raise RecsqlError(f"segments: the column {column!r} is also a run column (run_cols) or the user column; "
+                              f"rename it in segments, or name the segment columns: segment_cols=[...]")
+    return {"segment_cols": columns, "segment_user": user}
 
 
 def _count(condition: exp.Expression) -> exp.Expression:
@@ -349,8 +391,8 @@ def _value_checks(plan: Plan) -> dict[str, tuple[exp.Expression, list[str], list
     """Per input: the relation, the columns that must not be NULL and those that must be finite."""
     order = plan.rank_col or plan.score_col
     relevance = list(filter(None, [plan.relevance_col]))
-    return {"recs": (plan.recs, [*plan.run_cols, plan.user_col, plan.item_col, order], [order]),
-            "truth": (plan.truth, [*(plan.run_cols if plan.truth_has_runs else ()), plan.user_col, plan.item_col,
+    return {"recs": (plan.recs, [*input_runs(plan), plan.user_col, plan.item_col, order], [order]),
+            "truth": (plan.truth, [*(input_runs(plan) if plan.truth_has_runs else ()), plan.user_col, plan.item_col,
                                    *relevance], relevance),
             "baseline": (plan.baseline, [plan.user_col, plan.item_col, order], [order])}
 
@@ -425,13 +467,13 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
     runs = internal_runs(plan)
     best = "Pass duplicates='best' to keep each item's best-ranked row."
     keyed = {"recs": (lambda: recs_in(plan), runs, best),
-             "truth": (lambda: truth_in(plan), runs if plan.truth_has_runs else [],
+             "truth": (lambda: truth_in(plan), truth_runs(plan),
                        "Pass duplicates='max' to keep the highest relevance."),
              "baseline": (lambda: baseline_in(plan), [], best)}
     if role in keyed:
         make, run_keys, fix = keyed[role]
         body, keys = make(), [*run_keys, "user_id", "item_id"]
-        names = [*plan.run_cols[: len(run_keys)], plan.user_col, plan.item_col]
+        names = [*[dict(zip(runs, plan.run_cols))[k] for k in run_keys], plan.user_col, plan.item_col]
     else:  # items (item key), item_features (item, feature)
         item = exp.alias_(quoted_column(plan.item_col), "item_id")
         if role == "items":
@@ -454,7 +496,10 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
 
 def _refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list[str]) -> None:
     """Raise for the first input check of the query that found something (``found``: the
-    diagnostic columns' values): invalid values first, then duplicates."""
+    diagnostic columns' values): segments first (a user without one, or with two), then invalid
+    values, then duplicates."""
+    from .comparison import refuse_segments
+    refuse_segments(found, "of recs or truth")
     for role in ("recs", "truth", "baseline"):
         if found.get(f"{role}_invalid_rows"):
             raise _explain_values(runner, plan, role, found[f"{role}_invalid_rows"])
@@ -538,6 +583,7 @@ def evaluate(
     catalog: Any = None,
     baseline: Any = None,
     item_features: Any = None,
+    segments: Any = None,
     con: Any = None,
     user_col: str = "user_id",
     item_col: str = "item_id",
@@ -556,6 +602,7 @@ def evaluate(
     features_col: str = "features",
     feature_col: str = "feature",
     value_col: str = "value",
+    segment_cols: Iterable[str] | str | None = None,
     progress: bool = False,
 ) -> Evaluation:
     """Evaluate recommendations against truth with any set of metrics, in ONE query on one engine.
@@ -586,6 +633,7 @@ def evaluate(
         sql = statement_sql(plan, parsed, "raw", runner.dialect)
         raw = _fetch_checked(runner, plan, sql)
         per_user, summary, found = _split(plan, parsed, raw)
+        _warn_segment_runs(plan, raw)
         if RECS_ROWS not in _columns_of(raw) or _rows_of(raw) == 0:
             # no user row carried the checks (an empty population, or invalid rows that left no user):
             # read them alone
@@ -602,6 +650,32 @@ def evaluate(
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in,
                       run_cols=tuple(plan.run_cols), user_col=plan.user_col)
+
+
+def _warn_segment_runs(plan: Plan, raw: Any) -> None:
+    """Warn when a run column looks like user segments: truth is shared by the runs (it lacks the run
+    columns) and, among the users with recommendations, every user appears under exactly one value of
+    the column (within each value of the other run columns), which has two values or more. Each such
+    run is scored over every truth user, the users of the other values counted as 0, which is
+    right only if the column really names runs (users recommended to by one model each, say); so
+    this warns and does not refuse. Read from the raw per-user rows the query returned: no extra scan."""
+    if plan.truth is None or plan.truth_has_runs or plan.segments is not None or not plan.run_cols:
+        return
+    runs = internal_runs(plan)
+    rows = raw.select([*runs, "user_id", "_has_recs"]).to_pandas() if isinstance(raw, pa.Table) else \
+        (raw.to_pandas() if hasattr(raw, "to_pandas") and not isinstance(raw, pd.DataFrame) else raw)
+    rows = rows[rows["_has_recs"] == 1]
+    for i, column in enumerate(plan.run_cols):
+        others = [r for j, r in enumerate(runs) if j != i]
+        if rows[runs[i]].nunique() < 2 or rows.groupby([*others, "user_id"], dropna=False)[runs[i]].nunique().max() != 1:
+            continue
+        warnings.warn(f"run_cols: every user of recs appears under one value of the run column {column!r} (which "
+                      f"has {rows[runs[i]].nunique()}), and truth has no {column!r} column: each of its runs is "
+                      f"scored over every truth user, those of the other values counted as 0 (users_without_recs). "
+                      f"If {column!r} gives user segments, pass segments= (a table of {plan.user_col!r} -> "
+                      f"{column!r}; CLI: --segments) instead, to evaluate within each segment",
+                      RecsqlWarning, stacklevel=3)
+        return
 
 
 def _columns_of(frame: Any) -> list[str]:
@@ -661,6 +735,7 @@ def to_sql(
     catalog: str | None = None,
     baseline: str | None = None,
     item_features: str | None = None,
+    segments: str | None = None,
     dialect: str = "duckdb",
     output: str = "summary",
     user_col: str = "user_id",
@@ -683,6 +758,7 @@ def to_sql(
     features_col: str = "features",
     feature_col: str = "feature",
     value_col: str = "value",
+    segment_cols: Iterable[str] | str | None = None,
     compare: dict[str, Any] | None = None,
     pretty: bool = True,
 ) -> str:
@@ -725,7 +801,8 @@ def to_sql(
     cols = described.options()
     given = described.given()
     relations = {role: bind(role, value, None).relation if value is not None else None for role, value in given.items()}
-    named = {user_col: "user_id", item_col: "item_id", **{c: f"_run{i}" for i, c in enumerate(cols["run_cols"])}}
+    keys = (*cols["run_cols"], *(cols["segment_cols"] if segments is not None else ()))
+    named = {user_col: "user_id", item_col: "item_id", **{c: f"_run{i}" for i, c in enumerate(keys)}}
     unknown = [c for c in text_ids if not isinstance(c, str) or c not in named]
     if unknown:
         raise RecsqlError(f"text_ids: {unknown[0]!r} is not an id column; name {user_col!r} and/or {item_col!r} "

@@ -104,6 +104,25 @@ def _side_kwargs(args: argparse.Namespace) -> dict:
                 item_features=args.item_features)
 
 
+SEGMENTS_HELP = ("each user's segment (user column and segment columns, one row per user): path or table; each run "
+                 "is evaluated within each segment (the population taken within it)")
+SEGMENT_COL_HELP = "a segment column of --segments (default: every column but the user); repeat for several"
+
+
+def add_segments(parser: argparse.ArgumentParser, help: str = SEGMENTS_HELP) -> None:
+    """``--segments``: evaluate's, sql's and compare's (each with its own help)."""
+    parser.add_argument("--segments", help=help)
+
+
+def add_segment_col(parser: argparse.ArgumentParser, help: str = SEGMENT_COL_HELP) -> None:
+    """``--segment-col`` (repeatable): evaluate's, sql's and report's."""
+    parser.add_argument("--segment-col", action="append", default=[], dest="segment_cols", help=help)
+
+
+def _segment_kwargs(args: argparse.Namespace) -> dict:
+    return dict(segments=args.segments, segment_cols=args.segment_cols or None)
+
+
 def _recs_and_truth(args: argparse.Namespace) -> tuple[object, object]:
     """The two inputs: RECS TRUTH, with either one given as a TREC file instead (--run / --qrels);
     truth may be missing (novelty, diversity, coverage, ... need none: the API names the metric that does)."""
@@ -132,9 +151,10 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise RecsqlError(f"--per-user {args.per_user!r}: write to a .csv, .parquet or .json file")
     positional = [p for p in (args.recs, args.truth) if p is not None]  # as _recs_and_truth reads them
     inputs = dict(zip([role for role, given in (("RECS", not args.run), ("TRUTH", not args.qrels)) if given], positional))
-    tables = list(inputs.values()) + [name for name in _side_kwargs(args).values() if name]
+    tables = list(inputs.values()) + [name for name in [*_side_kwargs(args).values(), args.segments] if name]
     inputs.update({"--run": args.run, "--qrels": args.qrels, "--items": args.items, "--interactions": args.interactions,
-                   "--catalog": args.catalog, "--baseline": args.baseline, "--item-features": args.item_features})
+                   "--catalog": args.catalog, "--baseline": args.baseline, "--item-features": args.item_features,
+                   "--segments": args.segments})
     check_outputs({"--out": args.out, "--out-per-user": args.out_per_user}, {"--per-user": args.per_user},
                   tables, {**inputs, "--db": args.db}, db=args.db)
 
@@ -145,7 +165,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     _check_outputs(args)
     recs, truth = _recs_and_truth(args)
     result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=_is_terminal(sys.stdout),
-                          **_side_kwargs(args), **_column_kwargs(args))
+                          **_side_kwargs(args), **_segment_kwargs(args), **_column_kwargs(args))
     # outputs first: a closed stdout (`| head -1`) or a failed print must not lose them
     if args.out or args.out_per_user:
         result.write(args.db, summary=args.out, per_user=args.out_per_user)
@@ -174,7 +194,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from . import api
     print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, output=args.output, **_side_kwargs(args),
                      dialect=args.dialect, text_ids=args.text_ids,
-                     truth_has_run_cols=args.truth_has_run_cols, **_column_kwargs(args)))
+                     truth_has_run_cols=args.truth_has_run_cols, **_segment_kwargs(args), **_column_kwargs(args)))
     return 0
 
 
@@ -240,6 +260,8 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--format", choices=sorted(FORMATS), default="table", help="summary format (default: table)")
     ev.add_argument("--out", help="also write the summary as this table in --db (atomic; never over an input)")
     ev.add_argument("--out-per-user", help="also write the per-user rows as this table in --db")
+    add_segments(ev)
+    add_segment_col(ev)
     _columns(ev)
     ev.set_defaults(func=cmd_evaluate)
 
@@ -259,6 +281,9 @@ def add_sql(sub: argparse._SubParsersAction) -> None:
     sq.add_argument("--text-id", action="append", default=[], dest="text_ids",
                     help="an id column holding strings (binary collation where the dialect needs one); repeatable")
     sq.add_argument("--truth-has-run-cols", action="store_true", help="truth carries the run key columns too")
+    add_segments(sq, "segments table name or path (user column and segment columns, one row per user); name its "
+                     "segment columns with --segment-col")
+    add_segment_col(sq, "a segment column of --segments (required with it); repeat for several")
     _columns(sq)
     sq.set_defaults(func=cmd_sql)
 

@@ -36,6 +36,7 @@ from sqlglot import exp
 from . import api
 from .comparison_global import global_metrics, list_ctes, union_ctes
 from .compose import DIAGNOSTICS, compose, internal_runs
+from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .engines.base import DBAPIRunner, Runner, frame_from_cursor
 from .errors import RecsqlError
@@ -277,7 +278,6 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
 RESULT_COLUMNS = {  # table alias -> the columns the statement returns from it
     "o": ("n", "mean", "sum_v", "wins", "ties", "losses", "extreme"), "s": ("ss",),
     "w": ("n_nonzero", "r_plus", "ties_term"), "i": ("resampled", "ci_low", "ci_high")}
-SEGMENT_CHECKS = ("users_without_segment", "segment_duplicate_users")
 RESULT_SOURCES = {"s": "cmp_spread", "w": "cmp_wilcoxon", "i": "cmp_interval"}
 
 
@@ -609,12 +609,19 @@ def _segments(segments: Any, runner: Runner, sources: dict[str, Any], user_col: 
 def _refuse_segments(frame: pd.DataFrame, values: Values) -> None:
     if values.segments is None or not len(frame):
         return
-    missing, repeated = int(frame[SEGMENT_CHECKS[0]].max()), int(frame[SEGMENT_CHECKS[1]].max())
+    refuse_segments({name: int(frame[name].max()) for name in SEGMENT_CHECKS}, "of the population")
+
+
+def refuse_segments(found: dict[str, int], whose: str) -> None:
+    """Raise for the segment checks (compose.checks.SEGMENT_CHECKS) that found something: users given
+    two segments, then users ``whose`` (e.g. "of the population") without one."""
+    missing, repeated = (int(found.get(name) or 0) for name in SEGMENT_CHECKS)
     if repeated:
         raise RecsqlError(f"segments: {repeated} extra row(s) give a user a second segment; give each user one row")
     if missing:
-        raise RecsqlError(f"segments: {missing} user(s) of the population have no row in segments; every user "
-                          "compared needs a segment (add them, e.g. with a segment 'other')")
+        raise RecsqlError(f"segments: {missing} user(s) {whose} have no row in segments (or a NULL segment); every "
+                          "user evaluated needs a segment (add them, e.g. with a segment 'other', or leave their "
+                          "rows out of the inputs)")
 
 
 def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: list[str],

@@ -40,12 +40,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def options(cp: argparse.ArgumentParser) -> None:
     """compare's own options (baseline run, segments, tests, interval, resampling, correction, --db),
     shared by ``recsql compare`` and ``recsql report``."""
+    from .cli import add_segments
     cp.add_argument("--baseline-recs", help="another recommender's lists, columns like recs (unexpectedness, "
                                             "serendipity; evaluate's --baseline)")
     cp.add_argument("--baseline", help="the run every other run is compared with (its run column's value; "
                                        "col=value/col=value for several run columns); default: every pair")
-    cp.add_argument("--segments", help="each user's segment (user column and segment columns, one row per user): "
-                                       "path or table; runs are compared within each segment")
+    add_segments(cp, "each user's segment (user column and segment columns, one row per user): path or table; runs "
+                     "are compared within each segment")
     cp.add_argument("--test", action="append", dest="tests", choices=comparison.ALL_TESTS,
                     help="a test to run (default: t, wilcoxon and randomization; tukey: randomized Tukey HSD); "
                          "repeat for several")

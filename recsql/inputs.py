@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-ROLES = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features")  # docs/guide/inputs.md
+ROLES = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features", "segments")  # docs/guide/inputs.md
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class Inputs:
     """The inputs, their columns and the definition options, as evaluate's keywords name them
     (docs/guide/inputs.md): ``recs`` (required), ``truth`` and the optional tables (a table name, a
     file, a DataFrame: whatever the engine reads); the column options; ``threshold``,
-    ``population``, ``duplicates``, ``convention`` and ``ties``."""
+    ``population``, ``duplicates``, ``convention`` and ``ties``; ``segments`` (each user's segment)
+    and ``segment_cols`` (its segment columns; default: every column but the user's)."""
 
     recs: Any = None
     truth: Any = None
@@ -32,6 +33,7 @@ class Inputs:
     catalog: Any = None
     baseline: Any = None
     item_features: Any = None
+    segments: Any = None
     user_col: str = "user_id"
     item_col: str = "item_id"
     score_col: str | None = "score"
@@ -49,6 +51,7 @@ class Inputs:
     features_col: str = "features"
     feature_col: str = "feature"
     value_col: str = "value"
+    segment_cols: Iterable[str] | str | None = None
 
     @classmethod
     def of(cls, arguments: dict[str, Any]) -> "Inputs":
@@ -63,7 +66,8 @@ class Inputs:
         """The column and definition options, checked (one error naming the option and the fix); the
         convention fills in the tie rule and population not given."""
         from .api import _COLUMN_OPTIONS, _options, _run_columns
-        return _options(run_cols=_run_columns(self.run_cols), **{name: getattr(self, name) for name in _COLUMN_OPTIONS})
+        return _options(run_cols=_run_columns(self.run_cols), segment_cols=_run_columns(self.segment_cols, "segment_cols"),
+                        **{name: getattr(self, name) for name in _COLUMN_OPTIONS})
 
 
 def field_names() -> list[str]:

@@ -21,11 +21,11 @@ from .checks import DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, no
 from .expressions import metric_expression
 from .inputs import baseline_in, recs_in, truth_in, whole_id
 from .needs import check_inputs, fit_to_inputs, metric_population
-from .plan import OUTPUTS, POPULATIONS, RUN_KEYS, TIES, Plan, internal_runs, quoted_column
+from .plan import OUTPUTS, POPULATIONS, RUN_KEYS, TIES, Plan, input_runs, internal_runs, quoted_column, truth_runs
 from .rewrite import prune, union_all
 from .statement import compose, finalize, population_counts
 
 __all__ = ["DIAGNOSTICS", "ITEM_VALUE_INVALID", "MAX_EXPONENT", "OUTPUTS", "POPULATIONS", "RECS_ROWS", "RUN_KEYS",
-           "TIES", "Plan", "baseline_in", "check_inputs", "compose", "finalize", "fit_to_inputs", "internal_runs",
+           "TIES", "Plan", "baseline_in", "check_inputs", "compose", "finalize", "fit_to_inputs", "input_runs", "internal_runs",
            "metric_expression", "metric_population", "not_finite", "population_counts", "prune", "quoted_column",
-           "recs_in", "truth_in", "union_all", "uses_exponent", "whole_id"]
+           "recs_in", "truth_in", "truth_runs", "union_all", "uses_exponent", "whole_id"]

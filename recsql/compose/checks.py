@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..trees import parse
-from .plan import Plan, internal_runs
+from .plan import Plan, internal_runs, segment_runs, truth_runs
 from .rewrite import union_all
 
 
@@ -19,7 +19,12 @@ from .rewrite import union_all
 # per key). One value per input, over every run, copied onto every summary row.
 DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows",
                "baseline_invalid_rows", "baseline_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
-               "item_features_duplicate_rows")
+               "item_features_duplicate_rows", "users_without_segment", "segment_duplicate_users")
+
+
+# With segments (docs/guide/populations.md, "Segments"): users of recs or truth with no segment (no
+# row in segments, or a NULL segment value), and extra rows giving a user a second segment.
+SEGMENT_CHECKS = ("users_without_segment", "segment_duplicate_users")
 
 
 RECS_ROWS = "_recs_rows"  # the recommendation rows read (raw rows only: Evaluation.rows_in)
@@ -165,10 +170,10 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
                      .from_(per_list.subquery("l")))
     if plan.truth is not None and "truth_in" in read:
         too_large = exp.GT(this=exp.column("relevance"), expression=exp.Literal.number(MAX_EXPONENT)) if exponent else None
-        parts.append(_invalid("truth_in", [*(runs if plan.truth_has_runs else []), "user_id", "item_id", "relevance"],
+        parts.append(_invalid("truth_in", [*truth_runs(plan), "user_id", "item_id", "relevance"],
                               ["relevance"], "truth_invalid_rows", also=too_large))
         names.append("truth_invalid_rows")
-        duplicates("truth_duplicate_rows", "truth_in", [*(runs if plan.truth_has_runs else []), "user_id", "item_id"])
+        duplicates("truth_duplicate_rows", "truth_in", [*truth_runs(plan), "user_id", "item_id"])
     if plan.baseline is not None and "baseline_in" in read:
         parts.append(_invalid("baseline_in", ["user_id", "item_id", "ord"], ["ord"], "baseline_invalid_rows"))
         names.append("baseline_invalid_rows")
@@ -181,6 +186,9 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
         duplicates("items_duplicate_rows", "items_in", ["item_id"])
     if plan.item_features is not None and "features" in needed and "features_in" in read:
         duplicates("item_features_duplicate_rows", "features_in", ["item_id", "feature"])
+    if plan.segments is not None:
+        parts += _segment_checks(plan, "list_heads" if heads is not None else "recs_in", "truth_in" in read)
+        names += SEGMENT_CHECKS
     ctes = [(_cte_name(part), part) for part in parts]
     aliases = {n: name for name, part in ctes for n in [e.alias for e in part.expressions]}
     select = exp.select(*[exp.alias_(exp.column(n, table=aliases[n]) if n in aliases
@@ -189,6 +197,17 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
     for name, _ in ctes[1:]:
         select = select.join(name, join_type="cross")
     return ctes, select, names
+
+
+def _segment_checks(plan: Plan, recs: str, truth: bool) -> list[exp.Select]:
+    """The segment checks: the distinct users of recs (read from ``recs``: recs_in, or the heaps,
+    which group its rows by run and user) and of truth whose segment keys are NULL (the inputs' LEFT
+    JOIN to segments_in found no segment), and Σ (n - 1) over the users of segments held by n rows."""
+    unsegmented = exp.or_(*[exp.Is(this=exp.column(k), expression=exp.null()) for k in segment_runs(plan)])
+    users = [exp.select("user_id").from_(t).where(unsegmented) for t in [recs, *(["truth_in"] if truth else [])]]
+    missing = exp.select(exp.alias_(exp.cast(exp.Count(this=exp.Distinct(expressions=[exp.column("user_id")])), "BIGINT"),
+                                    SEGMENT_CHECKS[0])).from_(union_all(users).subquery("u"))
+    return [missing, _extra_copies("segments_in", ["user_id"], SEGMENT_CHECKS[1])]
 
 
 def _cte_name(part: exp.Select) -> str:

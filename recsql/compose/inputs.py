@@ -10,7 +10,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import RecsqlError
-from .plan import Plan, internal_runs, quoted_column
+from .plan import Plan, input_runs, internal_runs, quoted_column, segment_runs
 
 
 def _keyed_input(relation: exp.Expression, keys: list[exp.Expression], value: exp.Expression,
@@ -59,7 +59,7 @@ def _id(plan: Plan, column: str, internal: str, role: str) -> exp.Expression:
 
 def _keys(plan: Plan, with_runs: bool, role: str) -> list[exp.Expression]:
     # run keys as ids: a text run key takes the binary collation too (runs 'B' and 'b' stay two, ordered bytewise)
-    keys = [_id(plan, c, r, role) for c, r in zip(plan.run_cols, internal_runs(plan))] if with_runs else []
+    keys = [_id(plan, c, r, role) for c, r in zip(input_runs(plan), internal_runs(plan))] if with_runs else []
     return keys + [_id(plan, plan.user_col, "user_id", role), _id(plan, plan.item_col, "item_id", role)]
 
 
@@ -67,7 +67,29 @@ def recs_in(plan: Plan, role: str = "recs") -> exp.Select:
     """Recommendations with internal names; ``ord`` is smaller-is-better (-score, or the rank)."""
     order = exp.cast(quoted_column(plan.rank_col or plan.score_col), exp.DataType.build(plan.ord_type, dialect="duckdb"))
     ord_expr = order if plan.rank_col else exp.Neg(this=order)
-    return _keyed_input(plan.recs, _keys(plan, True, role), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
+    rows = _keyed_input(plan.recs, _keys(plan, True, role), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
+    return _segmented(plan, rows, len(input_runs(plan)), "ord") if role == "recs" else rows
+
+
+def segments_in(plan: Plan) -> exp.Select:
+    """Each user's segment: (user_id, the segment keys), every row of the segments input."""
+    return exp.select(_id(plan, plan.segment_user, "user_id", "segments"),
+                      *[_id(plan, c, r, "segments") for c, r in zip(plan.segment_cols, segment_runs(plan))]
+                      ).from_(plan.segments.copy())
+
+
+def _segmented(plan: Plan, rows: exp.Select, runs: int, value: str) -> exp.Select:
+    """``rows`` (run keys, user_id, item_id, ``value``) with the user's segment keys after its ``runs``
+    run keys: a LEFT JOIN to segments_in, so that a user without a segment stays, with NULL segment
+    keys, and is counted (checks: users_without_segment) rather than dropped unseen."""
+    if plan.segments is None:
+        return rows
+    internal = internal_runs(plan)
+    columns = [exp.column(k, "r") for k in internal[:runs]] + [exp.column(k, "g") for k in segment_runs(plan)]
+    columns += [exp.column(c, "r") for c in ("user_id", "item_id", value)]
+    return exp.select(*[exp.alias_(c, c.name) for c in columns]).from_(exp.Subquery(this=rows, alias="r")).join(
+        exp.alias_(exp.to_table("segments_in"), "g"), on=exp.column("user_id", "r").eq(exp.column("user_id", "g")),
+        join_type="left")
 
 
 def _empty(*columns: tuple[str, str]) -> exp.Select:
@@ -79,12 +101,14 @@ def _empty(*columns: tuple[str, str]) -> exp.Select:
 def truth_in(plan: Plan) -> exp.Select:
     """Truth with internal names; relevance 1 for every row when there is no relevance column."""
     if plan.truth is None:
-        return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("relevance", "DOUBLE"))
+        return _segmented(plan, _empty(("user_id", "user_id"), ("item_id", "item_id"), ("relevance", "DOUBLE")), 0,
+                          "relevance")
     rel = exp.cast(quoted_column(plan.relevance_col) if plan.relevance_col else exp.Literal.number(1), "DOUBLE")
     # every row, negative relevances included: the stage drops those where they mean "unjudged"
     # (truth_judged; a second view of the list may read them as judged: second_truth)
-    return _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs, "truth"), rel, "relevance",
+    rows = _keyed_input(plan.truth, _keys(plan, plan.truth_has_runs, "truth"), rel, "relevance",
                         exp.Max if plan.duplicates == "best" else None)
+    return _segmented(plan, rows, len(input_runs(plan)) if plan.truth_has_runs else 0, "relevance")
 
 
 ITEM_COLUMNS = ("price", "probability", "category")  # items_in's attribute columns, read when a metric needs them

@@ -93,6 +93,12 @@ class Plan:
     features_col: str = "features"  # an items column holding a feature vector (array; DuckDB)
     feature_col: str = "feature"
     value_col: str = "value"
+    # Segments (docs/guide/populations.md, "Segments"): a relation (user, segment columns) giving each
+    # user one segment; its columns are the last run keys (run_cols ends with segment_cols), read by
+    # recs and truth through a join on the user, so each (run, segment) is evaluated as a run.
+    segments: exp.Expression | None = None
+    segment_cols: tuple[str, ...] = ()  # the segments' columns, the last len(segment_cols) of run_cols
+    segment_user: str = "user_id"  # the segments' user column
 
 
 def quoted_column(name: str, table: str | None = None) -> exp.Column:
@@ -103,6 +109,22 @@ def quoted_column(name: str, table: str | None = None) -> exp.Column:
 def internal_runs(plan: Plan) -> list[str]:
     """Internal names of the run key columns: _run0, _run1, ..."""
     return [f"_run{i}" for i in range(len(plan.run_cols))]
+
+
+def input_runs(plan: Plan) -> tuple[str, ...]:
+    """The run key columns recs (and truth that has run keys) hold: run_cols less the segments'."""
+    return plan.run_cols[: len(plan.run_cols) - len(plan.segment_cols)]
+
+
+def segment_runs(plan: Plan) -> list[str]:
+    """Internal names of the segments' run keys (the last ones)."""
+    return internal_runs(plan)[len(input_runs(plan)):]
+
+
+def truth_runs(plan: Plan) -> list[str]:
+    """Internal names of the run keys truth_in carries: every one when truth has the run columns,
+    else the segments' (the user's segment: truth is shared by the runs, not by the segments)."""
+    return internal_runs(plan) if plan.truth_has_runs else segment_runs(plan)
 
 
 View = tuple  # (tie rule, negative_unjudged): how a list is ranked and judged for a metric

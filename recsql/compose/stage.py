@@ -13,7 +13,7 @@ from ..metrics import Metric
 from ..templates import read_template
 from ..trees import parse
 from .inputs import collation
-from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs
+from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, truth_runs as truth_run_keys
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
                       pad_union, substitute, union_all, union_branches)
 
@@ -229,13 +229,16 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     # no runs there is nothing to copy (truth_users reads truth_in). The lists are judged against
     # truth as it is (truth_judged, second_truth): per user when it is shared, so that join reads each
     # truth row once, not once per run.
+    # With segments, shared truth carries the user's segment keys (truth_runs): it is read once per
+    # user still, and copied only to the runs of the user's segment.
+    keys = truth_run_keys(plan)
     if not plan.truth_has_runs:  # truth without run keys is read and ordered once per user
         for name in ("truth_ordered", "truth_judged", "second_truth"):
-            ctes[name].set("this", expand_run_keys(ctes[name].this, []))
+            ctes[name].set("this", expand_run_keys(ctes[name].this, keys))
         for name in ("list_judged", "second_judged"):
             for join in ctes[name].this.find_all(exp.Join):
                 if join.this.name in ("truth_judged", "second_truth"):
-                    join.set("on", expand_run_keys(join.args["on"], []))
+                    join.set("on", expand_run_keys(join.args["on"], keys))
     if not plan.run_cols:
         _read_instead(ctes["truth_users"].this, "truth_runs", "truth_in")
     for name in ("truth_runs", "truth_rows"):
@@ -245,9 +248,9 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
             for col in truth_runs.find_all(exp.Column):
                 if col.table == "runs":
                     col.set("table", exp.to_identifier("t"))
-        elif plan.truth_has_runs:
+        elif keys:
             for join in truth_runs.args["joins"]:
                 if join.this.alias_or_name == "runs":
                     join.set("kind", None)
-                    join.set("on", exp.column("run_keys", table="runs").eq(exp.column("run_keys", table="t")))
+                    join.set("on", exp.and_(*[exp.column(k, table="runs").eq(exp.column(k, table="t")) for k in keys]))
     return alias_projections(fold_constants(expand_run_keys(stage, internal_runs(plan))))

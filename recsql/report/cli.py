@@ -27,7 +27,7 @@ DEFAULT_OUT = "recsql-report.html"  # --out's default, in the current directory
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``report`` subcommand, with compare's inputs and options."""
     from .. import comparison_cli
-    from ..cli import _columns, inputs
+    from ..cli import _columns, add_segment_col, inputs
     rp = sub.add_parser("report", help="one self-contained HTML report: summary with intervals and tests, "
                                        "metric@k curves, distributions, segments, definitions, SQL",
                         conflict_handler="resolve")
@@ -36,9 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--out", help=f"the HTML file to write (atomic; never over an input; default: {DEFAULT_OUT} in "
                                   "the current directory, which is never replaced unless --force is given)")
     rp.add_argument("--force", action="store_true", help=f"replace an existing {DEFAULT_OUT} (without --out)")
-    rp.add_argument("--segment-col", action="append", default=[], dest="segment_cols",
-                    help="a segment column of --segments (default: every column but the user), or of TRUTH when "
-                         "--segments is not given; repeat for several")
+    add_segment_col(rp, "a segment column of --segments (default: every column but the user), or of TRUTH when "
+                        "--segments is not given; repeat for several")
     rp.add_argument("--max-k", type=int, default=MAX_K,
                     help=f"the curves' largest cutoff (default {MAX_K}; each curve runs to its metric's largest "
                          "asked cutoff)")
