@@ -108,7 +108,8 @@ def _same(actual: pd.DataFrame, expected: pd.DataFrame, spec: ModelSpec) -> None
     assert (actual[checks] == 0).all().all(), (model, actual[checks])
     actual = actual.drop(columns=checks)
     assert sorted(actual.columns) == sorted(expected.columns), model
-    keys = [c.lower() for c in spec.options.get("run_cols", [])] + (["user_id"] if spec.output == "per_user" else [])
+    keys = [c.lower() for c in [*spec.options.get("run_cols", []), *spec.options.get("segment_cols", [])]]
+    keys += ["user_id"] if spec.output == "per_user" else []
     actual = actual[list(expected.columns)]
     if keys:
         actual, expected = (f.sort_values(keys).reset_index(drop=True) for f in (actual, expected))
