@@ -87,7 +87,7 @@ def _segmented(plan: Plan, rows: exp.Select, runs: int, value: str) -> exp.Selec
     internal = internal_runs(plan)
     columns = [exp.column(k, "r") for k in internal[:runs]] + [exp.column(k, "g") for k in segment_runs(plan)]
     columns += [exp.column(c, "r") for c in ("user_id", "item_id", value)]
-    return exp.select(*[exp.alias_(c, c.name) for c in columns]).from_(exp.Subquery(this=rows, alias="r")).join(
+    return exp.select(*[exp.alias_(c, c.name) for c in columns]).from_(rows.subquery("r")).join(
         exp.alias_(exp.to_table("segments_in"), "g"), on=exp.column("user_id", "r").eq(exp.column("user_id", "g")),
         join_type="left")
 
