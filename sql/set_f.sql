@@ -2,7 +2,7 @@
 -- k: none
 -- params: beta number in (0, inf) = 1
 -- range: [0, 1]
--- formula: (1 + β²)·P·R / (β²·P + R) with P = set_p, R = set_recall; 0 when the denominator is 0
+-- formula: (1 + beta^2)·P·R / (beta^2·P + R) with P = set_p, R = set_recall; 0 when the denominator is 0
 -- cite: van Rijsbergen, Information Retrieval (2nd ed.), Butterworths 1979, ch. 7; trec_eval set_F
 SELECT
     user_id,

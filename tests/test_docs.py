@@ -194,10 +194,7 @@ def test_links_into_the_repository_resolve():
 # ------------------------------------------------------------------------------- the reference
 # Metrics whose SQL header does not yet describe every option in its formula. Each is a strict
 # expected failure: describing the option makes it pass, and the test then says to remove it here.
-UNDESCRIBED_OPTIONS = {
-    "ndcg": "the formula does not say what ideal=truth and ideal=list mean (idcg's formula does)",
-    "set_f": "the formula writes β for the option beta",
-}
+UNDESCRIBED_OPTIONS: dict[str, str] = {}  # metric -> why its header does not yet describe an option (strict xfail)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=UNDESCRIBED_OPTIONS[n]))
