@@ -21,6 +21,11 @@ Every difference is a named switch with its reason:
   as if truth had one row: 10M recommendation rows then ran out of a 400 MB memory limit and 100M
   out of 4 GB, and fit (faster) with ``truth_in AS NOT MATERIALIZED``. ``recs_in`` is written so
   too where the top-k heaps (list_heads) are its only reader (recsql/compose/statement.py).
+- ``exact_sums``: DuckDB adds up a group's rows in parallel and in no fixed order, so ``SUM`` and
+  ``AVG`` of DOUBLE values could differ in the last bits between two runs of the same statement on
+  the same data (a bootstrap interval's 16th digit did). DuckDB's ``FSUM``/``FAVG`` (Kahan–Babuška
+  compensated summation) give the same bits every run and are at least as accurate; sums cast
+  straight to an integer type and window sums keep ``SUM``.
 - ``from_dual``: Oracle needs ``FROM DUAL`` on a SELECT without a table and has no boolean literal.
 - ``with_limit``: MariaDB refuses a WITH clause of more than 64 elements (error 4003, "Too many WITH
   elements"; :func:`recsql.compare`'s statement with global metrics has more): CTEs read once are
@@ -74,6 +79,24 @@ def _oracle_dual(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+_INTEGER_TYPES = {exp.DataType.Type.BIGINT, exp.DataType.Type.INT, exp.DataType.Type.SMALLINT,
+                  exp.DataType.Type.TINYINT, exp.DataType.Type.INT128}
+
+
+def _duckdb_exact_sums(tree: exp.Expression) -> exp.Expression:
+    """``SUM``/``AVG`` as ``FSUM``/``FAVG``: the same bits on every run whatever the threads' order
+    (sums cast straight to an integer type, and window sums, stay ``SUM``)."""
+    def swap(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, (exp.Sum, exp.Avg)) or isinstance(node.parent, exp.Window):
+            return node
+        parent = node.parent
+        if isinstance(parent, exp.Cast) and parent.to.this in _INTEGER_TYPES:
+            return node
+        name = "FSUM" if isinstance(node, exp.Sum) else "FAVG"
+        return exp.Anonymous(this=name, expressions=[node.this])
+    return tree.transform(swap)
+
+
 MARIADB_WITH_ELEMENTS = 64
 
 
@@ -113,7 +136,8 @@ class Dialect:
 
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (
-    Dialect("duckdb", "duckdb", executed="DuckDB", topk="duckdb", collation='"binary"', inline=("truth_in",)),
+    Dialect("duckdb", "duckdb", executed="DuckDB", topk="duckdb", collation='"binary"', inline=("truth_in",),
+            transforms=(_duckdb_exact_sums,)),
     Dialect("sqlite", "sqlite", executed="SQLite (Python's sqlite3)", collation='"BINARY"'),
     Dialect("postgres", "postgres", executed="PostgreSQL 15", collation='"C"'),
     Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin", id_text="BINARY",
