@@ -108,11 +108,13 @@ def _tree_rss(proc) -> int:
     return total
 
 
-def run_tool(tool: str, recs: Path, truth: Path, work: Path, args) -> dict:
+def run_tool(tool: str, recs: Path, truth: Path, work: Path, args, repeat: int = 0) -> dict:
     """Run one tool in a fresh process; poll the process tree's RSS until the tool marks the end
-    of its timed part; enforce --timeout and --mem-limit-mb by killing the process group."""
+    of its timed part; enforce --timeout and --mem-limit-mb by killing the process group. Each
+    repeat writes its own files, so a later repeat killed midway leaves the best one's intact."""
     import psutil
-    result, per_user, log = work / f"{tool}.json", work / f"{tool}.per_user.parquet", work / f"{tool}.log"
+    stem = f"{tool}.{repeat}"
+    result, per_user, log = work / f"{stem}.json", work / f"{stem}.per_user.parquet", work / f"{stem}.log"
     marker = Path(str(result) + ".timed")
     for f in (result, per_user, marker):
         f.unlink(missing_ok=True)
@@ -424,7 +426,7 @@ def main() -> int:
             runs = []
             for i in range(args.repeat):
                 print(f"[{label}] {tool} (run {i + 1}/{args.repeat}) ...", end=" ", flush=True)
-                r = run_tool(tool, recs, truth, work, args)
+                r = run_tool(tool, recs, truth, work, args, repeat=i)
                 print(f"{r['status']}" + (f": wall {r['wall_s']:.3f} s, peak {r['peak_rss_mb']:.0f} MB"
                                           if r["status"] == "ok" else ""), flush=True)
                 runs.append(r)
@@ -433,6 +435,9 @@ def main() -> int:
             ok = [r for r in runs if r["status"] == "ok"]
             best = min(ok, key=lambda r: r["wall_s"]) if ok else runs[-1]
             best["all_walls_s"] = [round(r["wall_s"], 4) for r in ok]
+            for r in runs:  # only the best run's per-user values are compared; the others' files go
+                if r is not best and r.get("per_user_file"):
+                    Path(r["per_user_file"]).unlink(missing_ok=True)
             if tool == "recsql":
                 ref = best if best["status"] == "ok" else None
                 if ref is None:

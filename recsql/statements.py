@@ -21,9 +21,11 @@ one JSON file per statement under ``$RECSQL_CACHE_DIR`` (default ``$XDG_CACHE_HO
 everything the text can depend on: the content of every Python file of the recsql package and
 every SQL template, and sqlglot's version. Any change to either is another folder, so a stale
 statement cannot be read; the file also holds its full key, compared on reading. Writing is atomic
-(a temporary file renamed); a folder holds at most ``_MAX_FILES`` statements, and a new folder
-removes those of other sources beyond the three most recently written or not written for two weeks;
-a cache that cannot be read or written is simply not used.
+(a temporary file renamed); a folder holds at most ``_MAX_FILES`` statements: a statement read is
+marked used (its file's modification time), and a write into a full folder first removes the least
+recently used eighth, so a full cache never costs a composition per process. A new folder removes
+those of other sources beyond the three most recently written or not written for two weeks; a cache
+that cannot be read or written is simply not used.
 
 >>> import sqlglot
 >>> from recsql.compose import Plan
@@ -120,7 +122,7 @@ def _relation_text(relation: exp.Expression, dialect_name: str, pretty: bool) ->
 _PACKAGE = Path(__file__).resolve().parent
 _STALE_DAYS = 14  # folders of other recsql sources or sqlglot versions not written this long are removed
 _KEEP_OTHERS = 3  # and beyond the three most recently written of them
-_MAX_FILES = 512  # statements kept per folder (a few MB); beyond that, new ones are composed each process
+_MAX_FILES = 512  # statements kept per folder (a few MB); a write into a full folder evicts the least recently used
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # a repr that differs in every process: no use on disk
 
 
@@ -182,6 +184,10 @@ def _disk_read(key: tuple) -> tuple[list[str], list[str]] | None:
         between, order = record["between"], record["order"]
         if (isinstance(between, list) and isinstance(order, list) and len(between) == len(order) + 1
                 and all(isinstance(t, str) for t in between + order)):
+            try:
+                os.utime(path)  # used now: the last to be evicted
+            except OSError:
+                pass  # a cache the user may read but not write still serves
             return between, order
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
@@ -196,8 +202,8 @@ def _disk_write(key: tuple, between: list[str], order: list[str]) -> None:
     try:
         fresh = not path.parent.is_dir()
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the user's own: no one else writes SQL into it
-        if not fresh and sum(1 for _ in os.scandir(path.parent)) >= _MAX_FILES:
-            return
+        if not fresh:
+            _evict(path.parent)
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -213,6 +219,25 @@ def _disk_write(key: tuple, between: list[str], order: list[str]) -> None:
             _prune(path.parent)
     except OSError:
         pass
+
+
+def _evict(folder: Path) -> None:
+    """Make room in a full folder: remove its least recently used statements (oldest modification
+    time: written or last read), an eighth of ``_MAX_FILES``, so evictions are rare."""
+    entries = []
+    for entry in os.scandir(folder):
+        try:
+            entries.append((entry.stat().st_mtime, entry.path))
+        except OSError:
+            pass  # removed by another process meanwhile
+    if len(entries) < _MAX_FILES:
+        return
+    entries.sort()
+    for _, oldest in entries[:len(entries) - _MAX_FILES + max(1, _MAX_FILES // 8)]:
+        try:
+            os.remove(oldest)
+        except OSError:
+            pass
 
 
 def _prune(keep: Path) -> None:

@@ -218,14 +218,25 @@ def test_quoted_name_leaves_other_tables_to_sqlglot(table):
     assert statements.quoted_name(table) is None
 
 
-def test_a_full_folder_takes_no_more(cache, monkeypatch):
-    monkeypatch.setattr(statements, "_MAX_FILES", 2)
-    texts = [recsql.to_sql([f"map@{k}"], recs="r", truth="t") for k in (1, 2, 3, 4)]
-    assert len(files(cache)) == 2
-    monkeypatch.setenv("RECSQL_CACHE_DIR", "off")
+def test_a_full_folder_evicts_the_least_recently_used(cache, monkeypatch):
+    """A full folder makes room by removing the statements used longest ago (written or read), so a
+    new statement is still kept and one in use is not lost."""
+    monkeypatch.setattr(statements, "_MAX_FILES", 4)
+    by_k, texts = {}, {}
+    for k in (1, 2, 3, 4):
+        before = set(files(cache))
+        texts[k] = recsql.to_sql([f"map@{k}"], recs="r", truth="t")
+        (by_k[k],) = set(files(cache)) - before
+        os.utime(by_k[k], (1_000_000 + k, 1_000_000 + k))  # written in this order, long ago
+    statements._cache.clear()  # a new process: map@1 is read from disk, which marks it used
+    assert recsql.to_sql(["map@1"], recs="r", truth="t") == texts[1]
+    assert by_k[1].stat().st_mtime > by_k[4].stat().st_mtime
+    recsql.to_sql(["map@5"], recs="r", truth="t")  # the folder is full: map@2, the least recently used, goes
+    left = set(files(cache))
+    assert len(left) == 4 and by_k[1] in left and by_k[2] not in left and {by_k[3], by_k[4]} <= left
+    monkeypatch.setenv("RECSQL_CACHE_DIR", "off")  # the texts read back are the texts composed
     statements._cache.clear()
-    assert texts == [recsql.to_sql([f"map@{k}"], recs="r", truth="t") for k in (1, 2, 3, 4)]
-    assert len(set(texts)) == 4
+    assert texts == {k: recsql.to_sql([f"map@{k}"], recs="r", truth="t") for k in (1, 2, 3, 4)}
 
 
 def test_a_new_folder_prunes_old_ones(cache):
