@@ -264,7 +264,7 @@ def write_file(path: str, write: Callable[[str], None], option: str | None = Non
 
 
 def _unwritable(path: str, option: str | None, err: OSError) -> RecsqlError:
-    where = f"{option} {path!r}" if option else f"cannot write {path!r}:"
+    where = f"{option} {path!r}" if option else repr(path)
     reason = err.strerror or str(err)
     return RecsqlError(f"{where} could not be written ({reason}); name a file in a directory you can write to, "
                        "and check its free space and permissions; nothing was written")
