@@ -263,3 +263,13 @@ def test_the_command_line_never_lets_a_name_drive_the_terminal(tmp_path, capsys)
     assert main(["evaluate", str(path), str(truth), "-m", "ndcg@3", "--user-col", "u\x1b[2J\r\u202e"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("recsql: error:") and err.rstrip("\n").isprintable(), err
+
+
+def test_the_console_command_shows_warnings_escaped():
+    """recsql's console entry displays warnings (which may quote a name) through the same escaping."""
+    import io
+
+    from recsql.entry import _show_warning
+    shown = io.StringIO()
+    _show_warning(recsql.RecsqlWarning("column 'x\x1b[2J\u202e' is odd"), recsql.RecsqlWarning, "f.py", 1, shown, "")
+    assert "\x1b" not in shown.getvalue() and "x\\x1b[2J\\u202e" in shown.getvalue()
