@@ -166,7 +166,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from . import api
-    from .output import write_file
+    from .files import write_file
     _check_outputs(args)
     recs, truth = _recs_and_truth(args)
     result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=_is_terminal(sys.stdout),

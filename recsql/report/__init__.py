@@ -38,7 +38,7 @@ class Report:
         """Write the page to ``path`` atomically (a temporary file beside it, then renamed; through a
         symbolic link to its file; a new file with the usual mode, 0666 less the umask, a replaced
         one with its own); returns the path. ``option``: the flag an error names (``--out``)."""
-        from ..output import write_file
+        from ..files import write_file
         text = self.html
 
         def write(temporary: str) -> None:
