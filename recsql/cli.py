@@ -22,7 +22,7 @@ from .errors import RecsqlError
 from .extras import missing_extra
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
-    "table": lambda df: df.to_string(index=False, float_format=lambda v: f"{v:.6f}"),
+    "table": lambda df: _for_terminal(df.to_string(index=False, float_format=lambda v: f"{v:.6f}")),  # for reading
     "csv": lambda df: df.to_csv(index=False).rstrip("\n"),
     "json": lambda df: _to_json(df),  # every digit of each double (as csv), NaN as null
 }
@@ -31,6 +31,11 @@ WRITERS: dict[str, Callable[[pd.DataFrame, str], None]] = {
     ".parquet": lambda df, p: df.to_parquet(p, index=False),
     ".json": lambda df, p: Path(p).write_text(_to_json(df) + "\n", encoding="utf-8"),
 }
+
+
+def _for_terminal(text: str) -> str:
+    from .safe_text import for_terminal
+    return for_terminal(text)
 
 
 def _to_json(df: pd.DataFrame) -> str:
@@ -161,7 +166,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from . import api
-    from .output import write_file
+    from .files import write_file
     _check_outputs(args)
     recs, truth = _recs_and_truth(args)
     result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=_is_terminal(sys.stdout),
@@ -171,11 +176,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         result.write(args.db, summary=args.out, per_user=args.out_per_user)
     if args.per_user:
         writer = WRITERS[Path(args.per_user).suffix.lower()]
-        try:
-            write_file(args.per_user, lambda path: writer(result.per_user, path))
-        except OSError as err:
-            raise RecsqlError(f"--per-user {args.per_user!r} could not be written ({err.strerror or err}); "
-                              "check the directory's free space and permissions") from None
+        write_file(args.per_user, lambda path: writer(result.per_user, path), "--per-user")
     print(FORMATS[args.format](result.summary), flush=True)
     print(f"recsql: {len(result.metrics)} metric(s), {_counted(result)}, {result.rows_in:,} recommendation rows, "
           f"{result.seconds:.3f} s", file=sys.stderr)
@@ -358,13 +359,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     # as its handler is installed is caught like any other
     previous: dict[int, object] = {}
     argv = sys.argv[1:] if argv is None else list(argv)
+    given = sys.stdout
+    sys.stdout = _Stdout(given)
     try:
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = _install(signum, on_signal)
-        args = build_parser(_command(argv)).parse_args(argv)  # imports the command's code: also interruptible
-        return args.func(args)
+        try:
+            args = build_parser(_command(argv)).parse_args(argv)  # imports the command's code: also interruptible
+        except SystemExit:  # --help, --version, a usage error: what argparse printed must have reached stdout
+            sys.stdout.flush()
+            raise
+        status = args.func(args)
+        sys.stdout.flush()  # what is still buffered: a full disk is an error here, not at exit
+        return status
     except KeyboardInterrupt:  # Ctrl-C: one line, no traceback
         return stopped()
+    except StdoutError as err:  # `> /dev/full`, `>&-`: the results were not printed; say so, and fail
+        _silence_stdout()
+        _say(f"recsql: error: {err}")
+        return 1
     except RecsqlError as err:
         if interrupted:
             return stopped()
@@ -386,9 +399,76 @@ def main(argv: Sequence[str] | None = None) -> int:
             return stopped()
         raise
     finally:
+        sys.stdout = given
         for signum, handler in previous.items():
             if handler is not None:
                 signal.signal(signum, handler)
+
+
+class StdoutError(OSError):
+    """Standard output cannot be written (closed, a full disk, an I/O error): the results are lost."""
+
+
+class _Stdout:
+    """The command's standard output: writes go to ``stream``; a failure to write them (but a reader
+    that went away, :class:`BrokenPipeError`: it has what it wanted) is a :class:`StdoutError` that
+    says so, and a closed standard output (``>&-``, where Python's ``sys.stdout`` is None and a print
+    would write nothing) is one at the first write, never a silent success."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream, self._lost = stream, None  # _lost: the error of a write that failed
+        if stream is None:  # fd 1 closed: hold it with /dev/null, so no file the run opens becomes "stdout"
+            with _suppressed_os_errors():
+                if _closed(1):
+                    fd = os.open(os.devnull, os.O_WRONLY)
+                    if fd != 1:
+                        os.close(fd)
+
+    def write(self, text: str) -> int:
+        return self._call("write", text)
+
+    def flush(self) -> None:
+        """Flush; a write that failed before (and was swallowed, as argparse does) fails here again."""
+        if self._lost is not None:
+            raise self._lost
+        if self._stream is not None:
+            self._call("flush")
+
+    def _call(self, method: str, *args: object) -> object:
+        if self._stream is None:
+            self._lost = StdoutError("standard output is closed (>&-), so nothing could be printed; redirect it "
+                                     "to a file or to /dev/null instead")
+            raise self._lost
+        try:
+            return getattr(self._stream, method)(*args)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as err:  # ValueError: a file Python itself has closed
+            reason = getattr(err, "strerror", None) or str(err)
+            self._lost = StdoutError(f"standard output could not be written ({reason}); the results were not "
+                                     "printed in full")
+            raise self._lost from None
+
+    def isatty(self) -> bool:
+        return _is_terminal(self._stream)
+
+    def __getattr__(self, name: str) -> object:
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return False
+    except OSError:
+        return True
+
+
+def _suppressed_os_errors():
+    import contextlib
+    return contextlib.suppress(OSError)
 
 
 def _in_flags(message: str, argv: Sequence[str]) -> str:
@@ -419,8 +499,11 @@ def _is_terminal(stream: object) -> bool:
 
 
 def _say(line: str) -> None:
+    """One line to stderr, every character that could drive the terminal (a name's escape sequence,
+    carriage return or direction override) shown as its escape."""
+    from .safe_text import for_terminal
     try:
-        print(line, file=sys.stderr, flush=True)
+        print(for_terminal(line), file=sys.stderr, flush=True)
     except (BrokenPipeError, ValueError, OSError):
         pass
 

@@ -13,6 +13,7 @@ import sys
 
 from . import comparison
 from .errors import RecsqlError
+from .safe_text import for_terminal
 from .significance import CORRECTIONS
 
 P_FLOOR = 1e-16  # a smaller p-value (0.0 included, where a tail probability underflows) prints as "< 1e-16"
@@ -78,7 +79,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise RecsqlError(f"--alpha {args.alpha}: the verdict's level must be between 0 and 1, e.g. --alpha 0.05")
     if args.format == "table":
-        print(tables(result, args.alpha, args.wide), flush=True)
+        print(for_terminal(tables(result, args.alpha, args.wide)), flush=True)  # names cannot drive the terminal
     else:
         print(FORMATS[args.format](result.runs if args.runs else result.tests), flush=True)
     print(f"recsql: {len(result.metrics)} metric(s), {result.runs['run'].nunique()} run(s), {len(result.tests)} "

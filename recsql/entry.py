@@ -20,10 +20,27 @@ def _interrupted(signum: int, frame: object) -> None:
     os._exit(128 + signal.SIGINT)
 
 
+def _show_warning(message: object, category: type, filename: str, lineno: int, file: object = None,
+                  line: str | None = None) -> None:
+    """Python's warning display, with every character that could drive the terminal (a name's escape
+    sequence, carriage return, direction override) shown as its escape."""
+    import warnings
+
+    from .safe_text import for_terminal
+    try:
+        (file or sys.stderr).write(for_terminal(warnings.formatwarning(message, category, filename, lineno, line)))
+    except (OSError, ValueError, AttributeError):  # stderr closed: as Python's own display, nothing
+        pass
+
+
 def main() -> int:
+    import warnings
     previous = signal.signal(signal.SIGINT, _interrupted)
+    shown = warnings.showwarning
+    warnings.showwarning = _show_warning  # the console command only: in-process callers keep their own
     try:
         from .cli import main as run
         return run()
     finally:
+        warnings.showwarning = shown
         signal.signal(signal.SIGINT, previous)

@@ -19,15 +19,15 @@ import glob
 import json
 import math
 import os
-import tempfile
 import uuid
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import duckdb
 import numpy as np
 import pandas as pd
 
 from .errors import RecsqlError
+from .files import check_file_output, write_file  # noqa: F401 - write_file: recsql.output's since the start
 from .sources import looks_like_path, table_relation
 
 
@@ -196,36 +196,6 @@ def _guard_tables(catalog: Catalog, tables: Mapping[str, str], inputs: Iterable[
                 behind = "" if catalog.outputs(name) & catalog.outputs(source) else f" (read through {source!r})"
                 raise RecsqlError(f"{option} {name!r} is an input table of this evaluation{behind}; choose another "
                                   f"name (recsql never replaces its inputs){what}")
-
-
-def check_file_output(option: str, path: str) -> None:
-    """A file output can be written: its directory exists and is writable, and it is not a directory."""
-    target = os.path.abspath(path)
-    folder = os.path.dirname(target)
-    if os.path.isdir(target):
-        raise RecsqlError(f"{option} {path!r} is a directory; name a file in it (e.g. {os.path.join(path, 'users.parquet')!r})")
-    if not os.path.isdir(folder):
-        raise RecsqlError(f"{option} {path!r}: the directory {folder!r} does not exist; create it first "
-                          f"(mkdir -p {folder}) or name a file in an existing directory")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise RecsqlError(f"{option} {path!r}: the directory {folder!r} is not writable; name a file in a directory "
-                          "you can write to")
-
-
-def write_file(path: str, write: Callable[[str], None]) -> None:
-    """``write(temporary path)`` in the file's own directory, then ``os.replace`` onto ``path``: the
-    file is either the old one or the complete new one, never half written; on any failure (or
-    Ctrl-C) the temporary file is removed."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".recsql-", suffix=os.path.splitext(path)[1])
-    os.close(fd)
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temporary)
-        raise
 
 
 def _open_output_database(con: Any, what: str) -> tuple[Any, Any]:

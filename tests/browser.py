@@ -42,6 +42,7 @@ class Page:
     errors: list[str] = field(default_factory=list)  # console.error calls and error log entries
     png: bytes = b""
     height: int = 0
+    value: Any = None  # what load's ``expression`` gave, evaluated in the loaded page
 
 
 class Browser:
@@ -137,8 +138,10 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def load(url: str, width: int = 1280, max_height: int = 16000, timeout: float = 60) -> Page:
-    """Open ``url`` in a fresh headless Chromium and report what happened, with a full-page screenshot."""
+def load(url: str, width: int = 1280, max_height: int = 16000, timeout: float = 60,
+         expression: str | None = None) -> Page:
+    """Open ``url`` in a fresh headless Chromium and report what happened, with a full-page screenshot
+    (and the value of the JavaScript ``expression``, evaluated in the page, as JSON would carry it)."""
     browser = Browser(timeout)
     try:
         target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -156,6 +159,11 @@ def load(url: str, width: int = 1280, max_height: int = 16000, timeout: float = 
                                                        "clip": {"x": 0, "y": 0, "width": width, "height": height,
                                                                 "scale": 1}}, session)
         page = Page(png=base64.b64decode(shot["data"]), height=height)
+        if expression is not None:
+            found = browser.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session)
+            if "exceptionDetails" in found:
+                raise RuntimeError(f"{expression}: {json.dumps(found['exceptionDetails'])[:500]}")
+            page.value = found["result"].get("value")
         for event in browser.events:
             method, params = event.get("method"), event.get("params", {})
             if method == "Network.requestWillBeSent":

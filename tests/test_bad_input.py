@@ -202,3 +202,74 @@ def test_a_closed_connection_is_a_clear_error(name):
             stack.callback(engine.con.connect)
         with pytest.raises(recsql.RecsqlError, match=r"^con: the .* cannot be used \(.*\); pass an open"):
             recsql.evaluate(r, t, ["ndcg@3"], con=engine.con)
+
+
+# Text that breaks a context when written into it unescaped: each is a run name, a segment value, a
+# title or a column name a user may have. Every context recsql writes user text into has its escaping
+# (recsql/safe_text.py), and the report and command line use it on every path (tests/test_report.py,
+# the command-line test below).
+HOSTILE_TEXT = {
+    "script end": "</script><script>alert(1)</script>",
+    "comment and script opening": "<!--<script>",
+    "line separators": "a\u2028b\u2029c",
+    "entity": "&amp; &lt;",
+    "mathtext": "$\\frac$ and $5 vs $6",
+    "right-to-left override": "abc\u202edef",
+    "right-to-left letters": "שלום model",
+    "terminal escape": "red\x1b[31m\x1b]0;title\x07",
+    "carriage return": "ok\rEVIL",
+    "C1 control": "x\x85\x9by",
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXT.values(), ids=list(HOSTILE_TEXT))
+def test_hostile_text_is_escaped_for_each_context(text):
+    import html
+    import json
+
+    from recsql.safe_text import for_terminal, html_code, html_text, isolated, script_json
+    shown = html_text(text)
+    assert "<" not in shown.replace("<bdi>", "").replace("</bdi>", "") and ">" not in shown.replace(
+        "<bdi>", "").replace("</bdi>", "")
+    assert html.unescape(shown.removeprefix("<bdi>").removesuffix("</bdi>")) == text
+    assert shown.startswith("<bdi>") == (not text.isascii())  # outside ASCII: isolated
+    code = html_code(text)
+    assert html.unescape(code.replace("<bdi>", "").replace("</bdi>", "")) == text
+    block = script_json({"run": text}, ensure_ascii=False)
+    assert not set(block) & {"<", ">", "&", "\u2028", "\u2029"} and json.loads(block) == {"run": text}
+    drawn = isolated(text)
+    assert drawn == text if text.isascii() else drawn == f"\u2068{text}\u2069"
+    said = for_terminal(text)
+    assert said.isprintable() and (said == text) == text.isprintable()
+
+
+def test_the_command_line_never_lets_a_name_drive_the_terminal(tmp_path, capsys):
+    """A run name or a column name with an escape sequence, a carriage return or a direction override:
+    the table and the error line show it escaped (csv and json print the data as it is)."""
+    from recsql.cli import main
+    recs = RECS.assign(model=["red\x1b[31m", "red\x1b[31m", "abc\u202edef"])
+    path = tmp_path / "recs.parquet"
+    recs.to_parquet(path, index=False)
+    truth = tmp_path / "truth.parquet"
+    TRUTH.to_parquet(truth, index=False)
+    assert main(["evaluate", str(path), str(truth), "-m", "ndcg@3", "--run-col", "model"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "red\\x1b[31m" in out and "abc\\u202edef" in out
+    assert main(["evaluate", str(path), str(truth), "-m", "ndcg@3", "--run-col", "model", "--format", "csv"]) == 0
+    assert "red\x1b[31m" in capsys.readouterr().out  # data formats: the value itself
+    assert main(["compare", str(path), str(truth), "-m", "ndcg@3", "--run-col", "model", "--resamples", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "abc\\u202edef" in out
+    assert main(["evaluate", str(path), str(truth), "-m", "ndcg@3", "--user-col", "u\x1b[2J\r\u202e"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("recsql: error:") and err.rstrip("\n").isprintable(), err
+
+
+def test_the_console_command_shows_warnings_escaped():
+    """recsql's console entry displays warnings (which may quote a name) through the same escaping."""
+    import io
+
+    from recsql.entry import _show_warning
+    shown = io.StringIO()
+    _show_warning(recsql.RecsqlWarning("column 'x\x1b[2J\u202e' is odd"), recsql.RecsqlWarning, "f.py", 1, shown, "")
+    assert "\x1b" not in shown.getvalue() and "x\\x1b[2J\\u202e" in shown.getvalue()

@@ -1,7 +1,10 @@
 """Outputs never cost the user a byte: `--out` / `Evaluation.write` may not replace an input however
 it is named (qualified, capitalised, or behind a view), every output is checked before any is
 written, files are written atomically, outputs are written before the summary is printed (a
-closed stdout loses none), and Ctrl-C ends with one line and status 130."""
+closed stdout loses none, but is an error), files are kept as the user has them (a symbolic link is
+written through, a file keeps its mode, a new one gets the umask's), an output that cannot be
+written and a standard output that cannot (full, closed) are one line and a non-zero status, and
+Ctrl-C ends with one line and status 130."""
 from __future__ import annotations
 
 import hashlib
@@ -184,8 +187,114 @@ def test_outputs_are_written_before_the_summary_and_survive_a_closed_stdout(tmp_
                              "model", "--per-user", str(tmp_path / "again.csv")], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, timeout=120, stdin=subprocess.DEVNULL,
                             preexec_fn=lambda: __import__("os").close(1))
-    assert closed.returncode == 0 and "Traceback" not in closed.stderr, closed.stderr
-    assert len(pd.read_csv(tmp_path / "again.csv")) > 500
+    assert closed.returncode == 1 and "Traceback" not in closed.stderr, closed.stderr  # the summary was not printed
+    assert closed.stderr.strip() == ("recsql: error: standard output is closed (>&-), so nothing could be printed; "
+                                     "redirect it to a file or to /dev/null instead")
+    assert len(pd.read_csv(tmp_path / "again.csv")) > 500  # but the file output was written first
+
+
+STDOUT_COMMANDS = {  # every command that prints its results on stdout
+    "evaluate": ["evaluate", RECS, TRUTH, "-m", "ndcg@10", "--run-col", "model"],
+    "sql": ["sql", "-m", "ndcg@10"],
+    "metrics": ["metrics"],
+    "compare": ["compare", RECS, TRUTH, "-m", "ndcg@10", "--run-col", "model", "--resamples", "20"],
+    "version": ["--version"],
+    "help": ["evaluate", "--help"],
+}
+
+
+@pytest.mark.parametrize("where", ["full", "closed"])
+@pytest.mark.parametrize("command", STDOUT_COMMANDS, ids=list(STDOUT_COMMANDS))
+def test_a_full_or_closed_stdout_is_one_line_and_a_failure(command, where):
+    """`> /dev/full` (ENOSPC at the write or at the last flush) and `>&-` (Python's sys.stdout is None,
+    and a print would write nothing): one line naming standard output, status 1, no traceback."""
+    if where == "full":
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-m", "recsql", *STDOUT_COMMANDS[command]], stdout=full,
+                                  stderr=subprocess.PIPE, text=True, timeout=180, stdin=subprocess.DEVNULL)
+        said = "recsql: error: standard output could not be written (No space left on device)"
+    else:
+        done = subprocess.run([sys.executable, "-m", "recsql", *STDOUT_COMMANDS[command]], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, timeout=180, stdin=subprocess.DEVNULL,
+                              preexec_fn=lambda: os.close(1))
+        said = "recsql: error: standard output is closed (>&-)"
+    lines = [line for line in done.stderr.splitlines() if line.startswith("recsql: error")]
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert len(lines) == 1 and lines[0].startswith(said), done.stderr
+
+
+def test_report_with_a_closed_stdout_loses_nothing(tmp_path):
+    """recsql report prints nothing on stdout: a closed one is no error, and no file it opens takes fd 1."""
+    out = tmp_path / "r.html"
+    done = subprocess.run([sys.executable, "-m", "recsql", "report", RECS, TRUTH, "-m", "ndcg@5", "--run-col", "model",
+                           "--resamples", "20", "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, timeout=300, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
+    assert done.returncode == 0 and "recsql: report" in done.stderr, done.stderr
+    assert out.read_text(encoding="utf-8").endswith("</html>\n")
+
+
+@pytest.mark.parametrize("command", [
+    ["report", RECS, TRUTH, "-m", "ndcg@5", "--run-col", "model", "--out", "/proc/r.html"],
+    ["evaluate", RECS, TRUTH, "-m", "ndcg@5", "--per-user", "/proc/users.csv"],
+    ["report", RECS, TRUTH, "-m", "ndcg@5", "--out", "/no/such/dir/r.html"],
+], ids=["report to /proc", "per-user to /proc", "report to a missing directory"])
+def test_an_output_that_cannot_be_written_is_one_line_naming_the_flag(command, capsys, monkeypatch):
+    """Refused before anything is read (a file is tried in the directory: os.access says yes to root
+    and on /proc), in the command line's words."""
+    monkeypatch.setattr(recsql.api, "evaluate", lambda *a, **k: pytest.fail("read the inputs"))
+    assert main(command) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    flag = "--out" if "--out" in command else "--per-user"
+    assert len(err) == 1 and err[0].startswith(f"recsql: error: {flag} '/"), err
+    assert "name a file in" in err[0] or "create it first" in err[0]
+
+
+def test_a_report_that_cannot_be_written_from_python_is_a_clear_error(tmp_path):
+    evaluation = recsql.evaluate(RECS, TRUTH, ["ndcg@5"], run_cols="model")
+    with pytest.raises(recsql.RecsqlError, match=r"^'/proc/r.html' could not be written \(.*\); name a file"):
+        evaluation.report("/proc/r.html")
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+@pytest.mark.parametrize("kind", ["per-user", "report"])
+def test_a_symbolic_link_is_written_through_and_modes_are_kept(tmp_path, kind, capsys):
+    """`--per-user latest.csv` / `report --out r.html` where the path is a link: the file it points to
+    gets the new content (atomically: a file beside it, renamed onto it) and the link stays a link; a
+    replaced file keeps its mode; a new file gets 0666 less the umask, not a temporary file's 0600."""
+    suffix = ".csv" if kind == "per-user" else ".html"
+
+    def run(path: Path) -> None:
+        command = (["evaluate", RECS, TRUTH, "-m", "ndcg@5", "--run-col", "model", "--per-user", str(path)]
+                   if kind == "per-user" else
+                   ["report", RECS, TRUTH, "-m", "ndcg@5", "--run-col", "model", "--resamples", "20", "--out", str(path)])
+        assert main(command) == 0, capsys.readouterr().err
+
+    mask = os.umask(0o027)
+    try:
+        fresh = tmp_path / f"new{suffix}"
+        run(fresh)
+        assert _mode(fresh) == 0o640  # 0666 & ~0027
+        target_dir = tmp_path / "runs"
+        target_dir.mkdir()
+        target = target_dir / f"2030-01-01{suffix}"
+        target.write_text("the old results\n")
+        target.chmod(0o604)
+        link = tmp_path / f"latest{suffix}"
+        link.symlink_to(os.path.relpath(target, tmp_path))
+        run(link)
+    finally:
+        os.umask(mask)
+    assert link.is_symlink() and os.readlink(link) == os.path.relpath(target, tmp_path)
+    assert "the old results" not in target.read_text() and len(target.read_text()) > 1000
+    assert _mode(target) == 0o604
+    assert sorted(p.name for p in target_dir.iterdir()) == [target.name]  # no temporary file left
+    dangling = tmp_path / f"dangling{suffix}"
+    dangling.symlink_to(target_dir / f"later{suffix}")
+    run(dangling)
+    assert dangling.is_symlink() and (target_dir / f"later{suffix}").stat().st_size > 1000
 
 
 @pytest.fixture(scope="module")

@@ -173,11 +173,14 @@ def generate(project: Path, check: bool = False) -> tuple[list[Path], list[Path]
                           "evaluation otherwise; nothing was written")
     changed = [p for p, text in wanted.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if not check:
-        for path in changed:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f".{path.name}.recsql-tmp")
-            temporary.write_text(wanted[path], encoding="utf-8")
-            temporary.replace(path)
+        from ..files import write_file
+        for path in changed:  # atomically, through a symbolic link, keeping a file's mode (recsql.output.write_file)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise RecsqlError(f"{path.parent} could not be created ({err.strerror or err}); check the dbt "
+                                  "project's permissions") from None
+            write_file(str(path), lambda temporary, text=wanted[path]: Path(temporary).write_text(text, encoding="utf-8"))
         for path in leftover:
             path.unlink()
     return changed, leftover

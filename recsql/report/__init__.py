@@ -12,7 +12,6 @@ LaTeX), ``html`` (the page), ``cli`` (``recsql report``).
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -35,19 +34,18 @@ class Report:
         require("matplotlib", "the report's figures (recsql report, .report())")
         return page(self.data)
 
-    def write(self, path: str) -> str:
-        """Write the page to ``path`` atomically (a temporary file beside it, then renamed); returns the path."""
-        from ..output import write_file
+    def write(self, path: str, option: str | None = None) -> str:
+        """Write the page to ``path`` atomically (a temporary file beside it, then renamed; through a
+        symbolic link to its file; a new file with the usual mode, 0666 less the umask, a replaced
+        one with its own); returns the path. ``option``: the flag an error names (``--out``)."""
+        from ..files import write_file
         text = self.html
 
         def write(temporary: str) -> None:
             with open(temporary, "w", encoding="utf-8") as handle:
                 handle.write(text)
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(temporary, 0o666 & ~mask)  # a page to share: the usual mode, not the temporary file's 0600
 
-        write_file(str(path), write)
+        write_file(str(path), write, option)
         return str(path)
 
     def to_markdown(self, intervals: bool = True) -> str:
@@ -77,7 +75,7 @@ def from_evaluation(evaluation: Any, *, baseline: Any = None, comparison: Any = 
                     options: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None,
                     asked: Sequence[Any] | None = None, tests: Sequence[str] = ("t", "wilcoxon", "randomization"),
                     ci: float = 0.95, resamples: int = 1000, seed: int = 0, correction: str | None = "holm",
-                    compared: bool = True) -> Report:
+                    compared: bool = True, date: bool | str | None = None) -> Report:
     """A report of an :class:`recsql.Evaluation`; with two or more runs, no ``comparison`` given and
     ``compared``, the runs are compared from the evaluation's own per-user values (``Evaluation.compare``)."""
     asked = list(asked or evaluation.metrics)
@@ -92,17 +90,18 @@ def from_evaluation(evaluation: Any, *, baseline: Any = None, comparison: Any = 
     elif comparison is None:
         notes.append("One run: means without intervals or tests (a comparison needs two runs or more).")
     return Report(assemble(asked=asked, evaluation=evaluation, comparison=comparison, options=options,
-                           inputs=inputs, title=title, notes=notes))
+                           inputs=inputs, title=title, notes=notes, date=date))
 
 
 def from_comparison(comparison: Any, *, evaluation: Any = None, title: str | None = None,
-                    options: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None) -> Report:
+                    options: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None,
+                    date: bool | str | None = None) -> Report:
     """A report of a :class:`recsql.Comparison` (within segments when it has segment columns); the
     curves and per-user distributions need the ``evaluation`` too."""
     segmented = list(comparison.runs.columns[:1]) != ["run"]
     return Report(assemble(asked=comparison.metrics, evaluation=evaluation,
                            comparison=None if segmented else comparison, segmented=comparison if segmented else None,
-                           options=options, inputs=inputs, title=title))
+                           options=options, inputs=inputs, title=title, date=date))
 
 
 def build_report(recs: Any, truth: Any, metrics: Any, *, run_cols: Any = (), baseline: Any = None,
@@ -110,7 +109,7 @@ def build_report(recs: Any, truth: Any, metrics: Any, *, run_cols: Any = (), bas
                  max_k: int = MAX_K, tests: Sequence[str] = ("t", "wilcoxon", "randomization"), ci: float = 0.95,
                  resamples: int = 1000, seed: int = 0, correction: str | None = "holm", baseline_recs: Any = None,
                  title: str | None = None, progress: Callable[[str], None] | None = None,
-                 **options: Any) -> Report:
+                 date: bool | str | None = None, **options: Any) -> Report:
     """Evaluate, compare and report in one call.
 
     ``metrics`` are evaluated with every cutoff 1..K of each metric that has one (K = its largest
@@ -119,7 +118,9 @@ def build_report(recs: Any, truth: Any, metrics: Any, *, run_cols: Any = (), bas
     ``seed`` and ``correction``; ``segments`` (a table, file or frame with the user column and
     segment columns, one row per user; ``segment_cols`` picks some of them) adds a comparison within
     each segment. ``options`` are :func:`recsql.evaluate`'s (``con``, columns, ``convention``, ...).
-    ``progress`` is called with each step's name."""
+    ``progress`` is called with each step's name. ``date``: None (the default) puts no date on the
+    page, so the same results give the same page byte for byte; True the current UTC date and time;
+    a string that text."""
     from ..api import evaluate
     from ..comparison import compare
     from ..metrics import parse_metrics
@@ -156,7 +157,7 @@ def build_report(recs: Any, truth: Any, metrics: Any, *, run_cols: Any = (), bas
     given.pop("con", None)
     given.pop("progress", None)
     return Report(assemble(asked=shown, evaluation=evaluation, comparison=comparison, segmented=segmented,
-                           options=given, inputs=inputs, title=title, notes=notes))
+                           options=given, inputs=inputs, title=title, notes=notes, date=date))
 
 
 def _segment_table(segments: Any, columns: Sequence[str] | None, user_col: str, con: Any) -> Any:

@@ -19,6 +19,7 @@ import time
 from typing import TextIO
 
 from ..errors import RecsqlError
+from ..safe_text import for_terminal
 from .data import MAX_K
 
 DEFAULT_OUT = "recsql-report.html"  # --out's default, in the current directory
@@ -44,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--no-curves", action="store_true", help="no metric@k curves (only the asked cutoffs)")
     rp.add_argument("--title", default=None, help="the page's title (default: recsql report)")
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
+    rp.add_argument("--date", action="store_true", help="put the current UTC date and time on the page (default: "
+                                                        "no date, so the same results give the same page, byte for "
+                                                        "byte)")
     _columns(rp)
     rp.set_defaults(func=cmd_report)
 
@@ -108,11 +112,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     bar = Progress(4 + segmented, None if args.quiet or not _is_terminal(sys.stderr) else sys.stderr)
     report = build_report(recs, truth, args.metrics, segments=args.segments, segment_cols=args.segment_cols or None,
                           curves=not args.no_curves, max_k=args.max_k, title=args.title, progress=bar.step,
+                          date=True if args.date else None,
                           **keywords(args))
-    report.write(args.out)
+    report.write(args.out, "--out")
     bar.finish("written")
     data = report.data
-    print(f"recsql: report {args.out} ({os.path.getsize(args.out) / 1024:,.0f} KB): {len(data.asked)} metric(s), "
+    print(f"recsql: report {for_terminal(args.out)} ({os.path.getsize(args.out) / 1024:,.0f} KB): {len(data.asked)} metric(s), "
           f"{len(data.runs_order)} run(s), fingerprint {data.fingerprint}, {time.perf_counter() - started:.1f} s",
           file=sys.stderr)
     return 0

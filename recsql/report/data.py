@@ -220,16 +220,18 @@ class ReportData:
     inputs: list[dict[str, str]] = field(default_factory=list)  # role, what, digest
     fingerprint: str = ""
     versions: dict[str, str] = field(default_factory=dict)
-    date: str = ""
+    date: str = ""  # none by default: the page is then a function of the results alone
     notes: list[str] = field(default_factory=list)
 
 
 def assemble(*, asked: Sequence[Metric], evaluation: Any = None, comparison: Comparison | None = None,
              segmented: Comparison | None = None, options: dict[str, Any] | None = None,
              inputs: dict[str, Any] | None = None, title: str | None = None,
-             notes: Sequence[str] = ()) -> ReportData:
+             notes: Sequence[str] = (), date: bool | str | None = None) -> ReportData:
     """The report's frames from an evaluation (with any extra cutoffs for the curves), a comparison
-    and a comparison within segments, each optional but one of the first two."""
+    and a comparison within segments, each optional but one of the first two. ``date``: None or
+    False, no date (the same results give the same page, byte for byte); True, the current UTC
+    date and time; a string, that text."""
     if evaluation is None and comparison is None and segmented is None:
         raise RecsqlError("a report needs an evaluation or a comparison")
     asked = list(asked)
@@ -257,9 +259,19 @@ def assemble(*, asked: Sequence[Metric], evaluation: Any = None, comparison: Com
         if not data.runs_order:
             data.runs_order = list(dict.fromkeys(segmented.runs["run"].map(str)))
     data.inputs, data.fingerprint = fingerprint(inputs or {}, data)
-    data.versions, data.date = versions(data.engine), datetime.datetime.now(datetime.timezone.utc).strftime(
-        "%Y-%m-%d %H:%M:%S UTC")
+    data.versions, data.date = versions(data.engine), report_date(date)
     return data
+
+
+def report_date(date: bool | str | None) -> str:
+    """The date line's text for ``date`` (see :func:`assemble`)."""
+    if date is None or date is False:
+        return ""
+    if date is True:
+        return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if isinstance(date, str):
+        return date
+    raise RecsqlError(f"date={date!r}: pass True (the current date and time), a text to show, or None (no date)")
 
 
 def versions(engine: str) -> dict[str, str]:

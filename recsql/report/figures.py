@@ -4,7 +4,10 @@ written as inline SVG.
 No pyplot and no backend switch: each figure is a ``matplotlib.figure.Figure`` saved as SVG, so a
 report drawn in Jupyter leaves the user's plotting state alone. The SVG is deterministic: its ids
 are salted with the figure's name (unique on the page), it carries no date, and text stays text
-(``svg.fonttype = none``), so the same frames give the same bytes.
+(``svg.fonttype = none``), so the same frames give the same bytes. Text is drawn as it is written:
+never as mathtext (``$...$``) or LaTeX, whatever the user's rcParams say, and every name (run,
+metric, segment) outside ASCII is isolated (:func:`recsql.safe_text.isolated`), so a right-to-left
+override in one label cannot reorder the rest of it.
 """
 from __future__ import annotations
 
@@ -17,12 +20,15 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from ..safe_text import isolated
+
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
 DIRECTION_COLORS = {1: "#1a7f37", -1: "#cf222e", 0: "#6e7781"}  # higher, lower, not significant
 STYLE = {"svg.fonttype": "none", "font.family": "sans-serif", "font.size": 9, "axes.titlesize": 10,
          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#e5e5e5",
-         "legend.frameon": False}
+         "legend.frameon": False,
+         "text.parse_math": False, "text.usetex": False}  # a run named "$5 vs $6" or "$\\frac$" is that text
 
 
 def colors(runs: Sequence[str]) -> dict[str, str]:
@@ -72,9 +78,9 @@ def curves(frame: pd.DataFrame, runs: Sequence[str]) -> str:
             part = frame[frame["family"] == family]
             for run in runs:
                 line = part[part["run"] == run].sort_values("k")
-                ax.plot(line["k"], line["value"].astype(float), color=palette[run], label=run, linewidth=1.6,
+                ax.plot(line["k"], line["value"].astype(float), color=palette[run], label=isolated(run), linewidth=1.6,
                         marker="o" if len(line) <= 20 else None, markersize=2.5)
-            ax.set_title(f"{family}@k")
+            ax.set_title(f"{isolated(family)}@k")
             ax.set_xlabel("k")
         axes[0].legend(fontsize=8)
         return svg(fig, "curves")
@@ -92,17 +98,17 @@ def distributions(items: list[dict[str, Any]], runs: Sequence[str]) -> str:
         for ax, metric in zip(axes, metrics):
             for d in (d for d in items if d["metric"] == metric):
                 share = [c / d["n"] if d["n"] else 0.0 for c in d["counts"]]
-                ax.stairs(share, d["edges"], color=palette[d["run"]], label=d["run"], linewidth=1.4)
+                ax.stairs(share, d["edges"], color=palette[d["run"]], label=isolated(d["run"]), linewidth=1.4)
                 if d["mean"] is not None:
                     ax.axvline(d["mean"], color=palette[d["run"]], linestyle="--", linewidth=1)
-            ax.set_title(metric)
+            ax.set_title(isolated(metric))
             ax.set_ylabel("share of users")
         axes[0].legend(fontsize=8)
         return svg(fig, "distributions")
 
 
 def _pair(row: pd.Series, one_baseline: bool) -> str:
-    return f"{row['run']}" if one_baseline else f"{row['run']} − {row['baseline']}"
+    return isolated(row["run"]) if one_baseline else f"{isolated(row['run'])} − {isolated(row['baseline'])}"
 
 
 def wins(tests: pd.DataFrame) -> str:
@@ -113,7 +119,7 @@ def wins(tests: pd.DataFrame) -> str:
     if tests.empty:
         return ""
     one = tests["baseline"].nunique() == 1
-    labels = [f"{_pair(r, one)} · {r['metric']}" for _, r in tests.iterrows()]
+    labels = [f"{_pair(r, one)} · {isolated(r['metric'])}" for _, r in tests.iterrows()]
     from matplotlib.figure import Figure
     with _style("wins"):
         fig = Figure(figsize=(10.5, 0.9 + 0.32 * len(tests)), layout="constrained")
@@ -145,7 +151,7 @@ def forest(tests: pd.DataFrame, name: str = "forest", by: str = "metric", panels
     groups = list(dict.fromkeys(tests[by]))
     one = tests["baseline"].nunique() == 1
     rows = max(len(tests[tests[by] == g]) for g in groups)
-    label = lambda r: _pair(r, one) if by == "metric" else f"{_pair(r, one)} · {r['metric']}"  # noqa: E731
+    label = lambda r: _pair(r, one) if by == "metric" else f"{_pair(r, one)} · {isolated(r['metric'])}"  # noqa: E731
     longest = max(len(label(r)) for _, r in tests.iterrows())
     with _style(name):  # long labels (several run columns, every pair): one panel per row
         fig, axes = _grid(len(groups), panels_per_row if longest <= 28 else 1, 10.5, 0.9 + 0.3 * rows,
@@ -161,7 +167,7 @@ def forest(tests: pd.DataFrame, name: str = "forest", by: str = "metric", panels
             ax.axvline(0, color="black", linewidth=0.8)
             ax.set_yticks(range(len(part)), labels)
             ax.set_ylim(len(part) - 0.5, -0.5)
-            ax.set_title(str(group))
+            ax.set_title(isolated(group))
             ax.set_xlabel("difference (run − baseline)")
             ax.xaxis.set_tick_params(labelbottom=True)
         return svg(fig, name)

@@ -4,12 +4,12 @@ id="recsql-data">``, which browsers do not run) so a reader or a test can check 
 from __future__ import annotations
 
 import html
-import json
 import math
 from typing import Any, Callable
 
 import pandas as pd
 
+from ..safe_text import html_code, html_text, isolated, script_json
 from . import figures, tables
 from .data import ReportData, family_label, primary_test, segment_columns, segment_label
 
@@ -35,26 +35,31 @@ def page(data: ReportData) -> str:
     """The whole page."""
     sections = [_summary(data), _differences(data), _curves(data), _distributions(data), _segments(data),
                 _diagnostics(data), _definitions(data), _settings(data), _sql(data), _provenance(data)]
-    title = html.escape(data.title)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{title}</title><style>{CSS}</style></head><body><main>\n"
-            f"<h1>{title}</h1>\n{_header(data)}\n" + "\n".join(s for s in sections if s) +
+            f"<title>{html.escape(isolated(data.title))}</title><style>{CSS}</style></head><body><main>\n"
+            f"<h1>{html_text(data.title)}</h1>\n{_header(data)}\n" + "\n".join(s for s in sections if s) +
             f"\n<script type=\"application/json\" id=\"recsql-data\">{_json(data)}</script>\n</main></body></html>\n")
 
 
 def _header(data: ReportData) -> str:
     metrics = ", ".join(m.column for m in data.asked)
     users = f", {data.rows_in:,} recommendation rows read" if data.rows_in else ""
-    notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in data.notes)
-    return (f'<p class="meta">{len(data.runs_order)} run(s): {html.escape(", ".join(data.runs_order))}; metrics: '
-            f'{html.escape(metrics)}{users}; engine {html.escape(data.engine)}; input fingerprint '
-            f'<code>{data.fingerprint}</code></p>\n<p class="meta">Generated {data.date} by recsql '
-            f'{html.escape(data.versions.get("recsql", ""))}</p>{notes}')
+    notes = "".join(f'<p class="note">{html_text(n)}</p>' for n in data.notes)
+    runs = ", ".join(html_text(r) for r in data.runs_order)
+    return (f'<p class="meta">{len(data.runs_order)} run(s): {runs}; metrics: '
+            f'{html_text(metrics)}{users}; engine {html_text(data.engine)}; input fingerprint '
+            f'<code>{data.fingerprint}</code></p>\n<p class="meta">{_generated(data)} by recsql '
+            f'{html_text(data.versions.get("recsql", ""))}</p>{notes}')
+
+
+def _generated(data: ReportData) -> str:
+    """"Generated" and the date asked for (none by default: the page is then a function of the results)."""
+    return f"Generated {html_text(data.date)}" if data.date else "Generated"
 
 
 def _section(anchor: str, title: str, body: str) -> str:
-    return f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{body}\n</section>' if body else ""
+    return f'<section id="{anchor}"><h2>{html_text(title)}</h2>\n{body}\n</section>' if body else ""
 
 
 def _summary(data: ReportData) -> str:
@@ -91,7 +96,7 @@ def _distributions(data: ReportData) -> str:
     if not data.distributions:
         return ""
     missing = [f"{d['run']} · {d['metric']}: {d['missing']}" for d in data.distributions if d["missing"]]
-    note = f'<p class="note">Users without a value (outside the metric\'s population): {html.escape("; ".join(missing))}.</p>' \
+    note = f'<p class="note">Users without a value (outside the metric\'s population): {"; ".join(html_text(m) for m in missing)}.</p>' \
         if missing else ""
     return _section("distributions", "Per-user distributions", '<p class="note">Share of each run\'s users per bin '
                     "(bins shared by the runs); dashed: the mean.</p>" + note +
@@ -139,10 +144,10 @@ def _definitions(data: ReportData) -> str:
         except Exception:  # noqa: BLE001 - a convention recsql does not know: the metric as given
             effective = str(m)
         options = ", ".join(f"{k}={v}" for k, v in m.all_options().items()) or "—"
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
+        rows.append("<tr>" + "".join(f"<td>{html_text(v)}</td>" for v in (
             m.column, effective, spec.formula, options, spec.population, spec.value_range(m.all_options()),
             spec.cite)) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("column", f"definition ({html.escape(convention)})", "formula",
+    head = "".join(f"<th>{h}</th>" for h in ("column", f"definition ({html_text(convention)})", "formula",
                                              "options as asked (defaults filled)", "population", "range", "citation"))
     return _section("definitions", "Definitions", (
         '<p class="note">From each metric\'s SQL header (<code>recsql metrics</code> prints the same).</p>'
@@ -165,7 +170,7 @@ def _settings(data: ReportData) -> str:
                  ("markers", f"{described}: {column} < {1 - settings.ci:g}")]
     if not rows:
         return ""
-    body = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(_shown(v))}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><td>{html_text(k)}</td><td>{html_text(_shown(v))}</td></tr>" for k, v in rows)
     return _section("settings", "Convention and options", (
         '<p class="note">As given (options left at nothing are not listed).</p>'
         f'<table class="defs settings"><tbody>{body}</tbody></table>'))
@@ -180,17 +185,17 @@ def _shown(value: Any) -> str:
 
 
 def _sql(data: ReportData) -> str:
-    parts = [f"<details><summary>{html.escape(what)} ({len(sql.splitlines())} lines)</summary>"
-             f"<pre><code>{html.escape(sql)}</code></pre></details>" for what, sql in data.sql.items() if sql]
+    parts = [f"<details><summary>{html_text(what)} ({len(sql.splitlines())} lines)</summary>"
+             f"<pre><code>{html_code(sql)}</code></pre></details>" for what, sql in data.sql.items() if sql]
     return _section("sql", "The SQL that ran", "".join(parts))
 
 
 def _provenance(data: ReportData) -> str:
-    versions = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in data.versions.items())
-    inputs = "".join(f"<tr><td>{html.escape(d['role'])}</td><td>{html.escape(d['what'])}</td>"
+    versions = "".join(f"<tr><td>{html_text(k)}</td><td>{html_text(v)}</td></tr>" for k, v in data.versions.items())
+    inputs = "".join(f"<tr><td>{html_text(d['role'])}</td><td>{html_text(d['what'])}</td>"
                      f"<td><code>{d['digest']}</code></td></tr>" for d in data.inputs)
     return _section("provenance", "Versions, date and inputs", (
-        f'<p class="meta">Generated {data.date}. Input fingerprint <code>{data.fingerprint}</code>: the first 16 hex '
+        f'<p class="meta">{_generated(data)}. Input fingerprint <code>{data.fingerprint}</code>: the first 16 hex '
         "digits of SHA-256 over the inputs' digests below (a file: its bytes; a frame: its columns, types and "
         "pandas' row hashes; a table in a database: its name).</p>"
         f'<table class="defs"><tbody>{versions}</tbody></table>'
@@ -225,4 +230,4 @@ def _plain(value: Any) -> Any:
 
 
 def _json(data: ReportData) -> str:
-    return json.dumps(plotted(data), ensure_ascii=False, allow_nan=False).replace("</", "<\\/")
+    return script_json(plotted(data), ensure_ascii=False, allow_nan=False)

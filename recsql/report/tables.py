@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..safe_text import html_text
 from .data import ReportData, alpha, primary_test
 
 UP, DOWN = "▲", "▼"
@@ -99,24 +100,32 @@ def p_value(p: float | None) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def legend(data: ReportData) -> str:
-    """What the markers mean: the test, its correction and alpha."""
+def _same(text: str) -> str:
+    return text
+
+
+def legend(data: ReportData, text: Any = _same, name: Any = _same) -> str:
+    """What the markers mean: the test, its correction and alpha; ``text`` writes recsql's own words
+    and ``name`` a run's or metric's (for HTML: escaped, and names isolated)."""
     if data.comparison is None:
-        return "Means over users; no comparison (intervals and tests need two runs or more, compared)."
+        return text("Means over users; no comparison (intervals and tests need two runs or more, compared).")
     _, _, test = primary_test(data.comparison)
     level = alpha(data.comparison)
     settings = data.comparison.settings
     base = baseline_of(data)
-    against = f"against the baseline {base}: Δ = run − baseline, {UP}/{DOWN} significantly higher/lower; " if base else ""
+    against = (text("against the baseline ") + name(base) + text(f": Δ = run − baseline, {UP}/{DOWN} significantly "
+                                                                 "higher/lower; ")) if base else ""
     fallback = "; where it gives no p-value, the next test asked" if len(settings.tests) > 1 else ""
-    tested = (f"Tested pairs: each run against {base} only (no other pair was tested, so a missing letter says "
-              "nothing about two other runs)." if base else "Tested pairs: every pair of runs.")
-    return (f"Mean over users [{settings.ci:.0%} percentile bootstrap interval, {settings.resamples} resamples, "
-            f"seed {settings.seed}]; {against}superscript letters: significantly better than the run with that "
-            f"letter ({test}{fallback}; p < {level:g} = 1 − ci). {tested}{interval_note(data)}")
+    tested = (text("Tested pairs: each run against ") + name(base) + text(
+        " only (no other pair was tested, so a missing letter says nothing about two other runs).") if base
+        else text("Tested pairs: every pair of runs."))
+    return (text(f"Mean over users [{settings.ci:.0%} percentile bootstrap interval, {settings.resamples} resamples, "
+                 f"seed {settings.seed}]; ") + against + text(
+        f"superscript letters: significantly better than the run with that letter ({test}{fallback}; p < {level:g} "
+        "= 1 − ci). ") + tested + interval_note(data, text, name))
 
 
-def interval_note(data: ReportData) -> str:
+def interval_note(data: ReportData, text: Any = _same, name: Any = _same) -> str:
     """For global metrics (one number per run: coverage, gini, personalization), why their percentile
     interval may not contain the value: a bootstrap resample repeats some users and leaves others out,
     so it recommends fewer distinct items (coverage lower, gini higher) than the users themselves.
@@ -126,30 +135,32 @@ def interval_note(data: ReportData) -> str:
     if compared is None or not glob:
         return ""
     rows = compared[compared["metric"].isin(glob)]
-    outside = [f"{r['metric']} of {r['run']}" for _, r in rows.iterrows()
+    outside = [name(r["metric"]) + text(" of ") + name(r["run"]) for _, r in rows.iterrows()
                if _number(r["mean"]) is not None and _number(r["ci_low"]) is not None
                and not _number(r["ci_low"]) <= _number(r["mean"]) <= _number(r["ci_high"])]
-    excluded = f" Here the interval excludes the value for {', '.join(outside)}." if outside else ""
-    return (f" Global metrics ({', '.join(sorted(glob))}): a resample repeats some users and drops others, so its "
-            "lists hold fewer distinct items than the users' own; the percentile interval of such a metric is "
-            f"biased (coverage low, gini high) and can exclude the value itself.{excluded}")
+    excluded = (text(" Here the interval excludes the value for ") + text(", ").join(outside) + text(".")
+                if outside else "")
+    return (text(" Global metrics (") + text(", ").join(name(g) for g in sorted(glob)) + text(
+        "): a resample repeats some users and drops others, so its lists hold fewer distinct items than the users' "
+        "own; the percentile interval of such a metric is biased (coverage low, gini high) and can exclude the value "
+        "itself.") + excluded)
 
 
 def summary_html(data: ReportData) -> str:
     """The summary table as HTML (rows: runs; columns: metrics)."""
     columns, found = cells(data)
     tag, base = letters(data.runs_order), baseline_of(data)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{html_text(c)}</th>" for c in columns)
     rows = []
     for run in data.runs_order:
         badge = ' <span class="badge">baseline</span>' if run == base else ""
-        out = [f'<th scope="row"><span class="letter">{tag[run]}</span> {html.escape(run)}{badge}</th>']
+        out = [f'<th scope="row"><span class="letter">{tag[run]}</span> {html_text(run)}{badge}</th>']
         for c in columns:
             cell = found.get((run, c))
             out.append(f"<td>{_cell_html(cell)}</td>" if cell else "<td>—</td>")
         rows.append(f"<tr>{''.join(out)}</tr>")
     return (f'<table class="summary"><thead><tr><th>run</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            f'<p class="legend">{html.escape(legend(data))}</p>')
+            f'<p class="legend">{legend(data, html.escape, html_text)}</p>')
 
 
 def _cell_html(cell: Cell) -> str:
@@ -198,10 +209,10 @@ def _text_rows(data: ReportData, sup: Any, escape: Any, intervals: bool,
 
 def to_markdown(data: ReportData, intervals: bool = True) -> str:
     """The summary table in Markdown (GitHub's), superscripts as ``<sup>``, with its legend."""
-    escape = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    escape = lambda s: html.escape(str(s), quote=False).replace("|", "\\|")  # noqa: E731 - GitHub reads HTML in cells
     header, rows = _text_rows(data, lambda s: f"<sup>{s}</sup>", escape, intervals)
     lines = [_md_row(header), "|" + "|".join([":---", *["---:"] * (len(header) - 1)]) + "|", *map(_md_row, rows)]
-    return "\n".join(lines) + f"\n\n{legend(data)}\n"
+    return "\n".join(lines) + f"\n\n{legend(data, name=escape)}\n"
 
 
 def _md_row(cells_: Iterable[str]) -> str:
@@ -248,9 +259,9 @@ def frame_html(frame: pd.DataFrame, digits: int = 4, classes: str = "plain") -> 
             return "yes" if value else ""
         if isinstance(value, float):
             return p_value(value) if column.startswith("p_") or column == "p" else number(value, digits)
-        return html.escape(f"{value:,}" if isinstance(value, int) else str(value))
+        return html_text(f"{value:,}" if isinstance(value, int) else str(value))
 
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    head = "".join(f"<th>{html_text(c)}</th>" for c in frame.columns)
     body = "".join("<tr>" + "".join(f"<td>{show(str(c), _plain(v))}</td>" for c, v in row.items()) + "</tr>"
                    for _, row in frame.iterrows())
     return f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
