@@ -266,21 +266,3 @@ def test_item_values_out_of_range_are_refused(column, value, words):
     fine = items.assign(**{column: [None, 0.5]}).astype({column: "Float64"})  # NULL: the item adds nothing
     assert recsql.evaluate(RECS, TRUTH, [metric], items=fine).summary[metric].notna().all()
 
-
-def test_the_same_call_gives_the_same_bits_every_time():
-    """DuckDB adds a group's rows up in threads, in no fixed order; recsql's sums do not depend on
-    that order (recsql/dialects.py, ``exact_sums``), so a comparison run six times gives one answer
-    to the last bit: its bootstrap intervals (sums over 289 users × 300 resamples) and the summary's
-    means. Before FSUM/FAVG, six runs here gave six different answers in the 16th digit."""
-    from pathlib import Path
-    data = Path(__file__).resolve().parents[1] / "fixtures" / "data"
-    recs, truth = str(data / "recs.parquet"), str(data / "truth.parquet")
-    seen = set()
-    for _ in range(6):
-        got = recsql.compare(recs, truth, ["ndcg@10", "recall@10", "gini@10"], run_cols="model",
-                             baseline="popular", resamples=300)
-        seen.add((got.runs.to_csv(float_format="%r"), got.tests.to_csv(float_format="%r")))
-    assert len(seen) == 1
-    evaluations = {recsql.evaluate(recs, truth, ["ndcg@10", "map@10"], run_cols="model").summary
-                   .to_csv(float_format="%r") for _ in range(6)}
-    assert len(evaluations) == 1
