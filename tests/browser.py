@@ -171,7 +171,10 @@ def load(url: str, width: int = 1280, max_height: int = 16000, timeout: float = 
             elif method == "Network.loadingFailed":
                 page.failed.append(f"{params.get('requestId')}: {params.get('errorText')}")
             elif method == "Runtime.exceptionThrown":
-                page.exceptions.append(json.dumps(params.get("exceptionDetails", {}))[:500])
+                details = params.get("exceptionDetails", {})
+                # the message first: a long page path (twice in the details) must not cut it off
+                page.exceptions.append((details.get("exception", {}).get("description", "") + " "
+                                        + json.dumps(details))[:500])
             elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
                 page.errors.append(json.dumps(params.get("args", []))[:500])
             elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
