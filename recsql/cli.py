@@ -11,6 +11,7 @@ matplotlib for ``report``) is needed only by its own subcommand.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import signal
@@ -20,9 +21,10 @@ from typing import Callable, Sequence
 
 from .errors import RecsqlError
 from .extras import missing_extra
+from .safe_text import for_terminal
 
 FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
-    "table": lambda df: _for_terminal(df.to_string(index=False, float_format=lambda v: f"{v:.6f}")),  # for reading
+    "table": lambda df: for_terminal(df.to_string(index=False, float_format=lambda v: f"{v:.6f}")),  # for reading
     "csv": lambda df: df.to_csv(index=False).rstrip("\n"),
     "json": lambda df: _to_json(df),  # every digit of each double (as csv), NaN as null
 }
@@ -31,11 +33,6 @@ WRITERS: dict[str, Callable[[pd.DataFrame, str], None]] = {
     ".parquet": lambda df, p: df.to_parquet(p, index=False),
     ".json": lambda df, p: Path(p).write_text(_to_json(df) + "\n", encoding="utf-8"),
 }
-
-
-def _for_terminal(text: str) -> str:
-    from .safe_text import for_terminal
-    return for_terminal(text)
 
 
 def _to_json(df: pd.DataFrame) -> str:
@@ -418,7 +415,7 @@ class _Stdout:
     def __init__(self, stream: object) -> None:
         self._stream, self._lost = stream, None  # _lost: the error of a write that failed
         if stream is None:  # fd 1 closed: hold it with /dev/null, so no file the run opens becomes "stdout"
-            with _suppressed_os_errors():
+            with contextlib.suppress(OSError):
                 if _closed(1):
                     fd = os.open(os.devnull, os.O_WRONLY)
                     if fd != 1:
@@ -466,11 +463,6 @@ def _closed(fd: int) -> bool:
         return True
 
 
-def _suppressed_os_errors():
-    import contextlib
-    return contextlib.suppress(OSError)
-
-
 def _in_flags(message: str, argv: Sequence[str]) -> str:
     """An error message in the command line's words: each Python keyword of recsql.evaluate,
     to_sql and compare that the command has an option for, as that option (recsql/flags.py)."""
@@ -501,7 +493,6 @@ def _is_terminal(stream: object) -> bool:
 def _say(line: str) -> None:
     """One line to stderr, every character that could drive the terminal (a name's escape sequence,
     carriage return or direction override) shown as its escape."""
-    from .safe_text import for_terminal
     try:
         print(for_terminal(line), file=sys.stderr, flush=True)
     except (BrokenPipeError, ValueError, OSError):

@@ -79,10 +79,6 @@ def _oracle_dual(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-_INTEGER_TYPES = {exp.DataType.Type.BIGINT, exp.DataType.Type.INT, exp.DataType.Type.SMALLINT,
-                  exp.DataType.Type.TINYINT, exp.DataType.Type.INT128}
-
-
 def _duckdb_exact_sums(tree: exp.Expression) -> exp.Expression:
     """``SUM``/``AVG`` as ``FSUM``/``FAVG``: the same bits on every run whatever the threads' order
     (sums cast straight to an integer type, and window sums, stay ``SUM``)."""
@@ -90,7 +86,7 @@ def _duckdb_exact_sums(tree: exp.Expression) -> exp.Expression:
         if not isinstance(node, (exp.Sum, exp.Avg)) or isinstance(node.parent, exp.Window):
             return node
         parent = node.parent
-        if isinstance(parent, exp.Cast) and parent.to.this in _INTEGER_TYPES:
+        if isinstance(parent, exp.Cast) and parent.to.this in exp.DataType.INTEGER_TYPES:
             return node
         name = "FSUM" if isinstance(node, exp.Sum) else "FAVG"
         return exp.Anonymous(this=name, expressions=[node.this])

@@ -226,6 +226,8 @@ def _evict(folder: Path) -> None:
     time: written or last read), an eighth of ``_MAX_FILES``, so evictions are rare."""
     entries = []
     for entry in os.scandir(folder):
+        if entry.name.startswith(".tmp-"):
+            continue  # another process's statement being written: its own to finish
         try:
             entries.append((entry.stat().st_mtime, entry.path))
         except OSError:

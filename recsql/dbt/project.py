@@ -174,7 +174,7 @@ def generate(project: Path, check: bool = False) -> tuple[list[Path], list[Path]
     changed = [p for p, text in wanted.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if not check:
         from ..files import write_file
-        for path in changed:  # atomically, through a symbolic link, keeping a file's mode (recsql.output.write_file)
+        for path in changed:  # atomically, through a symbolic link, keeping a file's mode (recsql.files.write_file)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
