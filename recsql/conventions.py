@@ -9,6 +9,7 @@ population). Everything the user writes explicitly wins: a metric option
 (``map(denominator=min)@10``) over the convention's default for that option, and ``ties=`` /
 ``population=`` over the convention's rule and its per-measure ones.
 
+>>> from recsql.metrics import parse_metric
 >>> str(resolve_metric(parse_metric("map@10"), "trec"))
 'map(denominator=relevant)@10'
 >>> str(resolve_metric(parse_metric("map(denominator=min)@10"), "trec"))
@@ -23,9 +24,12 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .errors import RecsqlError
-from .metrics import Metric, parse_metric  # noqa: F401  (parse_metric: doctest)
+
+if TYPE_CHECKING:  # a type only: recsql/metrics.py, a layer above, reads the conventions (parse_metrics)
+    from .metrics import Metric
 
 
 ID_ORDERS = ("native", "text")  # how tied items compare their ids: the column's own order, or its text bytewise
@@ -222,7 +226,7 @@ def resolve_metric(metric: Metric, name: str) -> Metric:
     defaults = convention(name).defaults.get(metric.name, {})
     options = dict(metric.options)
     options.update({opt: value for opt, value in defaults.items() if opt not in metric.explicit})
-    return Metric(metric.name, metric.k, **options)
+    return type(metric)(metric.name, metric.k, **options)  # a Metric, built without importing its module
 
 
 def measure_rule(rules: dict[str, MeasureRule], metric: Metric) -> MeasureRule | None:

@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from .errors import RecsqlError
-from .metrics import DISCOUNT_PRESETS
+from .specs import DISCOUNT_PRESETS
 from .templates import read_template
 from .trees import parse, rewrite_bottom_up
 
@@ -139,7 +139,7 @@ def _check_finite(tree: exp.Expression, refuse) -> None:
     engines disagree on those (an error, NULL or ±inf) and a sum over positions would hide them."""
     import duckdb  # noqa: PLC0415  (DuckDB is recsql's own engine; imported only for custom discounts)
 
-    from .engines.duckdb import shared  # noqa: PLC0415
+    from .database import shared  # noqa: PLC0415  (recsql's own DuckDB, not an engine runner)
 
     value = _portable(tree, exp.column("r")).sql(dialect="duckdb")
     query = (f"SELECT r, {value} AS d FROM range(1, {CHECKED_RANKS + 1}) AS t(r) "

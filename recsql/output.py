@@ -26,6 +26,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from .database import open_database
 from .errors import RecsqlError
 from .files import check_file_output, write_file  # noqa: F401 - write_file: recsql.output's since the start
 from .sources import looks_like_path, table_relation
@@ -244,8 +245,7 @@ def check_outputs(tables: Mapping[str, str | None], files: Mapping[str, str | No
         table_relation(name)  # a valid name, or a clear error
     catalog = Catalog()
     if (chosen or any(files.values())) and db and os.path.isfile(db):
-        from .engines.duckdb import _open
-        con = _open(db)  # read-only: only the catalog is looked at
+        con = open_database(db)  # read-only: only the catalog is looked at
         try:
             catalog = Catalog(con)
         finally:

@@ -57,6 +57,7 @@ from .compose import Plan, compose, finalize
 from .dialects import dialect as get_dialect, render
 from .metrics import Metric
 from .templates import sql_dir
+from .trees import quoted_name
 
 # The plan's relations: each stands only in FROM clauses of the composed statement.
 RELATIONS = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features")
@@ -83,26 +84,6 @@ def _key(plan: Plan, metrics: Sequence[Metric], output: str, dialect_name: str, 
     fields = tuple((f.name, _plain(getattr(plan, f.name))) for f in dataclasses.fields(plan))
     asked = tuple((m.name, m.k, m.options, tuple(sorted(m.explicit)), m.asked) for m in metrics)
     return fields, asked, output, dialect_name, pretty
-
-
-_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def quoted_name(relation: exp.Expression) -> str | None:
-    """DuckDB's text of a table that is one quoted identifier of letters, digits and underscores (as
-    the names of the frames a runner registers): ``"name"``, what sqlglot writes for it, without
-    loading sqlglot's DuckDB dialect (tens of milliseconds on a cold call); None for anything else.
-
-    >>> quoted_name(exp.Table(this=exp.to_identifier("__recsql_recs_1", quoted=True)))
-    '"__recsql_recs_1"'
-    """
-    if type(relation) is not exp.Table or set(relation.args) - {"this"}:
-        return None
-    name = relation.args["this"]
-    if type(name) is not exp.Identifier or set(name.args) - {"this", "quoted"} or not name.args.get("quoted"):
-        return None
-    text = name.args["this"]
-    return f'"{text}"' if isinstance(text, str) and _PLAIN_NAME.fullmatch(text) else None
 
 
 def _relation_text(relation: exp.Expression, dialect_name: str, pretty: bool) -> str | None:

@@ -1,4 +1,4 @@
-"""Rewriting sqlglot trees.
+"""Rewriting sqlglot trees, and a table's DuckDB text without sqlglot's DuckDB dialect (:func:`quoted_name`).
 
 >>> import sqlglot
 >>> tree = sqlglot.parse_one("SELECT a + 1 FROM t WHERE TRUE")
@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import sqlglot
@@ -40,3 +41,23 @@ def rewrite_bottom_up(tree: exp.Expression,
             else:
                 node.replace(new)
     return tree
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def quoted_name(relation: exp.Expression) -> str | None:
+    """DuckDB's text of a table that is one quoted identifier of letters, digits and underscores (as
+    the names of the frames a runner registers): ``"name"``, what sqlglot writes for it, without
+    loading sqlglot's DuckDB dialect (tens of milliseconds on a cold call); None for anything else.
+
+    >>> quoted_name(exp.Table(this=exp.to_identifier("__recsql_recs_1", quoted=True)))
+    '"__recsql_recs_1"'
+    """
+    if type(relation) is not exp.Table or set(relation.args) - {"this"}:
+        return None
+    name = relation.args["this"]
+    if type(name) is not exp.Identifier or set(name.args) - {"this", "quoted"} or not name.args.get("quoted"):
+        return None
+    text = name.args["this"]
+    return f'"{text}"' if isinstance(text, str) and _PLAIN_NAME.fullmatch(text) else None

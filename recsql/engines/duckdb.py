@@ -3,106 +3,19 @@ opened read-only. The runner works on its own cursor, so nothing it registers st
 user's connection, and never writes to the database."""
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
-import threading
 import uuid
-from contextlib import contextmanager
-from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from ..database import open_database, shared
 from ..errors import RecsqlError
 from ..sources import Source
+from ..trees import quoted_name
 from .base import Runner
-
-
-@lru_cache(maxsize=1)
-def _spill_directory() -> str:
-    """One spill directory for every database recsql opens in this process (DuckDB refuses two
-    connections to one file with different settings), removed when the process exits."""
-    path = tempfile.mkdtemp(prefix="recsql-spill-")
-    atexit.register(shutil.rmtree, path, True)
-    return path
-
-
-def _open(path: str | None) -> duckdb.DuckDBPyConnection:
-    # recsql orders its results explicitly, so DuckDB need not keep insertion order: that lets it
-    # stream and spill (100M recommendation rows fit a 4 GB memory limit only this way).
-    config = {"temp_directory": _spill_directory(), "preserve_insertion_order": False}
-    if path is None:
-        return duckdb.connect(config=config)
-    try:
-        return duckdb.connect(path, read_only=True, config=config)
-    except duckdb.ConnectionException:  # already open in this process with other settings
-        try:
-            return duckdb.connect(path, read_only=True)
-        except duckdb.Error as err:
-            raise RecsqlError(f"con: {path!r} is already open in this process with other settings ({err}); "
-                              "pass that connection itself as con=") from None
-    except duckdb.Error as err:
-        raise RecsqlError(f"con: cannot open {path!r} as a DuckDB database read-only: {err}") from None
-
-
-class _Shared:
-    """recsql's own in-memory database, opened once per process (opening one costs 20-40 ms): the
-    runner's when ``con`` is None, and where evaluate finishes its result frames. Each use works on
-    a cursor of its own (:meth:`cursor`), whose registrations and settings no other cursor sees;
-    nothing is ever created in the database itself.
-
-    A child forked while a DuckDB database is open hangs when it opens one (the parent's worker
-    threads do not survive the fork), so the database is closed before a fork when no cursor is in
-    use, and reopened on the next use."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._database: duckdb.DuckDBPyConnection | None = None
-        self._users = 0
-        if hasattr(os, "register_at_fork"):  # POSIX
-            os.register_at_fork(before=self._close_if_idle, after_in_child=self._forget)
-
-    def acquire(self) -> duckdb.DuckDBPyConnection:
-        """A new cursor of the database (opened if needed); give it back with :meth:`release`."""
-        with self._lock:
-            if self._database is None:
-                self._database = _open(None)
-            cursor = self._database.cursor()
-            self._users += 1
-        return cursor
-
-    def release(self, cursor: duckdb.DuckDBPyConnection) -> None:
-        cursor.close()
-        with self._lock:
-            self._users -= 1
-
-    @contextmanager
-    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        cursor = self.acquire()
-        try:
-            yield cursor
-        finally:
-            self.release(cursor)
-
-    def _close_if_idle(self) -> None:
-        if self._lock.acquire(blocking=False):
-            try:
-                if self._users == 0 and self._database is not None:
-                    self._database.close()
-                    self._database = None
-            finally:
-                self._lock.release()
-
-    def _forget(self) -> None:  # the child's copy of the parent's database is unusable: open anew
-        self._lock = threading.Lock()
-        self._database, self._users = None, 0
-
-
-shared = _Shared()
 
 
 class DuckDBRunner(Runner):
@@ -123,7 +36,7 @@ class DuckDBRunner(Runner):
             path = os.fspath(con)
             if not os.path.isfile(path):
                 raise RecsqlError(f"con: database file {path!r} does not exist; pass an existing .duckdb file")
-            self._owned = _open(path)
+            self._owned = open_database(path)
             base = self._owned
         elif isinstance(con, duckdb.DuckDBPyConnection):
             base = con
@@ -175,7 +88,6 @@ class DuckDBRunner(Runner):
             return False
 
     def describe(self, source: Source) -> dict[str, str]:
-        from ..statements import quoted_name
         sql = f"DESCRIBE SELECT * FROM {quoted_name(source.relation) or source.relation.sql('duckdb')}"
         try:
             rows = self.cursor.execute(sql).fetchall()
