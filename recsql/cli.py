@@ -11,131 +11,17 @@ matplotlib for ``report``) is needed only by its own subcommand.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import os
 import signal
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .cli_inputs import (add_segment_col, add_segments, column_kwargs, columns, inputs, metric_option, recs_and_truth,
+                         segment_kwargs, side_inputs, side_kwargs)
+from .cli_output import FORMATS, WRITERS, Stdout, StdoutError, is_terminal, say, silence_stdout
 from .errors import RecsqlError
 from .extras import missing_extra
-from .safe_text import for_terminal
-
-FORMATS: dict[str, Callable[[pd.DataFrame], str]] = {
-    "table": lambda df: for_terminal(df.to_string(index=False, float_format=lambda v: f"{v:.6f}")),  # for reading
-    "csv": lambda df: df.to_csv(index=False).rstrip("\n"),
-    "json": lambda df: _to_json(df),  # every digit of each double (as csv), NaN as null
-}
-WRITERS: dict[str, Callable[[pd.DataFrame, str], None]] = {
-    ".csv": lambda df, p: df.to_csv(p, index=False),
-    ".parquet": lambda df, p: df.to_parquet(p, index=False),
-    ".json": lambda df, p: Path(p).write_text(_to_json(df) + "\n", encoding="utf-8"),
-}
-
-
-def _to_json(df: pd.DataFrame) -> str:
-    from .output import to_json
-    return to_json(df)
-
-
-def _columns(parser: argparse.ArgumentParser) -> None:
-    from .api import DUPLICATE_POLICIES
-    from .compose import POPULATIONS, TIES
-    from .conventions import CONVENTIONS
-    group = parser.add_argument_group("input columns and definitions")
-    group.add_argument("--user-col", default="user_id", help="user column (default: user_id)")
-    group.add_argument("--item-col", default="item_id", help="item column (default: item_id)")
-    group.add_argument("--score-col", default="score", help="score column, higher is better (default: score)")
-    group.add_argument("--rank-col", default=None, help="rank column, 1 is best (instead of a score)")
-    group.add_argument("--relevance-col", default="relevance",
-                       help="truth relevance column (default: relevance; absent with only key columns beside it: every "
-                            "truth row has relevance 1)")
-    group.add_argument("--no-relevance", dest="relevance_col", action="store_const", const=None,
-                       help="no relevance column: every truth row is relevant (other columns of truth are ignored)")
-    group.add_argument("--price-col", default="price", help="items price column (default: price)")
-    group.add_argument("--probability-col", default="probability", help="items probability column (novelty p=items)")
-    group.add_argument("--category-col", default="category", help="items category column (diversity)")
-    group.add_argument("--features-col", default="features", help="items feature-vector array column (DuckDB)")
-    group.add_argument("--feature-col", default="feature", help="--item-features feature column (default: feature)")
-    group.add_argument("--value-col", default="value", help="--item-features value column (default: value)")
-    group.add_argument("--run-col", action="append", default=[], dest="run_cols",
-                       help="run key column of recs (model, experiment, ...); repeat for several")
-    group.add_argument("--threshold", type=float, default=None,
-                       help="relevant iff relevance >= threshold (default 1; trec_eval's -l)")
-    group.add_argument("--population", choices=POPULATIONS, default=None,
-                       help="users averaged over (default: the convention's; recsql: relevant)")
-    group.add_argument("--convention", choices=sorted(CONVENTIONS), default="recsql",
-                       help="reproduce another tool's numbers: tie rule, denominators, gains, population "
-                            "(default: recsql)")
-    group.add_argument("--ties", choices=TIES, default=None,
-                       help="equal scores: item_id (ascending), item_id_desc, or average (expected value over "
-                            "every order; default: the convention's)")
-    group.add_argument("--duplicates", choices=DUPLICATE_POLICIES, default="error",
-                       help="duplicate keys: error (default), best / max to keep the best row")
-
-
-def _metrics(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-m", "--metric", action="append", dest="metrics", required=True,
-                        help="metric, e.g. ndcg@10 or 'ndcg(gain=exponential)@10'; repeat for several")
-
-
-def _column_kwargs(args: argparse.Namespace) -> dict:
-    return dict(user_col=args.user_col, item_col=args.item_col, score_col=args.score_col,
-                rank_col=args.rank_col, relevance_col=args.relevance_col, price_col=args.price_col,
-                run_cols=args.run_cols, threshold=args.threshold, population=args.population,
-                duplicates=args.duplicates, convention=args.convention, ties=args.ties,
-                probability_col=args.probability_col, category_col=args.category_col, features_col=args.features_col,
-                feature_col=args.feature_col, value_col=args.value_col)
-
-
-def _side_inputs(parser: argparse.ArgumentParser) -> None:
-    """The inputs of the beyond-accuracy metrics (paths or tables), beside --items."""
-    parser.add_argument("--interactions", help="training interactions (user, item): path or table (novelty, "
-                                               "surprisal, arp, serendipity)")
-    parser.add_argument("--catalog", help="catalog items (item): path or table (coverage, gini; default: --items, "
-                                          "else every item of truth and recs)")
-    parser.add_argument("--baseline", help="another recommender's lists, columns like recs (unexpectedness, "
-                                           "serendipity)")
-    parser.add_argument("--item-features", help="item feature vectors as rows (item, feature, value) (diversity)")
-
-
-def _side_kwargs(args: argparse.Namespace) -> dict:
-    return dict(items=args.items, interactions=args.interactions, catalog=args.catalog, baseline=args.baseline,
-                item_features=args.item_features)
-
-
-SEGMENTS_HELP = ("each user's segment (user column and segment columns, one row per user): path or table; each run "
-                 "is evaluated within each segment (the population taken within it)")
-SEGMENT_COL_HELP = "a segment column of --segments (default: every column but the user); repeat for several"
-
-
-def add_segments(parser: argparse.ArgumentParser, help: str = SEGMENTS_HELP) -> None:
-    """``--segments``: evaluate's, sql's and compare's (each with its own help)."""
-    parser.add_argument("--segments", help=help)
-
-
-def add_segment_col(parser: argparse.ArgumentParser, help: str = SEGMENT_COL_HELP) -> None:
-    """``--segment-col`` (repeatable): evaluate's, sql's and report's."""
-    parser.add_argument("--segment-col", action="append", default=[], dest="segment_cols", help=help)
-
-
-def _segment_kwargs(args: argparse.Namespace) -> dict:
-    return dict(segments=args.segments, segment_cols=args.segment_cols or None)
-
-
-def _recs_and_truth(args: argparse.Namespace) -> tuple[object, object]:
-    """The two inputs: RECS TRUTH, with either one given as a TREC file instead (--run / --qrels);
-    truth may be missing (novelty, diversity, coverage, ... need none: the API names the metric that does)."""
-    from .trec import trec_qrels, trec_run
-    positional = [p for p in (args.recs, args.truth) if p is not None]
-    recs = trec_run(args.run) if args.run else (positional.pop(0) if positional else None)
-    truth = trec_qrels(args.qrels) if args.qrels else (positional.pop(0) if positional else None)
-    if positional or recs is None:
-        raise RecsqlError("name each input once: recsql evaluate RECS TRUTH -m ..., or --run RUN_FILE --qrels QRELS_FILE "
-                          "(either may replace its positional argument; TRUTH may be left out for metrics that need none)")
-    return recs, truth
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -151,9 +37,9 @@ def _check_outputs(args: argparse.Namespace) -> None:
                               "in it")
         if Path(args.per_user).suffix.lower() not in WRITERS:
             raise RecsqlError(f"--per-user {args.per_user!r}: write to a .csv, .parquet or .json file")
-    positional = [p for p in (args.recs, args.truth) if p is not None]  # as _recs_and_truth reads them
+    positional = [p for p in (args.recs, args.truth) if p is not None]  # as recs_and_truth reads them
     inputs = dict(zip([role for role, given in (("RECS", not args.run), ("TRUTH", not args.qrels)) if given], positional))
-    tables = list(inputs.values()) + [name for name in [*_side_kwargs(args).values(), args.segments] if name]
+    tables = list(inputs.values()) + [name for name in [*side_kwargs(args).values(), args.segments] if name]
     inputs.update({"--run": args.run, "--qrels": args.qrels, "--items": args.items, "--interactions": args.interactions,
                    "--catalog": args.catalog, "--baseline": args.baseline, "--item-features": args.item_features,
                    "--segments": args.segments})
@@ -165,9 +51,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from . import api
     from .files import write_file
     _check_outputs(args)
-    recs, truth = _recs_and_truth(args)
-    result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=_is_terminal(sys.stdout),
-                          **_side_kwargs(args), **_segment_kwargs(args), **_column_kwargs(args))
+    recs, truth = recs_and_truth(args)
+    result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=is_terminal(sys.stdout),
+                          **side_kwargs(args), **segment_kwargs(args), **column_kwargs(args))
     # outputs first: a closed stdout (`| head -1`) or a failed print must not lose them
     if args.out or args.out_per_user:
         result.write(args.db, summary=args.out, per_user=args.out_per_user)
@@ -190,9 +76,9 @@ def _counted(result) -> str:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     from . import api
-    print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, output=args.output, **_side_kwargs(args),
+    print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, output=args.output, **side_kwargs(args),
                      dialect=args.dialect, text_ids=args.text_ids,
-                     truth_has_run_cols=args.truth_has_run_cols, **_segment_kwargs(args), **_column_kwargs(args)))
+                     truth_has_run_cols=args.truth_has_run_cols, **segment_kwargs(args), **column_kwargs(args)))
     return 0
 
 
@@ -238,18 +124,6 @@ def _metric_named(name: str):
                 from None
 
 
-def inputs(parser: argparse.ArgumentParser) -> None:
-    """The inputs of ``evaluate`` and ``compare``: RECS and TRUTH (or TREC files), metrics, items and
-    the other side inputs."""
-    parser.add_argument("recs", nargs="?", help="recommendations: Parquet/CSV/JSON path or glob, or a table in --db")
-    parser.add_argument("truth", nargs="?", help="truth: Parquet/CSV/JSON path or glob, or a table in --db")
-    parser.add_argument("--run", help="recommendations as a TREC run file (qid Q0 docno rank score tag), instead of RECS")
-    parser.add_argument("--qrels", help="truth as a TREC qrels file (qid 0 docno relevance), instead of TRUTH")
-    _metrics(parser)
-    parser.add_argument("--items", help="items (item_id, price, probability, category, ...): path or table")
-    _side_inputs(parser)
-
-
 def add_evaluate(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("evaluate", help=COMMANDS["evaluate"][0])
     inputs(ev)
@@ -260,20 +134,20 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--out-per-user", help="also write the per-user rows as this table in --db")
     add_segments(ev)
     add_segment_col(ev)
-    _columns(ev)
+    columns(ev)
     ev.set_defaults(func=cmd_evaluate)
 
 
 def add_sql(sub: argparse._SubParsersAction) -> None:
     from .dialects import DIALECTS
     sq = sub.add_parser("sql", help=COMMANDS["sql"][0])
-    _metrics(sq)
+    metric_option(sq)
     sq.add_argument("--recs", default="recs", help="recommendations table name or path (default: recs)")
     sq.add_argument("--truth", default="truth", help="truth table name or path (default: truth)")
     sq.add_argument("--no-truth", dest="truth", action="store_const", const=None,
                     help="no truth input (metrics that need none: novelty, diversity, coverage, ...)")
     sq.add_argument("--items", help="items table name or path")
-    _side_inputs(sq)
+    side_inputs(sq)
     sq.add_argument("--output", choices=("summary", "per_user"), default="summary")
     sq.add_argument("--dialect", default="duckdb", help=f"target SQL dialect: {', '.join(sorted(DIALECTS))} (default duckdb)")
     sq.add_argument("--text-id", action="append", default=[], dest="text_ids",
@@ -282,7 +156,7 @@ def add_sql(sub: argparse._SubParsersAction) -> None:
     add_segments(sq, "segments table name or path (user column and segment columns, one row per user); name its "
                      "segment columns with --segment-col")
     add_segment_col(sq, "a segment column of --segments (required with it); repeat for several")
-    _columns(sq)
+    columns(sq)
     sq.set_defaults(func=cmd_sql)
 
 
@@ -348,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ``finally`` blocks and exit handlers have removed what the run made (spill directory,
         temporary files)."""
         terminated = signal.SIGTERM in interrupted
-        _say("recsql: terminated" if terminated else "recsql: interrupted")
+        say("recsql: terminated" if terminated else "recsql: interrupted")
         return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
 
     # SIGTERM (kill, a scheduler's timeout) ends the run like Ctrl-C instead of killing the process
@@ -357,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous: dict[int, object] = {}
     argv = sys.argv[1:] if argv is None else list(argv)
     given = sys.stdout
-    sys.stdout = _Stdout(given)
+    sys.stdout = Stdout(given)
     try:
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = _install(signum, on_signal)
@@ -372,13 +246,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: one line, no traceback
         return stopped()
     except StdoutError as err:  # `> /dev/full`, `>&-`: the results were not printed; say so, and fail
-        _silence_stdout()
-        _say(f"recsql: error: {err}")
+        silence_stdout()
+        say(f"recsql: error: {err}")
         return 1
     except RecsqlError as err:
         if interrupted:
             return stopped()
-        _say(f"recsql: error: {_in_flags(str(err), argv)}")
+        say(f"recsql: error: {_in_flags(str(err), argv)}")
         return 2
     except ModuleNotFoundError as err:  # an optional dependency: one line naming the extra that installs it
         if interrupted:
@@ -386,10 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = missing_extra(err, f"recsql {_command(argv)}")
         if message is None:
             raise
-        _say(f"recsql: error: {message}")
+        say(f"recsql: error: {message}")
         return 2
     except BrokenPipeError:  # e.g. `recsql metrics | head`: the reader has what it wanted
-        _silence_stdout()
+        silence_stdout()
         return 0
     except Exception:
         if interrupted:  # DuckDB turns Ctrl-C during a query into its own error ("Query interrupted")
@@ -400,67 +274,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for signum, handler in previous.items():
             if handler is not None:
                 signal.signal(signum, handler)
-
-
-class StdoutError(OSError):
-    """Standard output cannot be written (closed, a full disk, an I/O error): the results are lost."""
-
-
-class _Stdout:
-    """The command's standard output: writes go to ``stream``; a failure to write them (but a reader
-    that went away, :class:`BrokenPipeError`: it has what it wanted) is a :class:`StdoutError` that
-    says so, and a closed standard output (``>&-``, where Python's ``sys.stdout`` is None and a print
-    would write nothing) is one at the first write, never a silent success."""
-
-    def __init__(self, stream: object) -> None:
-        self._stream, self._lost = stream, None  # _lost: the error of a write that failed
-        if stream is None:  # fd 1 closed: hold it with /dev/null, so no file the run opens becomes "stdout"
-            with contextlib.suppress(OSError):
-                if _closed(1):
-                    fd = os.open(os.devnull, os.O_WRONLY)
-                    if fd != 1:
-                        os.close(fd)
-
-    def write(self, text: str) -> int:
-        return self._call("write", text)
-
-    def flush(self) -> None:
-        """Flush; a write that failed before (and was swallowed, as argparse does) fails here again."""
-        if self._lost is not None:
-            raise self._lost
-        if self._stream is not None:
-            self._call("flush")
-
-    def _call(self, method: str, *args: object) -> object:
-        if self._stream is None:
-            self._lost = StdoutError("standard output is closed (>&-), so nothing could be printed; redirect it "
-                                     "to a file or to /dev/null instead")
-            raise self._lost
-        try:
-            return getattr(self._stream, method)(*args)
-        except BrokenPipeError:
-            raise
-        except (OSError, ValueError) as err:  # ValueError: a file Python itself has closed
-            reason = getattr(err, "strerror", None) or str(err)
-            self._lost = StdoutError(f"standard output could not be written ({reason}); the results were not "
-                                     "printed in full")
-            raise self._lost from None
-
-    def isatty(self) -> bool:
-        return _is_terminal(self._stream)
-
-    def __getattr__(self, name: str) -> object:
-        if self._stream is None:
-            raise AttributeError(name)
-        return getattr(self._stream, name)
-
-
-def _closed(fd: int) -> bool:
-    try:
-        os.fstat(fd)
-        return False
-    except OSError:
-        return True
 
 
 def _in_flags(message: str, argv: Sequence[str]) -> str:
@@ -480,33 +293,6 @@ def _install(signum: int, handler: Callable) -> object:
         return signal.signal(signum, handler)
     except ValueError:  # not the main thread
         return None
-
-
-def _is_terminal(stream: object) -> bool:
-    """Whether a stream is a terminal (False for a closed or missing stdout: `recsql ... >&-`)."""
-    try:
-        return bool(stream is not None and stream.isatty())  # type: ignore[attr-defined]
-    except (ValueError, OSError, AttributeError):
-        return False
-
-
-def _say(line: str) -> None:
-    """One line to stderr, every character that could drive the terminal (a name's escape sequence,
-    carriage return or direction override) shown as its escape."""
-    try:
-        print(for_terminal(line), file=sys.stderr, flush=True)
-    except (BrokenPipeError, ValueError, OSError):
-        pass
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null, so that Python's flush at exit does not fail on the closed pipe."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout)
-        pass
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import argparse
 import sys
 
 from . import comparison
+from .cli_inputs import add_segments, column_kwargs, columns, inputs, recs_and_truth, side_kwargs
+from .cli_output import FORMATS
 from .errors import RecsqlError
 from .safe_text import for_terminal
 from .significance import CORRECTIONS
@@ -21,7 +23,6 @@ P_FLOOR = 1e-16  # a smaller p-value (0.0 included, where a tail probability und
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``compare`` subcommand, with evaluate's inputs and column options."""
-    from .cli import FORMATS, _columns, inputs
     cp = sub.add_parser("compare", help="paired tests and bootstrap intervals between runs (DuckDB or --db)",
                         conflict_handler="resolve")
     inputs(cp)
@@ -34,14 +35,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cp.add_argument("--alpha", type=float, default=0.05,
                     help="table: the level of the verdict (default 0.05): higher / lower when every test's corrected "
                          "p-value is below it, else not significant")
-    _columns(cp)
+    columns(cp)
     cp.set_defaults(func=cmd_compare)
 
 
 def options(cp: argparse.ArgumentParser) -> None:
     """compare's own options (baseline run, segments, tests, interval, resampling, correction, --db),
     shared by ``recsql compare`` and ``recsql report``."""
-    from .cli import add_segments
     cp.add_argument("--baseline-recs", help="another recommender's lists, columns like recs (unexpectedness, "
                                             "serendipity; evaluate's --baseline)")
     cp.add_argument("--baseline", help="the run every other run is compared with (its run column's value; "
@@ -63,16 +63,14 @@ def options(cp: argparse.ArgumentParser) -> None:
 def keywords(args: argparse.Namespace) -> dict:
     """compare's keywords from the parsed options (but the inputs RECS and TRUTH, metrics and
     segments): evaluate's column options and side inputs, the baseline run and the tests' settings."""
-    from .cli import _column_kwargs, _side_kwargs
-    side = {k: v for k, v in _side_kwargs(args).items() if k != "baseline"}  # --baseline names a run here
+    side = {k: v for k, v in side_kwargs(args).items() if k != "baseline"}  # --baseline names a run here
     return dict(baseline=args.baseline, tests=args.tests or comparison.TESTS, ci=args.ci, resamples=args.resamples,
                 seed=args.seed, correction=None if args.correction == "none" else args.correction,
-                baseline_recs=args.baseline_recs, con=args.db, **_column_kwargs(args), **side)
+                baseline_recs=args.baseline_recs, con=args.db, **column_kwargs(args), **side)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .cli import FORMATS, _recs_and_truth
-    recs, truth = _recs_and_truth(args)
+    recs, truth = recs_and_truth(args)
     if not args.run_cols:
         raise RecsqlError("compare needs runs: name the run key column of RECS with --run-col (e.g. --run-col model)")
     result = comparison.compare(recs, truth, args.metrics, segments=args.segments, **keywords(args))

@@ -17,6 +17,7 @@ import duckdb
 
 from .errors import RecsqlError
 
+
 @lru_cache(maxsize=1)
 def _spill_directory() -> str:
     """One spill directory for every database recsql opens in this process (DuckDB refuses two

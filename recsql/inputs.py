@@ -2,9 +2,9 @@
 
 The inputs (recommendations, truth and the optional tables), their column names and the options
 that define the metrics (threshold, population, ties, convention, duplicates) are one object,
-checked in one place (:meth:`Inputs.options`). :func:`recsql.evaluate`, :func:`recsql.to_sql` and
-:func:`recsql.compare` keep their keyword front doors, and each builds an :class:`Inputs` from its
-keywords; a test holds their keyword sets to this class's fields.
+checked in one place (:meth:`Inputs.options`, by recsql/arguments.py). :func:`recsql.evaluate`,
+:func:`recsql.to_sql` and :func:`recsql.compare` keep their keyword front doors, and each builds an
+:class:`Inputs` from its keywords; a test holds their keyword sets to this class's fields.
 
 >>> Inputs(recs="recs", truth="truth", run_cols="model").options()["run_cols"]
 ('model',)
@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from .arguments import COLUMN_OPTIONS, checked_options, run_columns
 
 ROLES = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features", "segments")  # docs/guide/inputs.md
 
@@ -65,9 +67,9 @@ class Inputs:
     def options(self) -> dict[str, Any]:
         """The column and definition options, checked (one error naming the option and the fix); the
         convention fills in the tie rule and population not given."""
-        from .api import _COLUMN_OPTIONS, _options, _run_columns
-        return _options(run_cols=_run_columns(self.run_cols), segment_cols=_run_columns(self.segment_cols, "segment_cols"),
-                        **{name: getattr(self, name) for name in _COLUMN_OPTIONS})
+        return checked_options(run_cols=run_columns(self.run_cols),
+                               segment_cols=run_columns(self.segment_cols, "segment_cols"),
+                               **{name: getattr(self, name) for name in COLUMN_OPTIONS})
 
 
 def field_names() -> list[str]:

@@ -151,7 +151,7 @@ def test_failing_and_interrupted_runs_leave_nothing_behind(engine, monkeypatch):
             raise KeyboardInterrupt
         monkeypatch.setattr(runner, "fetch", boom)
         return runner
-    monkeypatch.setattr("recsql.api.runner_for", failing)
+    monkeypatch.setattr("recsql.request.runner_for", failing)
     frames = (engine.con.createDataFrame(RECS), engine.con.createDataFrame(TRUTH)) if engine.name == "spark" \
         else (RECS, TRUTH) if engine.name == "duckdb" else (r, t)
     with pytest.raises(KeyboardInterrupt):

@@ -142,7 +142,7 @@ def test_wilcoxon_ties_differences_equal_but_for_rounding():
 
 def test_draws_equal_the_documented_mixer():
     """The SQL's integers (weights and signs) equal a plain-Python implementation of the README's formula."""
-    from recsql.comparison import _template
+    from recsql.comparison_sql import _template
     from recsql.resampling import draw_parameters
     users = exp.select(exp.alias_(exp.cast(exp.column("i"), "BIGINT"), "user_idx")).from_(
         "(SELECT UNNEST(RANGE(1, 51)) AS i) AS t")
@@ -404,7 +404,7 @@ def test_every_engine_gives_the_same_numbers_resampled_ones_included(engine, on_
 
 
 def test_every_engine_draws_the_same_integers(engine):
-    from recsql.comparison import _template
+    from recsql.comparison_sql import _template
     from recsql.resampling import draw_parameters
     users = engine.load(pd.DataFrame({"user_idx": np.arange(1, 41, dtype="int64")}))
     statement = exp.select("resample", "user_idx", "w", "s").from_("cmp_draws").order_by("resample", "user_idx")

@@ -28,12 +28,13 @@ from typing import Any
 
 from sqlglot import exp
 
-from .. import __version__, api
+from .. import __version__
 from ..compose import DIAGNOSTICS, compose
 from ..dialects import render
 from ..errors import RecsqlError
 from ..inputs import ROLES, Inputs, field_names
 from ..metrics import parse_metrics
+from ..plans import build_plan
 from ..sources import bind
 from .adapters import adapter
 from .empty import without_empty
@@ -133,8 +134,8 @@ def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
     if unknown:
         raise RecsqlError(f"evaluation {spec.name!r}: text_ids: {unknown[0]!r} is not an id column; "
                           f"name {cols['user_col']!r} and/or {cols['item_col']!r}")
-    plan = api._plan(relations, cols, dialect, truth_has_runs=spec.truth_has_run_cols and bool(cols["run_cols"]),
-                     text_ids=frozenset(named[c] for c in spec.text_ids))
+    plan = build_plan(relations, cols, dialect, truth_has_runs=spec.truth_has_run_cols and bool(cols["run_cols"]),
+                      text_ids=frozenset(named[c] for c in spec.text_ids))
     return without_empty(compose(plan, parsed, output=spec.output, checks=True)), parsed
 
 

@@ -28,7 +28,8 @@ DEFAULT_OUT = "recsql-report.html"  # --out's default, in the current directory
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``report`` subcommand, with compare's inputs and options."""
     from .. import comparison_cli
-    from ..cli import _columns, add_segment_col, inputs
+    from ..cli_inputs import add_segment_col, inputs
+    from ..cli_inputs import columns as _columns
     rp = sub.add_parser("report", help="one self-contained HTML report: summary with intervals and tests, "
                                        "metric@k curves, distributions, segments, definitions, SQL",
                         conflict_handler="resolve")
@@ -82,7 +83,7 @@ class Progress:
 def _check_out(args: argparse.Namespace) -> None:
     """Refuse an --out that is not an .html file or that is one of the inputs, and the default
     --out when it exists (without --force), before anything is read."""
-    from ..cli import _side_kwargs
+    from ..cli_inputs import side_kwargs as _side_kwargs
     from ..output import check_outputs
     if args.out is None:
         if os.path.exists(DEFAULT_OUT) and not args.force:
@@ -100,10 +101,11 @@ def _check_out(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..cli import _is_terminal, _recs_and_truth
+    from ..cli_inputs import recs_and_truth as _recs_and_truth
+    from ..cli_output import is_terminal as _is_terminal
     from ..comparison_cli import keywords
     from ..extras import require
-    from . import build_report
+    from .build import build_report
     _check_out(args)
     require("matplotlib", "recsql report")  # the figures: before the inputs are read
     recs, truth = _recs_and_truth(args)

@@ -18,14 +18,17 @@ import math
 import os
 import platform
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..comparison import TEST_COLUMNS, UNCORRECTED, Comparison
+from ..comparison_settings import TEST_COLUMNS, UNCORRECTED
 from ..errors import RecsqlError
 from ..metrics import Metric
+
+if TYPE_CHECKING:  # a type only: the comparison's result draws its report from this package
+    from ..comparison_result import Comparison
 
 MAX_K = 100  # the largest cutoff a metric@k curve is drawn to (every cutoff 1..K is a column of the query)
 BINS = 20  # histogram bins of the per-user distributions

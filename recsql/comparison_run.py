@@ -1,0 +1,121 @@
+"""Running the comparison's statistics: the statement fetched after the dialect's preamble
+(:func:`fetch_statistics`), the segments input bound (:func:`bound_segments`) and checked from the
+rows (:func:`refuse_segment_rows`), and the comparison of per-user values already computed
+(:func:`compare_per_user`: :meth:`recsql.Evaluation.compare`)."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+
+import pandas as pd
+from sqlglot import exp
+
+from .comparison_result import finish, settle
+from .comparison_settings import Settings
+from .comparison_sql import Values, baseline_keys, statistics
+from .compose.checks import SEGMENT_CHECKS
+from .dialects import render
+from .engines import runner_for
+from .engines.base import DBAPIRunner, Runner, frame_from_cursor
+from .errors import RecsqlError
+from .explain import fetch_checked, refuse_segments
+from .metrics import Metric
+from .sources import Source, bind
+from .validate import require_same_ids, resolve_column
+
+
+def refuse_global(metrics: Sequence[Metric]) -> None:
+    """Evaluation.compare reads per-user values only; a global metric is resampled from the users' lists."""
+    for m in metrics:
+        if m.spec.population == "global":
+            raise RecsqlError(f"Evaluation.compare: metric {str(m)!r} is global (one number per run, no per-user "
+                              "values): it is resampled from the users' lists, which an evaluation does not keep; "
+                              "compare it with recsql.compare(recs, truth, ...) (or leave it out here)")
+
+
+# Settings for the statistics statement, run before it in its transaction, by dialect. PostgreSQL
+# would JIT-compile the long statement (tens of seconds at any data size: its row estimates for the
+# resample grid are far too high); its executor needs no JIT for sums.
+PREAMBLE: dict[str, tuple[str, ...]] = {"postgres": ("SET LOCAL jit = off",)}
+
+
+def fetch_statistics(runner: Runner, plan: Any, sql: str) -> pd.DataFrame:
+    """The statistics statement's rows, after the dialect's :data:`PREAMBLE` in the same transaction."""
+    statements = PREAMBLE.get(runner.dialect, ())
+    if not statements or not isinstance(runner, DBAPIRunner):
+        frame = fetch_checked(runner, plan, sql)
+        return frame.to_pandas() if hasattr(frame, "to_pandas") else frame
+
+    def fetch(statement: str) -> pd.DataFrame:
+        try:
+            with runner.con.cursor() as cursor:
+                for setting in statements:
+                    cursor.execute(setting)
+                cursor.execute(statement)
+                return frame_from_cursor(cursor)
+        except Exception as err:  # noqa: BLE001 - any driver error, as the runner reports it
+            raise runner.failed(err) from None
+        finally:
+            runner.finish()
+
+    return fetch_checked(runner, plan, sql, fetch)
+
+
+@contextmanager
+def bound_segments(segments: Any, runner: Runner, sources: dict[str, Any], user_col: str) -> Iterator[tuple | None]:
+    """The bound segments input as (relation, user column, segment columns); unbound afterwards."""
+    if segments is None:
+        yield None
+        return
+    source = bind("segments", segments, runner)
+    try:
+        source.columns = runner.describe(source)
+        user = resolve_column(source, user_col, "user_col")
+        require_same_ids(sources["recs"], source, [("user", user_col, user)])
+        columns = [c for c in source.columns if c != user]
+        if not columns:
+            raise RecsqlError(f"segments: the input has only the user column {user!r}; add the segment columns "
+                              "(one row per user: user, cohort, ...)")
+        clash = [c for c in columns if c.lower() in {"run", "baseline", "metric", "n", "n_users", "mean", "mean_diff"}]
+        if clash:
+            raise RecsqlError(f"segments: the column {clash[0]!r} is named like a result column; rename it")
+        yield source.relation, user, columns
+    finally:
+        source.cleanup()
+
+
+def refuse_segment_rows(frame: pd.DataFrame, values: Values) -> None:
+    if values.segments is None or not len(frame):
+        return
+    refuse_segments({name: int(frame[name].max()) for name in SEGMENT_CHECKS}, "of the population")
+
+
+def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: Sequence[str], user_col: str,
+                     settings: Settings, segments: Any = None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """``runs``, ``tests`` and the SQL for per-user values already computed: one row per (run, user) of
+    ``per_user`` with the run key columns, the user column and one column per metric (NULL where a
+    user has no value), computed by the same SQL on a private in-memory DuckDB
+    (:meth:`recsql.Evaluation.compare`); ``segments`` as :func:`compare`'s (a DataFrame, an Arrow
+    table or a file DuckDB reads)."""
+    run_cols = list(run_cols)
+    if not run_cols:
+        raise RecsqlError("compare needs runs: evaluate with run_cols='model' (the run key columns) first")
+    missing = [c for c in [*run_cols, user_col, *metrics] if c not in per_user.columns]
+    if missing:
+        raise RecsqlError(f"compare: the per-user rows have no column {missing[0]!r}; they need the run columns, "
+                          f"the user column and one column per metric")
+    kinds = ["number" if pd.api.types.is_numeric_dtype(per_user[c]) else "string" for c in run_cols]
+    values = Values("cmp_per_user", run_cols, run_cols, user_col, list(metrics))
+    with runner_for(None) as runner:  # recsql's own in-memory DuckDB, a cursor of its own
+        runner.cursor.register("cmp_per_user", per_user)
+        rows = Source("recs", exp.to_table("cmp_per_user"))
+        rows.columns = runner.describe(rows)
+        with bound_segments(segments, runner, {"recs": rows}, user_col) as grouping:
+            if grouping is not None:
+                values.segments, values.segment_user, values.segment_cols = grouping[0], grouping[1], list(grouping[2])
+            sql = render(statistics(values, settings, baseline_keys(settings.baseline, run_cols, kinds)), "duckdb")
+            frame = runner.fetch(sql).to_pandas()
+            refuse_segment_rows(frame, values)
+    settle(frame, settings, values)
+    runs, tests = finish(frame, list(metrics), values, settings)
+    return runs, tests, sql

@@ -1,0 +1,296 @@
+"""The comparison's SQL: the statistics statement over per-user values (:func:`statistics`: the
+templates ``sql/_compare_*.sql`` appended as more CTEs, with their parameters as typed literals and
+the resampling mixer's macros expanded), and compare's one statement, evaluate's per-user query
+followed by the statistics over it (:func:`statement_for`). SQL text, never run."""
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from .comparison_global import global_metrics, list_ctes, union_ctes
+from .comparison_settings import Settings
+from .compose import DIAGNOSTICS, compose, internal_runs
+from .compose.checks import SEGMENT_CHECKS
+from .errors import RecsqlError
+from .metrics import Metric
+from .resampling import bigint, draw_parameters, expand_macros
+from .templates import read_template
+
+# The statistics' templates, in the order their CTEs are appended (each reads the ones before).
+TEMPLATES = ("_compare_draws", "_compare_observed", "_compare_wilcoxon", "_compare_resampled")
+GLOBAL_TEMPLATE = "_compare_global"  # global metrics (coverage, gini, personalization): recsql/comparison_global.py
+INTERVAL_TEMPLATE = "_compare_interval"  # after the unions of recsql/comparison_global.py
+# Randomization: a flipped sum counts as extreme down to this fraction of Σ|v| below the observed one
+# (sums whose exact values are equal may round apart; scipy's permutation_test allows for the same).
+TOLERANCE = 1e-9
+# Differences are compared (zero, ties, wins and losses) on a grid of 1/GRAIN: ROUND(v·GRAIN). Values
+# equal but for the rounding of sums, whose order differs between engines, are then equal everywhere.
+GRAIN = 1e12
+
+
+@dataclass
+class Values:
+    """Where the per-user values are: ``relation`` (a CTE or table name) with one row per (run, user),
+    the run key columns ``runs`` (shown as ``labels``), the user column and one column per metric;
+    ``checks``: input-check columns the rows carry (their maximum is returned); ``segments``: a
+    relation giving each user's segment (``segment_cols``), compared within each segment."""
+
+    relation: str
+    runs: list[str]
+    labels: list[str]
+    user: str
+    metrics: list[str]
+    checks: list[str] = field(default_factory=list)
+    segments: exp.Expression | None = None  # a relation (user, segment columns): each user's segment
+    segment_user: str = "user_id"
+    segment_cols: list[str] = field(default_factory=list)
+    # global metrics (recsql/comparison_global.py): metric position -> (kind, k); the relation of the
+    # users' ranked list rows (run columns ``runs``, user_id, item_id, rank); whether the statement has the catalog
+    global_kinds: dict[int, tuple[int, int]] = field(default_factory=dict)
+    lists: str = "list_rows"
+    catalog: bool = False
+
+
+def _template(name: str, parameters: dict[str, Any]) -> list[exp.CTE]:
+    """The CTEs of ``sql/<name>.sql`` with its ``$parameters`` as typed literals and the mixer's macros expanded."""
+    _, body = read_template(name)
+    tree = sqlglot.parse_one(body, read="duckdb")
+
+    def substitute(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder):
+            value = parameters[node.name]
+            return bigint(value) if isinstance(value, int) else exp.Literal.number(repr(float(value)))
+        return node
+
+    tree = expand_macros(tree.transform(substitute))
+    return list(tree.args["with_"].expressions)
+
+
+def _cte(name: str, query: exp.Expression) -> exp.CTE:
+    return exp.CTE(this=query, alias=exp.to_identifier(name))
+
+
+def _column(name: str, table: str | None = None) -> exp.Column:
+    return exp.column(exp.to_identifier(name, quoted=True), table=table)
+
+
+def _dense_rank(columns: list[exp.Expression]) -> exp.Expression:
+    return exp.cast(exp.Window(this=exp.Anonymous(this="DENSE_RANK"),
+                               order=exp.Order(expressions=[exp.Ordered(this=c) for c in columns])), "BIGINT")
+
+
+def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.CTE]:
+    """From the per-user relation, read once: cmp_keyed (dense run index in run-key order, dense user
+    index 1..n in user order, the run keys _k0.., the metric values x0..), cmp_values(run, user_idx,
+    metric, x) (one row per defined value), cmp_runs, cmp_users and cmp_baselines."""
+    keys = [f"_k{i}" for i in range(len(values.runs))]
+    per_user = [i for i in range(len(values.metrics)) if i not in values.global_kinds]
+    any_value = exp.or_(*[_column(values.metrics[i], "p").is_(exp.null()).not_() for i in per_user],
+                        *([exp.column("_has_recs", "p").eq(1)] if values.global_kinds else []))
+    keyed = exp.select(exp.alias_(_dense_rank([_column(c, "p") for c in values.runs]), "run"),
+                       exp.alias_(_dense_rank([_column(values.user, "p")]), "user_idx"),
+                       *[exp.alias_(_column(c, "p"), k) for c, k in zip(values.runs, keys)],
+                       *[exp.alias_(exp.cast(_column(m, "p"), "DOUBLE"), f"x{i}") for i, m in enumerate(values.metrics)],
+                       *[exp.alias_(_column(c, "p"), c) for c in values.checks],
+                       *([exp.alias_(_column(values.user, "p"), "cmp_user")] if values.global_kinds else []),
+                       exp.alias_(exp.Coalesce(this=exp.column("segment", "g"), expressions=[bigint(-1)])  # -1: no segment
+                                  if values.segments is not None else bigint(0), "segment")) \
+        .from_(exp.alias_(exp.to_table(values.relation), "p")).where(any_value)
+    segment_ctes: list[exp.CTE] = []
+    after: list[exp.CTE] = []
+    if values.segments is not None:  # each user's segment: the metric index becomes segment·M + metric
+        marks = [f"_s{i}" for i in range(len(values.segment_cols))]
+        rows = exp.select(exp.alias_(_column(values.segment_user), "seg_user"),
+                          *[exp.alias_(_column(c), m) for c, m in zip(values.segment_cols, marks)]) \
+            .from_(exp.alias_(values.segments.copy(), "t") if not isinstance(values.segments, exp.Table)
+                   else values.segments.copy())
+        distinct = exp.select(*marks).distinct().from_("cmp_segment_rows")
+        segments = exp.select(*marks, exp.alias_(_dense_rank([exp.column(m) for m in marks]), "segment")) \
+            .from_(distinct.subquery("d"))
+        membership = exp.select(exp.alias_(exp.column("seg_user", "r"), "seg_user"),
+                                exp.alias_(exp.column("segment", "s"), "segment")) \
+            .from_(exp.alias_(exp.to_table("cmp_segment_rows"), "r")) \
+            .join(exp.alias_(exp.to_table("cmp_segments"), "s"),
+                  on=exp.and_(*[exp.column(m, "r").eq(exp.column(m, "s")) for m in marks]))
+        keyed = keyed.join(exp.alias_(exp.to_table("cmp_membership"), "g"), join_type="left",
+                           on=_column(values.user, "p").eq(exp.column("seg_user", "g")))
+        per_metric = exp.select(exp.alias_(exp.Add(this=exp.Mul(this=exp.column("segment", "s"),
+                                                                 expression=bigint(len(values.metrics))),
+                                                   expression=exp.column("metric", "m")), "metric"),
+                                *[exp.column(m, "s") for m in marks]) \
+            .from_(exp.alias_(exp.to_table("cmp_segments"), "s")) \
+            .join(exp.alias_(exp.to_table("cmp_metrics"), "m"), join_type="cross")
+        segment_ctes = [_cte("cmp_segment_rows", rows), _cte("cmp_segments", segments),
+                        _cte("cmp_membership", membership)]
+        after = [_cte("cmp_segment_metrics", per_metric)]
+    ids = [exp.select(exp.alias_(bigint(i), "metric")) for i in range(len(values.metrics))]
+    metric_ids: exp.Expression = ids[0]
+    for one in ids[1:]:
+        metric_ids = exp.union(metric_ids, one, distinct=False)
+    pick = exp.Case(this=exp.column("metric", "m"), ifs=[exp.If(this=bigint(i), true=exp.column(f"x{i}", "k"))
+                                                          for i in per_user]) if per_user else exp.cast(exp.null(), "DOUBLE")
+    metric = exp.Add(this=exp.Mul(this=exp.column("segment", "k"), expression=bigint(len(values.metrics))),
+                     expression=exp.column("metric", "m"))
+    unpivoted = exp.select(exp.alias_(exp.column("run", "k"), "run"), exp.alias_(exp.column("user_idx", "k"), "user_idx"),
+                           exp.alias_(metric, "metric"), exp.alias_(pick, "x")) \
+        .from_(exp.alias_(exp.to_table("cmp_keyed"), "k")).join(exp.alias_(exp.to_table("cmp_metrics"), "m"), join_type="cross") \
+        .where(exp.column("segment", "k") >= 0)
+    present = exp.select("run", "user_idx", "metric", "x").from_(unpivoted.subquery("v")) \
+        .where(exp.column("x").is_(exp.null()).not_())
+    runs = exp.select("run", *keys).distinct().from_("cmp_keyed")
+    users = exp.select("user_idx").distinct().from_("cmp_keyed")
+    if baseline is None:  # every pair once
+        baselines = exp.select("run", exp.alias_(bigint(1), "every")).from_("cmp_runs")
+    else:
+        baselines = exp.select("run", exp.alias_(bigint(0), "every")).from_("cmp_runs") \
+            .where(exp.and_(*[exp.column(k).eq(v) for k, v in zip(keys, baseline)]))
+    if values.global_kinds:
+        after += list_ctes(values.global_kinds, len(values.metrics), values.runs, values.lists, values.catalog,
+                           values.segments is not None)
+    return [*segment_ctes, _cte("cmp_keyed", keyed), _cte("cmp_metrics", metric_ids), _cte("cmp_values", present),
+            _cte("cmp_runs", runs), _cte("cmp_users", users), _cte("cmp_baselines", baselines), *after]
+
+
+RESULT_COLUMNS = {  # table alias -> the columns the statement returns from it
+    "o": ("n", "mean", "sum_v", "wins", "ties", "losses", "extreme"), "s": ("ss",),
+    "w": ("n_nonzero", "r_plus", "ties_term"), "i": ("resampled", "ci_low", "ci_high")}
+RESULT_SOURCES = {"s": "cmp_spread", "w": "cmp_wilcoxon", "i": "cmp_interval"}
+
+
+def statistics(values: Values, settings: Settings, baseline: list[exp.Expression] | None) -> exp.Select:
+    """The statistics statement over ``values``: one row per unit (run, baseline, metric; baseline 0
+    for a run's own values) with the sums :func:`finish` turns into the result, the run's keys
+    (``_k0``, ...) and the input checks. Its CTEs are to be appended to the ones defining ``values``."""
+    parameters = {**draw_parameters(settings.seed, settings.resamples), **settings.quantiles(), "tolerance": TOLERANCE,
+                  "grain": GRAIN}
+    ctes = _inputs(values, baseline)
+    tukey = "tukey" in settings.tests
+    for name in (*TEMPLATES, *([GLOBAL_TEMPLATE] if values.global_kinds else [])):
+        ctes += _template(name, parameters)
+    ctes += union_ctes(bool(values.global_kinds))
+    for name in (INTERVAL_TEMPLATE, *(["_compare_tukey"] if tukey else [])):
+        ctes += _template(name, parameters)
+    sources = {**RESULT_SOURCES, **({"k": "cmp_tukey"} if tukey else {})}
+    returned = {**RESULT_COLUMNS, **({"k": ("extreme_tukey",)} if tukey else {})}
+    unit = ("run", "baseline", "metric")
+    select = exp.select(*[exp.alias_(exp.column(c, "o"), c) for c in unit],
+                        *[exp.alias_(exp.column(c, t), c) for t, cs in returned.items() for c in cs],
+                        *[exp.alias_(exp.column(f"_k{i}", "r"), f"_k{i}") for i in range(len(values.runs))],
+                        *[exp.alias_(exp.column(f"_s{i}", "g"), f"_s{i}") for i in range(len(values.segment_cols))],
+                        *[exp.alias_(exp.column(c, "c"), c) for c in values.checks],
+                        *[exp.alias_(exp.column(c, f"c{i}"), c) for i, c in enumerate(SEGMENT_CHECKS)
+                          if values.segments is not None]) \
+        .from_(exp.alias_(exp.to_table("cmp_units_observed"), "o"))
+    for alias, source in sources.items():
+        select = select.join(exp.alias_(exp.to_table(source), alias), join_type="left",
+                             on=exp.and_(*[exp.column(c, "o").eq(exp.column(c, alias)) for c in unit]))
+    select = select.join(exp.alias_(exp.to_table("cmp_runs"), "r"), on=exp.column("run", "o").eq(exp.column("run", "r")))
+    if values.segments is not None:
+        select = select.join(exp.alias_(exp.to_table("cmp_segment_metrics"), "g"),
+                             on=exp.column("metric", "o").eq(exp.column("metric", "g")))
+    counted = [exp.alias_(exp.cast(exp.Max(this=_column(c)), "BIGINT"), c) for c in values.checks]
+    if counted:
+        ctes.append(_cte("cmp_checks", exp.select(*counted).from_("cmp_keyed")))
+        select = select.join(exp.alias_(exp.to_table("cmp_checks"), "c"), join_type="cross")
+    if values.segments is not None:  # population users without a segment; users given two segments
+        ctes += [_cte("cmp_unsegmented", sqlglot.parse_one(
+                     f"SELECT CAST(COUNT(DISTINCT user_idx) AS BIGINT) AS {SEGMENT_CHECKS[0]} FROM cmp_keyed "
+                     "WHERE segment < 0")),
+                 _cte("cmp_segment_repeats", sqlglot.parse_one(
+                     f"SELECT CAST(COUNT(*) AS BIGINT) - CAST(COUNT(DISTINCT seg_user) AS BIGINT) AS {SEGMENT_CHECKS[1]} "
+                     "FROM cmp_segment_rows"))]
+        for alias, source in (("c0", "cmp_unsegmented"), ("c1", "cmp_segment_repeats")):
+            select = select.join(exp.alias_(exp.to_table(source), alias), join_type="cross")
+    select = select.order_by(*[exp.column(c, "o") for c in unit])
+    select.set("with_", exp.With(expressions=ctes))
+    return select
+
+
+def _with(outer: exp.Select, inner: exp.Select) -> exp.Select:
+    """``inner`` with ``outer``'s CTEs in front of its own (``outer``'s final SELECT is dropped)."""
+    statement = inner.copy()
+    statement.set("with_", exp.With(expressions=[*[c.copy() for c in outer.args["with_"].expressions],
+                                                 *statement.args["with_"].expressions]))
+    return statement
+
+
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds; any other value as it is."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def baseline_keys(baseline: Any, names: list[str], kinds: list[str]) -> list[exp.Expression] | None:
+    """The baseline run's key values as literals of its columns' kinds; None for every pair."""
+    if baseline is None:
+        return None
+    example = "/".join(f"{n}=..." for n in names)
+    if isinstance(baseline, dict):
+        lower = {str(k).lower(): v for k, v in baseline.items()}
+        missing = [n for n in names if n.lower() not in lower]
+        if missing or len(lower) != len(names):
+            raise RecsqlError(f"baseline={baseline!r}: name every run column once ({', '.join(names)})")
+        parts = [lower[n.lower()] for n in names]
+    elif isinstance(baseline, (tuple, list)):
+        parts = list(baseline)
+    elif len(names) > 1 and isinstance(baseline, str):
+        found = re.fullmatch("/".join(f"{re.escape(n)}=(.*)" for n in names), baseline)
+        if not found:
+            raise RecsqlError(f"baseline={baseline!r}: with several run columns write the run as {example!r}, a tuple "
+                              f"of values in the order {names}, or a dict")
+        parts = list(found.groups())
+    else:
+        parts = [baseline]
+    if len(parts) != len(names):
+        raise RecsqlError(f"baseline={baseline!r}: give one value per run column ({', '.join(names)})")
+    return [_key_literal(v, n, k) for v, n, k in zip(parts, names, kinds)]
+
+
+def _key_literal(value: Any, name: str, kind: str) -> exp.Expression:
+    value = plain(value)
+    if kind == "number":
+        if isinstance(value, str):
+            try:
+                value = float(value) if re.search(r"[.eEn]", value) else int(value)
+            except ValueError:
+                raise RecsqlError(f"baseline: run column {name!r} holds numbers, got {value!r}; pass the baseline "
+                                  f"run's number") from None
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise RecsqlError(f"baseline: run column {name!r} holds numbers, got {value!r}; pass the baseline run's number")
+        return exp.Literal.number(repr(value))
+    return exp.Literal.string(str(value))
+
+
+# Settings the statistics statement carries, by dialect: ClickHouse stops planning a query after 10,000
+# plan optimizations (error 572), and the statement with global metrics and the Tukey test needs more.
+STATEMENT_SETTINGS: dict[str, dict[str, int]] = {"clickhouse": {"query_plan_max_optimizations_to_apply": 100_000}}
+
+
+def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: list[str],
+                  segments: tuple | None = None) -> tuple[exp.Select, Values]:
+    """The one statement: evaluate's per-user query (with its input checks) and the statistics over it.
+    ``kinds``: each run column's kind (``number`` or ``string``), for the baseline's literal;
+    ``segments``: (relation, user column, segment columns) to compare within."""
+    if not plan.run_cols:
+        raise RecsqlError("compare needs runs: name the run key columns of recs, e.g. run_cols='model' "
+                          "(CLI: --run-col model)")
+    kinds_global = global_metrics(metrics)
+    raw = compose(plan, metrics, output="raw")
+    checks = [e.alias_or_name for cte in raw.args["with_"].expressions if cte.alias == "checks"
+              for e in cte.this.expressions if e.alias_or_name in DIAGNOSTICS]
+    values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
+                    [f"_m{i}" for i in range(len(metrics))], checks, global_kinds=kinds_global,
+                    catalog=any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions))
+    if segments is not None:
+        values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
+    baseline = baseline_keys(settings.baseline, list(plan.run_cols), kinds)
+    statement = _with(raw, statistics(values, settings, baseline))
+    own = STATEMENT_SETTINGS.get(plan.dialect, {})
+    if own:
+        statement.set("settings", [exp.EQ(this=exp.var(k), expression=exp.Literal.number(v)) for k, v in own.items()])
+    return statement, values

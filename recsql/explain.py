@@ -1,0 +1,171 @@
+"""The errors of the input checks: the checks run inside the evaluation query (recsql/compose/checks.py
+DIAGNOSTICS: columns of every raw row); :func:`refuse` raises for the first that found something,
+and the functions below it run only then, to name the column and give examples. They read the
+inputs again, so if the data changed in between they may find less: the error is raised anyway,
+from the counts the query saw. :func:`fetch_checked` runs a statement and names the NULL or NaN
+input an engine error came from."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from .compose import (ITEM_VALUE_INVALID, MAX_EXPONENT, Plan, baseline_in, input_runs, internal_runs, not_finite,
+                      quoted_column, recs_in, truth_in, truth_runs, whole_id)
+from .compose.checks import SEGMENT_CHECKS
+from .dialects import render
+from .engines.base import Runner
+from .errors import RecsqlError
+from .validate import duplicate_report
+
+
+def _count(condition: exp.Expression) -> exp.Expression:
+    count = exp.Sum(this=exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+    return exp.Coalesce(this=count, expressions=[exp.Literal.number(0)])  # SUM of no rows is NULL
+
+
+def _value_checks(plan: Plan) -> dict[str, tuple[exp.Expression, list[str], list[str]]]:
+    """Per input: the relation, the columns that must not be NULL and those that must be finite."""
+    order = plan.rank_col or plan.score_col
+    relevance = list(filter(None, [plan.relevance_col]))
+    return {"recs": (plan.recs, [*input_runs(plan), plan.user_col, plan.item_col, order], [order]),
+            "truth": (plan.truth, [*(input_runs(plan) if plan.truth_has_runs else ()), plan.user_col, plan.item_col,
+                                   *relevance], relevance),
+            "baseline": (plan.baseline, [plan.user_col, plan.item_col, order], [order])}
+
+
+def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) -> RecsqlError | None:
+    """The error for ``found`` invalid rows of ``role``: which column holds NULL, NaN or infinite
+    values (None when ``found`` is None and no column does)."""
+    relation, columns, numbers = _value_checks(plan)[role]
+    counts = [_count(exp.Is(this=quoted_column(c), expression=exp.null())) for c in columns]
+    counts += [_count(not_finite(quoted_column(c))) for c in numbers]
+    query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(counts)]).from_(relation.copy())
+    row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
+    for column, count in zip(columns, row[: len(columns)]):
+        if count:
+            return RecsqlError(f"{role} column {column!r} has {int(count)} NULL (missing) value(s); recsql needs every "
+                               f"{column!r} set: drop or fill those rows first (e.g. WHERE {column} IS NOT NULL)")
+    for column, count in zip(numbers, row[len(columns):]):
+        if count:
+            return RecsqlError(f"{role} column {column!r} has {int(count)} NaN or infinite value(s), which have no "
+                               f"place in a ranking; replace them with finite numbers or drop those rows")
+    for internal, column in (("user_id", plan.user_col), ("item_id", plan.item_col)):
+        if plan.id_casts.get((role, internal)) == "whole":
+            value = quoted_column(column)
+            broken = exp.and_(exp.Not(this=exp.Is(this=value.copy(), expression=exp.null())),
+                              exp.Is(this=whole_id(value), expression=exp.null()))
+            query = exp.select(exp.alias_(_count(broken), "n")).from_(relation.copy())
+            count = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0][0]
+            if count:
+                return RecsqlError(
+                    f"{role} column {column!r} holds floating-point ids, {int(count)} of them not a whole number "
+                    f"within ±2^53 (or NaN/infinite); recsql compares ids exactly and reads float ids as integers. "
+                    f"Cast the column to BIGINT (or to text if its ids are not integers)")
+    if role == "truth" and plan.relevance_col:
+        large = exp.GT(this=exp.cast(quoted_column(plan.relevance_col), "DOUBLE"), expression=exp.Literal.number(MAX_EXPONENT))
+        count = runner.fetch_rows(render(exp.select(exp.alias_(_count(large), "n")).from_(relation.copy()),
+                                         runner.dialect, pretty=False))[0][0]
+        if count:
+            return RecsqlError(
+                f"truth column {plan.relevance_col!r} has {int(count)} relevance(s) above {MAX_EXPONENT}, too large for "
+                f"the exponential gains asked (2^relevance overflows a double beyond 1023): use gain=linear, or "
+                f"rescale the relevances (e.g. to grades 0-4)")
+    if found is None:
+        return None
+    return RecsqlError(f"{role} has {found} row(s) with a NULL (missing) value or a NaN or infinite number in "
+                       f"{', '.join(map(repr, columns))}; recsql needs them set and finite: drop or fill those rows first")
+
+
+_ITEM_RULES = {"price": "a price must be a finite number >= 0", "probability": "a probability must be in [0, 1]"}
+
+
+def _explain_items(runner: Runner, plan: Plan, found: int) -> RecsqlError:
+    """The error for ``found`` invalid rows of items: a NULL item id, or a price or probability a
+    metric reads that is out of its range (compose.ITEM_VALUE_INVALID)."""
+    columns = {"item_id": plan.item_col, "price": plan.price_col, "probability": plan.probability_col}
+    checks = {"item_id": exp.Is(this=quoted_column(plan.item_col), expression=exp.null())}
+    for name, invalid in ITEM_VALUE_INVALID.items():
+        if name in plan.item_needs:
+            checks[name] = invalid(exp.cast(quoted_column(columns[name]), "DOUBLE"))
+    query = exp.select(*[exp.alias_(_count(c), n) for n, c in checks.items()]).from_(plan.items.copy())
+    counts = dict(zip(checks, runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]))
+    for name, count in counts.items():
+        if count:
+            rule = _ITEM_RULES.get(name, "every item id must be set")
+            return RecsqlError(f"items column {columns[name]!r} has {int(count)} invalid value(s): {rule} (NaN and "
+                               f"infinity are not; NULL is no value: the item adds nothing); fix or drop those rows")
+    return RecsqlError(f"items has {found} invalid row(s) (a NULL item id, or a price or probability out of range)")
+
+
+def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_columns: list[str]) -> RecsqlError:
+    """The error for ``found`` duplicated rows of ``role`` (extra copies of a key), with up to three
+    example keys."""
+    runs = internal_runs(plan)
+    best = "Pass duplicates='best' to keep each item's best-ranked row."
+    keyed = {"recs": (lambda: recs_in(plan), runs, best),
+             "truth": (lambda: truth_in(plan), truth_runs(plan),
+                       "Pass duplicates='max' to keep the highest relevance."),
+             "baseline": (lambda: baseline_in(plan), [], best)}
+    if role in keyed:
+        make, run_keys, fix = keyed[role]
+        body, keys = make(), [*run_keys, "user_id", "item_id"]
+        names = [*[dict(zip(runs, plan.run_cols))[k] for k in run_keys], plan.user_col, plan.item_col]
+    else:  # items (item key), item_features (item, feature)
+        item = exp.alias_(quoted_column(plan.item_col), "item_id")
+        if role == "items":
+            body, keys, names = exp.select(item).from_(plan.items.copy()), ["item_id"], [plan.item_col]
+        else:
+            body = exp.select(item, exp.alias_(quoted_column(plan.feature_col), "feature")).from_(plan.item_features.copy())
+            keys, names = ["item_id", "feature"], [plan.item_col, plan.feature_col]
+        fix = "Remove the repeated rows, or pass duplicates='best' to keep one row per key (the largest value of each column)."
+    if role == "recs":
+        known = {c.lower() for c in (plan.user_col, plan.item_col, plan.score_col or "", plan.rank_col or "", *plan.run_cols)}
+        extra = [c for c in recs_columns if c.lower() not in known]
+        if extra:
+            fix = (f"If recs hold several runs, name their key columns: run_cols={extra[:3]!r} "
+                   f"(CLI: --run-col {extra[0]}); otherwise pass duplicates='best' to keep each item's best-ranked row.")
+    groups = exp.select(*keys).from_(exp.Subquery(this=body, alias="s")).group_by(*keys).having("COUNT(*) > 1")
+    query = exp.select(*keys).from_(exp.Subquery(this=groups, alias="d")).order_by(*keys).limit(3)
+    rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
+    return duplicate_report(rows, found, role, names, fix)
+
+
+def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list[str]) -> None:
+    """Raise for the first input check of the query that found something (``found``: the
+    diagnostic columns' values): segments first (a user without one, or with two), then invalid
+    values, then duplicates."""
+    refuse_segments(found, "of recs or truth")
+    for role in ("recs", "truth", "baseline"):
+        if found.get(f"{role}_invalid_rows"):
+            raise _explain_values(runner, plan, role, found[f"{role}_invalid_rows"])
+    if found.get("items_invalid_rows"):
+        raise _explain_items(runner, plan, found["items_invalid_rows"])
+    for role in ("recs", "truth", "baseline", "items", "item_features"):
+        if found.get(f"{role}_duplicate_rows"):
+            raise _explain_duplicates(runner, plan, role, found[f"{role}_duplicate_rows"], recs_columns)
+
+
+def fetch_checked(runner: Runner, plan: Plan, sql: str, fetch: Any = None) -> Any:
+    """Run ``sql`` (with ``fetch``, default ``runner.fetch``); an engine error that a NULL or NaN
+    input caused is reported as that."""
+    try:
+        return (fetch or runner.fetch)(sql)
+    except RecsqlError:  # a NULL or NaN the engine itself choked on: name it if it is that
+        for role, (relation, _, _) in _value_checks(plan).items():
+            error = _explain_values(runner, plan, role, None) if relation is not None else None
+            if error is not None:
+                raise error from None
+        raise
+
+
+def refuse_segments(found: dict[str, int], whose: str) -> None:
+    """Raise for the segment checks (compose.checks.SEGMENT_CHECKS) that found something: users given
+    two segments, then users ``whose`` (e.g. "of the population") without one."""
+    missing, repeated = (int(found.get(name) or 0) for name in SEGMENT_CHECKS)
+    if repeated:
+        raise RecsqlError(f"segments: {repeated} extra row(s) give a user a second segment; give each user one row")
+    if missing:
+        raise RecsqlError(f"segments: {missing} user(s) {whose} have no row in segments (or a NULL segment); every "
+                          "user evaluated needs a segment (add them, e.g. with a segment 'other', or leave their "
+                          "rows out of the inputs)")
