@@ -353,8 +353,8 @@ def to_sql(
     if not isinstance(order_type, str) or not ORDER_TYPES.fullmatch(order_type.strip()):
         raise RecsqlError(f"order_type={order_type!r} is not valid; choose DOUBLE, BIGINT or DECIMAL(38, <scale>)")
     plan = build_plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(cols["run_cols"]),
-                 text_ids=frozenset(named[c] for c in text_ids), ord_type=order_type.strip().upper(),
-                 baseline_ord_type=order_type.strip().upper())
+                      text_ids=frozenset(named[c] for c in text_ids), ord_type=order_type.strip().upper(),
+                      baseline_ord_type=order_type.strip().upper())
     if compare is not None:  # the statistics of recsql.compare over the per-user query (docs/guide/compare.md)
         if not isinstance(compare, dict):
             raise RecsqlError(f"compare must be a dict of compare's options (baseline, tests, ci, resamples, seed, "

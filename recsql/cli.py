@@ -22,6 +22,7 @@ from .cli_inputs import (add_segment_col, add_segments, column_kwargs, columns, 
 from .cli_output import FORMATS, WRITERS, Stdout, StdoutError, is_terminal, say, silence_stdout
 from .errors import RecsqlError
 from .extras import missing_extra
+from .files import write_file
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -49,7 +50,6 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from . import api
-    from .files import write_file
     _check_outputs(args)
     recs, truth = recs_and_truth(args)
     result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=is_terminal(sys.stdout),

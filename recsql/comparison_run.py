@@ -85,6 +85,7 @@ def bound_segments(segments: Any, runner: Runner, sources: dict[str, Any], user_
 
 
 def refuse_segment_rows(frame: pd.DataFrame, values: Values) -> None:
+    """Raise for the segment checks the statistics statement's rows carry (segmented comparisons only)."""
     if values.segments is None or not len(frame):
         return
     refuse_segments({name: int(frame[name].max()) for name in SEGMENT_CHECKS}, "of the population")

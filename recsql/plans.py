@@ -129,10 +129,10 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
         orders["baseline_ord_type"] = order_type(baseline.columns[resolve_column(baseline, order, "score_col")],
                                                  runner.dialect)
     return build_plan(relations, cols, runner.dialect, **orders,
-                 user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,
-                 rank_col=order if cols["rank_col"] else None, relevance_col=relevance,
-                 run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids,
-                 **item_columns, **segmented)
+                      user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,
+                      rank_col=order if cols["rank_col"] else None, relevance_col=relevance,
+                      run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids,
+                      **item_columns, **segmented)
 
 
 def _segment_columns(segments: Source, cols: dict[str, Any], runs: tuple[str, ...]) -> dict[str, Any]:

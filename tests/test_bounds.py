@@ -1,7 +1,7 @@
 """Every metric stays inside the range its SQL file declares (header ``-- range:``), under every
 option, convention, tie rule and population, on random inputs with graded and negative relevance
 and tied scores. The metrics and their options are read from the registry, not listed here: a new
-metric file must declare its range (recsql/metrics.py refuses one without) and is tested at once."""
+metric file must declare its range (recsql/specs.py refuses one without) and is tested at once."""
 from __future__ import annotations
 
 import math

@@ -1,4 +1,4 @@
-"""recsql's own in-memory DuckDB (recsql/engines/duckdb.py ``shared``) is opened once per
+"""recsql's own in-memory DuckDB (recsql/database.py ``shared``) is opened once per
 process and shared by every evaluation without ``con=``: nothing one evaluation registers or sets is
 seen by the next, concurrent evaluations give the numbers they give alone, and a forked child
 process opens its own."""

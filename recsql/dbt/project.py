@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import RecsqlError
 from ..extras import require
+from ..files import write_file
 from ..inputs import ROLES
 from .adapters import ADAPTERS
 from .model import JINJA, MARKER_SQL, MARKER_YAML, OPTIONS, ModelSpec, model_file, schema_entry
@@ -173,7 +174,6 @@ def generate(project: Path, check: bool = False) -> tuple[list[Path], list[Path]
                           "evaluation otherwise; nothing was written")
     changed = [p for p, text in wanted.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if not check:
-        from ..files import write_file
         for path in changed:  # atomically, through a symbolic link, keeping a file's mode (recsql.files.write_file)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
