@@ -20,7 +20,7 @@ from .significance import corrected, paired_t, randomization_p, wilcoxon_p
 
 @dataclass
 class Comparison:
-    """The result of :func:`compare`: ``runs`` (one row per run and metric: mean and its bootstrap
+    """The result of :func:`recsql.compare`: ``runs`` (one row per run and metric: mean and its bootstrap
     interval over users) and ``tests`` (one row per (run, baseline, metric): the paired tests)."""
 
     runs: pd.DataFrame

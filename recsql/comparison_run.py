@@ -96,7 +96,7 @@ def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: S
     """``runs``, ``tests`` and the SQL for per-user values already computed: one row per (run, user) of
     ``per_user`` with the run key columns, the user column and one column per metric (NULL where a
     user has no value), computed by the same SQL on a private in-memory DuckDB
-    (:meth:`recsql.Evaluation.compare`); ``segments`` as :func:`compare`'s (a DataFrame, an Arrow
+    (:meth:`recsql.Evaluation.compare`); ``segments`` as :func:`recsql.compare`'s (a DataFrame, an Arrow
     table or a file DuckDB reads)."""
     run_cols = list(run_cols)
     if not run_cols:

@@ -165,8 +165,9 @@ RESULT_SOURCES = {"s": "cmp_spread", "w": "cmp_wilcoxon", "i": "cmp_interval"}
 
 def statistics(values: Values, settings: Settings, baseline: list[exp.Expression] | None) -> exp.Select:
     """The statistics statement over ``values``: one row per unit (run, baseline, metric; baseline 0
-    for a run's own values) with the sums :func:`finish` turns into the result, the run's keys
-    (``_k0``, ...) and the input checks. Its CTEs are to be appended to the ones defining ``values``."""
+    for a run's own values) with the sums :func:`recsql.comparison_result.finish` turns into the
+    result, the run's keys (``_k0``, ...) and the input checks. Its CTEs are to be appended to the
+    ones defining ``values``."""
     parameters = {**draw_parameters(settings.seed, settings.resamples), **settings.quantiles(), "tolerance": TOLERANCE,
                   "grain": GRAIN}
     ctes = _inputs(values, baseline)

@@ -7,7 +7,8 @@ from results already computed. The page's figures are drawn from the results' fr
 (:mod:`recsql.report.data`), which it also carries as JSON.
 
 Modules: ``data`` (the frames), ``figures`` (matplotlib, inline SVG), ``tables`` (HTML, Markdown,
-LaTeX), ``html`` (the page), ``cli`` (``recsql report``).
+LaTeX), ``html`` (the page), ``build`` (:func:`build_report`, a layer above: it runs evaluate and
+compare), ``cli`` (``recsql report``).
 """
 from __future__ import annotations
 
