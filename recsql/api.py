@@ -10,7 +10,6 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .comparison_result import Comparison
 from .comparison_run import compare_per_user, refuse_global
@@ -22,6 +21,7 @@ from .dialects import dialect as get_dialect
 from .dialects import render
 from .errors import RecsqlError, suggest_keywords
 from .explain import fetch_checked, refuse
+from .frames import column_maxima, columns_of, records, rows_of
 from .inputs import Inputs
 from .metrics import Metric, parse_metrics
 from .output import write_outputs
@@ -171,11 +171,11 @@ def evaluate(
         raw = fetch_checked(runner, plan, sql)
         per_user, summary, found = _split(plan, parsed, raw)
         _warn_segment_runs(plan, raw)
-        if RECS_ROWS not in _columns_of(raw) or _rows_of(raw) == 0:
+        if RECS_ROWS not in columns_of(raw) or rows_of(raw) == 0:
             # no user row carried the checks (an empty population, or invalid rows that left no user):
             # read them alone
             checks = fetch_checked(runner, plan, statement_sql(plan, parsed, "checks", runner.dialect))
-            found = {name: int(value or 0) for name, value in _records(checks)[0].items()}
+            found = {name: int(value or 0) for name, value in records(checks)[0].items()}
         refuse(runner, plan, found, list(sources["recs"].columns))
         rows_in = found[RECS_ROWS]
     truth_counts = [name for name, _, kind in population_counts(plan, parsed) if kind == "truth"]
@@ -215,20 +215,6 @@ def _warn_segment_runs(plan: Plan, raw: Any) -> None:
         return
 
 
-def _columns_of(frame: Any) -> list[str]:
-    """The column names of a fetched result (pandas, Arrow, or a frame with ``to_pandas``)."""
-    return list(frame.column_names if hasattr(frame, "column_names") else frame.columns)
-
-
-def _rows_of(frame: Any) -> int:
-    return frame.num_rows if hasattr(frame, "num_rows") else len(frame)
-
-
-def _records(frame: Any) -> list[dict[str, Any]]:
-    table = frame.to_pandas() if hasattr(frame, "to_pandas") and not isinstance(frame, pd.DataFrame) else frame
-    return table.to_dict("records")
-
-
 def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
     """Per-user rows, the summary and the values of the diagnostic columns the raw rows carry (and ``_recs_rows``) from the query's raw rows (the engine's per-user
     values), finished by the same SQL :func:`to_sql` appends, run on a cursor of recsql's own in-memory DuckDB."""
@@ -240,25 +226,11 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, p
         per_user = con.execute(finalize_sql(plan, metrics, "per_user")).df()
         # the checks are all 0 when evaluate returns (it raises otherwise): the summary leaves them out
         summary = con.execute(finalize_sql(plan, metrics, "summary")).df()
-        found = _column_maxima(raw, names)
+        found = column_maxima(raw, names)
         if found is None:
             row = con.execute(f"SELECT {', '.join(f'MAX({n})' for n in names) or '0'} FROM per_user").fetchone()
             found = dict(zip(names, row))
     return per_user, summary, {n: int(found[n] or 0) for n in names} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
-
-
-def _column_maxima(raw: Any, names: list[str]) -> dict[str, Any] | None:
-    """The largest value of each named integer column of an Arrow table (None for an empty column),
-    read without a query; None when ``raw`` is not an Arrow table of integer columns."""
-    if not isinstance(raw, pa.Table):
-        return None
-    found = {}
-    for name in names:
-        column = raw.column(name)
-        if not pa.types.is_integer(column.type):
-            return None
-        found[name] = pc.max(column).as_py()
-    return found
 
 
 @suggest_keywords

@@ -195,15 +195,17 @@ def test_finalize_sql_is_finalize():
 
 def test_column_maxima_match_sql():
     import duckdb
+
+    from recsql.frames import column_maxima
     table = pa.table({"a": pa.array([0, 3, None, 2], pa.int64()), "b": pa.array([None] * 4, pa.int64()),
                       "c": pa.array([1, 1, 1, 1], pa.int32())})
-    found = api._column_maxima(table, ["a", "b", "c"])
+    found = column_maxima(table, ["a", "b", "c"])
     con = duckdb.connect()
     con.register("t", table)
     assert found == dict(zip("abc", con.execute("SELECT MAX(a), MAX(b), MAX(c) FROM t").fetchone()))
-    assert api._column_maxima(table.slice(0, 0), ["a"]) == {"a": None}
-    assert api._column_maxima(pa.table({"x": [1.5]}), ["x"]) is None
-    assert api._column_maxima(pd.DataFrame({"a": [1]}), ["a"]) is None
+    assert column_maxima(table.slice(0, 0), ["a"]) == {"a": None}
+    assert column_maxima(pa.table({"x": [1.5]}), ["x"]) is None
+    assert column_maxima(pd.DataFrame({"a": [1]}), ["a"]) is None
 
 
 @pytest.mark.parametrize("name", ["__recsql_recs_0123456789ab", "t", "A_1"])

@@ -1,0 +1,45 @@
+"""The results an engine's runner returns, read alike whatever they are: a pandas DataFrame, an
+Arrow table, or a frame with ``to_pandas()`` (Spark, DataFusion).
+
+>>> import pyarrow as pa
+>>> table = pa.table({"n": pa.array([3, None, 5], pa.int64())})
+>>> columns_of(table), rows_of(table), column_maxima(table, ["n"]), records(table)[0]
+(['n'], 3, {'n': 5}, {'n': 3.0})
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def columns_of(frame: Any) -> list[str]:
+    """The column names of a fetched result (pandas, Arrow, or a frame with ``to_pandas``)."""
+    return list(frame.column_names if hasattr(frame, "column_names") else frame.columns)
+
+
+def rows_of(frame: Any) -> int:
+    """The number of rows of a fetched result."""
+    return frame.num_rows if hasattr(frame, "num_rows") else len(frame)
+
+
+def records(frame: Any) -> list[dict[str, Any]]:
+    """The rows of a fetched result as dicts."""
+    table = frame.to_pandas() if hasattr(frame, "to_pandas") and not isinstance(frame, pd.DataFrame) else frame
+    return table.to_dict("records")
+
+
+def column_maxima(raw: Any, names: list[str]) -> dict[str, Any] | None:
+    """The largest value of each named integer column of an Arrow table (None for an empty column),
+    read without a query; None when ``raw`` is not an Arrow table of integer columns."""
+    if not isinstance(raw, pa.Table):
+        return None
+    found = {}
+    for name in names:
+        column = raw.column(name)
+        if not pa.types.is_integer(column.type):
+            return None
+        found[name] = pc.max(column).as_py()
+    return found
