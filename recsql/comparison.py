@@ -33,7 +33,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from . import api
+from . import api, run_labels
 from .comparison_global import global_metrics, list_ctes, union_ctes
 from .compose import DIAGNOSTICS, compose, internal_runs
 from .compose.checks import SEGMENT_CHECKS
@@ -346,12 +346,17 @@ def _plain(value: Any) -> Any:
 
 
 def _labels(frame: pd.DataFrame, names: list[str]) -> dict[int, Any]:
-    """Run index -> run label: the key's value for one run column, ``col=value/col=value`` for several."""
+    """Run index -> run label: the key's value for one run column, ``col=value/col=value`` for
+    several (:mod:`recsql.run_labels`); two runs that would share a label are refused."""
     own = frame[frame["baseline"] == 0].drop_duplicates("run")
     keys = [f"_k{i}" for i in range(len(names))]
     if len(names) == 1:
-        return {int(r): _plain(v) for r, v in zip(own["run"], own[keys[0]])}
-    return {int(row["run"]): "/".join(f"{n}={_plain(row[k])}" for n, k in zip(names, keys)) for _, row in own.iterrows()}
+        labels = {int(r): _plain(v) for r, v in zip(own["run"], own[keys[0]])}
+    else:
+        labels = {int(row["run"]): run_labels.label([row[k] for k in keys], names) for _, row in own.iterrows()}
+    run_labels.refuse_shared(((tuple(_plain(v) for v in row), labels[int(r)])
+                              for r, row in zip(own["run"], own[keys].itertuples(index=False))), "compare")
+    return labels
 
 
 def finish(frame: pd.DataFrame, names: list[str], values: Values, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -441,11 +446,11 @@ def _baseline_keys(baseline: Any, names: list[str], kinds: list[str]) -> list[ex
     elif isinstance(baseline, (tuple, list)):
         parts = list(baseline)
     elif len(names) > 1 and isinstance(baseline, str):
-        found = re.fullmatch("/".join(f"{re.escape(n)}=(.*)" for n in names), baseline)
-        if not found:
-            raise RecsqlError(f"baseline={baseline!r}: with several run columns write the run as {example!r}, a tuple "
-                              f"of values in the order {names}, or a dict")
-        parts = list(found.groups())
+        parts = run_labels.parse(baseline, names)
+        if parts is None:
+            raise RecsqlError(f"baseline={baseline!r}: with several run columns write the run as {example!r} (a "
+                              "backslash before each '/', '=' or backslash inside a value), a tuple of values in the "
+                              f"order {names}, or a dict")
     else:
         parts = [baseline]
     if len(parts) != len(names):
