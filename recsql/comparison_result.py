@@ -10,6 +10,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from . import run_labels
 from .comparison_settings import ALL_TESTS, TEST_COLUMNS, UNCORRECTED, Settings
 from .comparison_sql import Values, plain
 from .errors import RecsqlError
@@ -56,12 +57,17 @@ class Comparison:
 
 
 def _labels(frame: pd.DataFrame, names: list[str]) -> dict[int, Any]:
-    """Run index -> run label: the key's value for one run column, ``col=value/col=value`` for several."""
+    """Run index -> run label: the key's value for one run column, ``col=value/col=value`` for
+    several (:mod:`recsql.run_labels`); two runs that would share a label are refused."""
     own = frame[frame["baseline"] == 0].drop_duplicates("run")
     keys = [f"_k{i}" for i in range(len(names))]
     if len(names) == 1:
-        return {int(r): plain(v) for r, v in zip(own["run"], own[keys[0]])}
-    return {int(row["run"]): "/".join(f"{n}={plain(row[k])}" for n, k in zip(names, keys)) for _, row in own.iterrows()}
+        labels = {int(r): plain(v) for r, v in zip(own["run"], own[keys[0]])}
+    else:
+        labels = {int(row["run"]): run_labels.label([row[k] for k in keys], names) for _, row in own.iterrows()}
+    run_labels.refuse_shared(((tuple(plain(v) for v in row), labels[int(r)])
+                              for r, row in zip(own["run"], own[keys].itertuples(index=False))), "compare")
+    return labels
 
 
 def finish(frame: pd.DataFrame, names: list[str], values: Values, settings: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -13,6 +13,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from . import run_labels
 from .comparison_global import global_metrics, list_ctes, union_ctes
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs
@@ -240,11 +241,11 @@ def baseline_keys(baseline: Any, names: list[str], kinds: list[str]) -> list[exp
     elif isinstance(baseline, (tuple, list)):
         parts = list(baseline)
     elif len(names) > 1 and isinstance(baseline, str):
-        found = re.fullmatch("/".join(f"{re.escape(n)}=(.*)" for n in names), baseline)
-        if not found:
-            raise RecsqlError(f"baseline={baseline!r}: with several run columns write the run as {example!r}, a tuple "
-                              f"of values in the order {names}, or a dict")
-        parts = list(found.groups())
+        parts = run_labels.parse(baseline, names)
+        if parts is None:
+            raise RecsqlError(f"baseline={baseline!r}: with several run columns write the run as {example!r} (a "
+                              "backslash before each '/', '=' or backslash inside a value), a tuple of values in the "
+                              f"order {names}, or a dict")
     else:
         parts = [baseline]
     if len(parts) != len(names):

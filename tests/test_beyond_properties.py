@@ -12,13 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recsql
-from reference_beyond import personalization_pairwise, reference_beyond, summary
+from reference_beyond import METRICS, personalization_pairwise, reference_beyond, summary
 from strategies import ITEMS, USERS, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
-BEYOND = ["novelty", "surprisal", "unexpectedness", "serendipity", "diversity", "arp", "coverage", "gini",
-          "personalization", "auc", "accuracy", "err", "pfound", "spearman", "kendall"]
+BEYOND = sorted(METRICS)  # every metric tests/reference_beyond.py implements (test_registry_complete.py)
 OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}],
            "err": [{}, {"max_grade": 3}], "pfound": [{}, {"max_grade": 4, "p_break": 0.5}]}
 CATEGORIES = ["a", "b", "c"]

@@ -327,6 +327,23 @@ def test_several_run_columns_label_runs_col_equals_value():
     pd.testing.assert_frame_equal(same.tests, result.tests)
 
 
+def test_two_runs_whose_values_hold_the_separators_keep_two_labels():
+    """('A/day=1', '2') and ('A', '1/day=2') joined plainly are both model=A/day=1/day=2: the
+    separators inside values are escaped, so each run keeps its own label and baseline= names one."""
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2], "relevance": [1, 1]})
+    recs = pd.DataFrame({"model": ["A/day=1"] * 2 + ["A"] * 2, "day": ["2", "2", "1/day=2", "1/day=2"],
+                         "user_id": [1, 2, 1, 2], "item_id": [1, 2, 1, 3], "score": [1.0] * 4})
+    result = recsql.compare(recs, truth, ["hr@1"], run_cols=["model", "day"], resamples=20)
+    means = dict(zip(result.runs["run"], result.runs["mean"]))
+    assert means == {"model=A\\/day\\=1/day=2": 1.0, "model=A/day=1\\/day\\=2": 0.5}
+    for label, other in [("model=A\\/day\\=1/day=2", "model=A/day=1\\/day\\=2"),
+                         ("model=A/day=1\\/day\\=2", "model=A\\/day\\=1/day=2")]:
+        tests = recsql.compare(recs, truth, ["hr@1"], run_cols=["model", "day"], resamples=20, baseline=label).tests
+        assert list(zip(tests["run"], tests["baseline"])) == [(other, label)]
+    with pytest.raises(recsql.RecsqlError, match="backslash before each"):
+        recsql.compare(recs, truth, ["hr@1"], run_cols=["model", "day"], resamples=20, baseline="model=A/day=1/day=2")
+
+
 # ---------------------------------------------------------------- refusals
 
 

@@ -60,7 +60,7 @@ def both(engine, frames: dict[str, pd.DataFrame | None], metric_list, **kw):
 def _groups():
     """Fixture cases batched into few evaluations: cases with the same options and id types become
     runs (column `case`) of one evaluation, with truth carrying the run key."""
-    cases = [c for c in load("worked/seeds.json") if c["issue"] == 2]
+    cases = [c for c in load("worked/seeds.json") if c["issue"] == 2] + load("worked/recsql.json")
     cases += [c for name in ("ranx", "pytrec_eval", "ir_measures") for c in load(f"oracles/{name}.json")]
     groups: dict[str, list[dict]] = {}
     for case in cases:

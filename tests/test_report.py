@@ -396,3 +396,14 @@ def test_hostile_names_are_escaped_for_every_context_of_the_page(tmp_path):
     markdown, latex = built.to_markdown(), built.to_latex()
     assert "<!--" not in markdown and "&lt;!--&lt;script&gt;" in markdown
     assert "\\$5 vs \\$6" in latex and "<!--" in latex  # LaTeX: $ escaped (< is text there)
+
+
+def test_two_runs_whose_values_hold_the_separators_are_two_runs_on_the_page(tmp_path):
+    """('A/day=1', '2') and ('A', '1/day=2') keep their own labels and numbers in the report."""
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2], "relevance": [1, 1]})
+    recs = pd.DataFrame({"model": ["A/day=1"] * 2 + ["A"] * 2, "day": ["2", "2", "1/day=2", "1/day=2"],
+                         "user_id": [1, 2, 1, 2], "item_id": [1, 2, 1, 3], "score": [1.0] * 4})
+    evaluation = recsql.evaluate(recs, truth, ["hr@1"], run_cols=["model", "day"])
+    page = Path(evaluation.report(str(tmp_path / "r.html"), resamples=20)).read_text(encoding="utf-8")
+    assert {row["run"]: row["hr@1"] for row in plotted(page)["summary"]} == {
+        "model=A\\/day\\=1/day=2": 1.0, "model=A/day=1\\/day\\=2": 0.5}

@@ -1,4 +1,5 @@
-"""Worked examples (fixtures/worked/seeds.json): small hand-worked examples, inputs written out."""
+"""Worked examples (fixtures/worked/seeds.json and recsql.json): small hand-worked examples, inputs
+written out, the arithmetic in each case's ``note``."""
 from __future__ import annotations
 
 import math
@@ -7,11 +8,11 @@ import pytest
 
 from cases import load, metric_of, per_user, run
 
-CASES = [c for c in load("worked/seeds.json") if c["issue"] == 2]
+CASES = [c for c in load("worked/seeds.json") if c["issue"] == 2] + load("worked/recsql.json")
 
 
 def test_every_accuracy_example_is_here():
-    assert len(CASES) >= 35
+    assert len(CASES) >= 46
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

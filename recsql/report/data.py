@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..comparison_settings import TEST_COLUMNS, UNCORRECTED
 from ..errors import RecsqlError
+from .. import run_labels
 from ..metrics import Metric
 
 if TYPE_CHECKING:  # a type only: the comparison's result draws its report from this package
@@ -46,16 +47,18 @@ def run_label(values: Sequence[Any], run_cols: Sequence[str]) -> str:
     """
     if not run_cols:
         return ONE_RUN
-    plain = [v.item() if hasattr(v, "item") else v for v in values]
     if len(run_cols) == 1:
-        return str(plain[0])
-    return "/".join(f"{c}={v}" for c, v in zip(run_cols, plain))
+        return str(run_labels.plain(values[0]))
+    return run_labels.label(values, run_cols)
 
 
 def labelled(frame: pd.DataFrame, run_cols: Sequence[str]) -> pd.Series:
-    """The run label of each row of an evaluation frame (summary or per-user)."""
-    return pd.Series([run_label([row[c] for c in run_cols], run_cols) for _, row in frame.iterrows()],
-                     index=frame.index, dtype=object)
+    """The run label of each row of an evaluation frame (summary or per-user); two runs that would
+    share a label are refused."""
+    keys = [tuple(run_labels.plain(row[c]) for c in run_cols) for _, row in frame.iterrows()]
+    labels = [run_label(key, run_cols) for key in keys]
+    run_labels.refuse_shared(zip(keys, labels), "report")
+    return pd.Series(labels, index=frame.index, dtype=object)
 
 
 def family_of(metric: Metric) -> tuple:
