@@ -159,12 +159,27 @@ class DuckDBRunner(Runner):
             raise RecsqlError(f"con: the DuckDB connection cannot be used ({str(err).splitlines()[0]}); pass an "
                               "open connection (duckdb.connect(...)), a .duckdb path, or None") from None
         self._lock = _lock_for(base) if self._user else nullcontext()
+        if self._user:
+            self._check_free()
         if progress:
             with self._lock:
                 if self._user:
-                    was = self.cursor.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0]
+                    was = self.cursor.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]
                     self._restore.append(f"SET enable_progress_bar = {'true' if was else 'false'}")
                 self.cursor.execute("SET enable_progress_bar = true")
+
+    def _check_free(self) -> None:
+        """A statement on the user's connection, fetched to its end: DuckDB (>= 2) refuses registrations
+        while the connection holds a result not fetched to its end (the count of an ``execute("UPDATE
+        ...")``), which any statement ends, as the user's own next statement would."""
+        try:
+            with self._lock:
+                self.cursor.execute("SELECT 1").fetchall()
+        except duckdb.Error as err:
+            raise RecsqlError(f"con: the DuckDB connection cannot run recsql's statements now "
+                              f"({str(err).splitlines()[0]}); if another thread is using it, evaluate on "
+                              "con.cursor() (which sees the database but not the connection's temporary tables, "
+                              "registered frames or open transaction)") from None
 
     def close(self) -> None:
         if self._user:  # the user's connection stays open, its settings as they were
@@ -183,8 +198,8 @@ class DuckDBRunner(Runner):
         if not self._user:
             return False
         with self._lock:
-            first = self.cursor.execute("SELECT txid_current()").fetchone()
-            return first == self.cursor.execute("SELECT txid_current()").fetchone()
+            first = self.cursor.execute("SELECT txid_current()").fetchall()
+            return first == self.cursor.execute("SELECT txid_current()").fetchall()
 
     def _aborted(self) -> str:
         """After an engine error: what it did to the user's open transaction (DuckDB has no savepoints, so
@@ -209,8 +224,8 @@ class DuckDBRunner(Runner):
                 "SELECT kind FROM (SELECT 'table' AS kind, database_name AS d, schema_name AS s, table_name AS n "
                 "FROM duckdb_tables() UNION ALL SELECT 'view', database_name, schema_name, view_name FROM "
                 "duckdb_views()) WHERE lower(n) = lower($3) AND ($2 IS NULL OR lower(s) = lower($2)) "
-                "AND ($1 IS NULL OR lower(d) = lower($1)) ORDER BY kind LIMIT 1", names).fetchone()
-        return row[0] if row else None
+                "AND ($1 IS NULL OR lower(d) = lower($1)) ORDER BY kind LIMIT 1", names).fetchall()
+        return row[0][0] if row else None
 
     def bind_frame(self, role: str, frame: Any) -> Source:
         """Register a pandas/polars DataFrame, an Arrow table or dataset on the runner's cursor for this run."""
