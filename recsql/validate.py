@@ -46,23 +46,34 @@ _DECIMAL = re.compile(r"^(?:DECIMAL|NUMERIC|DECIMAL(?:32|64|128|256))(?:\(\s*(\d
 DOUBLE_DIGITS = 15  # decimal digits every DOUBLE holds exactly
 
 
+# Engines whose own DECIMAL holds every value of their decimal columns (PostgreSQL's numeric up to 1000
+# digits or unconstrained, MySQL/MariaDB's DECIMAL up to 65): such a score is ranked in its own type.
+_NATIVE_DECIMALS = ("postgres", "mysql")
+
+
 def order_type(engine_type: str, dialect: str) -> str:
     """The type the order column (score or rank) is ranked in: DOUBLE unless the column holds values
     a DOUBLE cannot tell apart (integers above 2^53, decimals with more than 15 digits), which are
-    ranked exactly: BIGINT, or DECIMAL(38, scale).
+    ranked exactly: BIGINT, DECIMAL(38, scale), or on PostgreSQL and MySQL/MariaDB the column's own
+    DECIMAL(precision, scale) (a bare DECIMAL: PostgreSQL's unconstrained numeric, any digits).
 
     >>> order_type("DOUBLE", "duckdb"), order_type("BIGINT", "duckdb"), order_type("DECIMAL(20,4)", "duckdb")
     ('DOUBLE', 'BIGINT', 'DECIMAL(38, 4)')
+    >>> order_type("numeric(40,6)", "postgres"), order_type("numeric", "postgres"), order_type("DECIMAL(65,30)", "mysql")
+    ('DECIMAL(40, 6)', 'DECIMAL', 'DECIMAL(65, 30)')
     """
     name = _bare(engine_type)
     tagged = f"{name}[sqlite]" if dialect == "sqlite" else name
     if _WIDE_SIGNED.match(name) or _WIDE_SIGNED.match(tagged):
         return "BIGINT"
+    decimal = _DECIMAL.match(name)
+    if decimal and dialect in _NATIVE_DECIMALS:
+        if decimal.group(1) is None:
+            return "DECIMAL" if dialect == "postgres" else "DECIMAL(65, 30)"  # MySQL: holds every DECIMAL
+        precision, scale = int(decimal.group(1)), int(decimal.group(2) or 0)
+        return f"DECIMAL({precision}, {scale})" if precision > DOUBLE_DIGITS else "DOUBLE"
     if _WIDE_UNSIGNED.match(name):
         return "DECIMAL(38, 0)"
-    decimal = _DECIMAL.match(name)
-    if decimal and decimal.group(1) is None and dialect == "postgres":
-        return "DECIMAL"  # PostgreSQL's numeric without a precision: any number of digits, kept as they are
     if decimal and (decimal.group(1) is None or int(decimal.group(1)) > DOUBLE_DIGITS):
         return f"DECIMAL(38, {min(int(decimal.group(2) or 0) if decimal.group(1) else 10, 37)})"
     return "DOUBLE"
