@@ -25,13 +25,24 @@ def _bare(engine_type: str) -> str:
     return inner.group(1) if inner else name
 
 
+_TEMPORAL = re.compile(r"^(DATE(32|64)?(\[.*\])?|DATETIME(64)?(\(.*\))?|TIME(STAMP)?(TZ|_NTZ|_LTZ|_S|_MS|_NS)?"
+                       r"(\s*\(.*\)|\[.*\])?( WITH(OUT)? TIME ZONE)?)$", re.I)
+
+
 def family(engine_type: str) -> str:
-    """'number', 'string', 'unknown' (an untyped empty SQLite column) or 'other' for a type name."""
+    """'number', 'string', 'time' (dates, times, timestamps), 'mixed' (SQLite values of several
+    types), 'unknown' (an untyped empty SQLite column) or 'other' for a type name.
+
+    >>> family("BIGINT"), family("timestamp with time zone"), family("Nullable(String)"), family("BOOLEAN")
+    ('number', 'time', 'string', 'other')
+    """
     name = _bare(engine_type)
     if _NUMERIC.match(name):
         return "number"
     if _STRINGY.match(name) or _ENUM.match(name):
         return "string"
+    if _TEMPORAL.match(name):
+        return "time"
     if name.upper().startswith("MIXED("):
         return "mixed"
     return "unknown" if name.upper() == "UNKNOWN" else "other"
@@ -96,7 +107,14 @@ def id_cast(engine_type: str) -> str | None:
 
 
 def resolve_column(source: Source, column: str, option: str) -> str:
-    """The source's own spelling of ``column``; a clear error when it is missing."""
+    """The source's own spelling of ``column``; a clear error when it is missing, or when the input
+    has two columns of that name (``Source.doubled``), of which an engine would read one silently."""
+    twins = source.doubled.get(column.lower())
+    if twins:
+        raise RecsqlError(
+            f"{source.role} ({source.described}) has {len(twins)} columns named {column!r} "
+            f"({', '.join(map(repr, twins))}{'' if len(set(twins)) == 1 else ': engines read names regardless of case'})"
+            ": recsql would read one of them silently. Rename all but one (a DataFrame's columns, or the file's header)")
     if column in source.columns:
         return column
     folded = {c.lower(): c for c in source.columns}
@@ -157,15 +175,22 @@ def require_number(source: Source, column: str, what: str) -> None:
             f"cast it (e.g. CAST({column} AS DOUBLE)) or name another column")
 
 
+# The kinds of id that never match one another on every engine alike: some engines refuse to compare
+# them, others cast one side (DuckDB reads '2024-01-01' as a date), so ids of two kinds are refused.
+_ID_KINDS = {"number": "numbers", "string": "strings", "time": "dates or times"}
+
+
 def require_same_ids(recs: Source, truth: Source, pairs: list[tuple[str, str, str]]) -> None:
-    """User and item ids must be of one family (number or string) in recs and truth."""
+    """User and item ids must be of one kind (numbers, strings, or dates and times) in recs and in
+    ``truth`` (any input keyed like recs; its role names it)."""
     for label, rcol, tcol in pairs:
         rf, tf = family(recs.columns[rcol]), family(truth.columns[tcol])
-        if {rf, tf} == {"number", "string"}:
+        if rf != tf and rf in _ID_KINDS and tf in _ID_KINDS:
             raise RecsqlError(
-                f"{label} ids differ in type: recs column {rcol!r} is {recs.columns[rcol]} but truth column "
-                f"{tcol!r} is {truth.columns[tcol]}; they would never match. Cast one side so both are "
-                "numbers or both are strings")
+                f"{label} ids differ in type: recs column {rcol!r} is {recs.columns[rcol]} ({_ID_KINDS[rf]}) but "
+                f"{truth.role} column {tcol!r} is {truth.columns[tcol]} ({_ID_KINDS[tf]}); engines match ids of two "
+                f"kinds differently or never. Cast one side so both are {_ID_KINDS[rf]} or both are {_ID_KINDS[tf]} "
+                f"(e.g. CAST({tcol} AS {recs.columns[rcol]}))")
 
 
 def duplicate_report(rows: list[tuple], total: int, role: str, keys: list[str], fix: str) -> RecsqlError:
