@@ -26,7 +26,6 @@ _READERS = {
     ".csv": "read_csv", ".tsv": "read_csv", ".txt": "read_csv",
     ".json": "read_json", ".jsonl": "read_json", ".ndjson": "read_json",
 }
-_GLOB_CHARS = set("*?[")
 
 
 @dataclass
@@ -76,8 +75,13 @@ def _reader(path: str) -> str | None:
 
 
 def looks_like_path(value: str) -> bool:
-    """A string is a file input if it names a known file type, has a glob or a path separator."""
-    return _reader(value) is not None or bool(_GLOB_CHARS & set(value)) or os.sep in value or "/" in value
+    """A string is a file input if it names a known file type (a glob too: ``runs/*.parquet``) or has a
+    path separator; a name with glob characters only (``r?x``, ``r[1]``) is a table name.
+
+    >>> looks_like_path("runs/*.parquet"), looks_like_path("r*.csv"), looks_like_path("r?x"), looks_like_path("r[1]")
+    (True, True, False, False)
+    """
+    return _reader(value) is not None or os.sep in value or "/" in value
 
 
 def file_relation(path: str) -> exp.Expression:
