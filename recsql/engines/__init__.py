@@ -53,9 +53,9 @@ def runner_for(con: Any, *, progress: bool = False) -> Runner:
     try:  # a closed connection or stopped session fails on its first statement: say so, not "table missing"
         runner = runner_cls(con)
         runner.fetch_rows("SELECT 1")
-    except RecsqlError:
-        raise
     except Exception as err:  # noqa: BLE001 - every driver's own "closed" error
+        if isinstance(err, RecsqlError) and str(err).startswith("con:"):  # the runner named the connection's state
+            raise
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise RecsqlError(f"con: the {top}.{type(con).__name__} cannot be used ({message}); pass an open "
                           "connection") from None
