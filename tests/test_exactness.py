@@ -212,6 +212,8 @@ _ID_FORMS = {
     "categorical": (lambda ids: pd.Series(pd.Categorical([f"i{i}" for i in ids],
                                                          categories=sorted({f"i{i}" for i in ids}, reverse=True))),
                     "text"),
+    "time": (lambda ids: pd.Series(pd.to_datetime(ids, unit="D")), "time"),  # TIMESTAMP: never equals text or numbers
+    "date": (lambda ids: pd.Series([d.date() for d in pd.to_datetime(ids, unit="D")], dtype="object"), "time"),
 }
 
 
@@ -227,9 +229,9 @@ def _lists(draw):
 @settings(max_examples=40, deadline=None)
 @given(_lists(), st.sampled_from(sorted(_ID_FORMS)), st.sampled_from(sorted(_ID_FORMS)))
 def test_ids_of_any_type_compare_by_value(data, recs_form, truth_form):
-    """Item ids stored as int, float, nullable int, text or a Categorical with reversed category
-    order give the numbers of their plain form (ties broken by value), or a clear refusal when the
-    two inputs' ids are of different kinds."""
+    """Item ids stored as int, float, nullable int, text, a Categorical with reversed category order,
+    a timestamp or a date give the numbers of their plain form (ties broken by value), or a clear
+    refusal when the two inputs' ids are of different kinds (numbers, text, dates and times)."""
     rows, judged = data
     store_r, plain_r = _ID_FORMS[recs_form]
     store_t, plain_t = _ID_FORMS[truth_form]

@@ -101,7 +101,7 @@ def test_postgres_search_path_and_a_failed_statement_in_the_transaction():
         engine.load(MISS, name="recs")
         engine.load(TRUTH, name="truth")
         engine.execute("CREATE SCHEMA other")
-        engine.execute(f"CREATE TABLE other.recs (user_id BIGINT, item_id BIGINT, score DOUBLE PRECISION)")
+        engine.execute("CREATE TABLE other.recs (user_id BIGINT, item_id BIGINT, score DOUBLE PRECISION)")
         engine.execute(f"INSERT INTO other.recs VALUES {engine.rows(RECS)}")
         con = engine.con
         con.execute("SET search_path TO other, public")  # in the transaction psycopg opened
