@@ -65,13 +65,14 @@ _NATIVE_DECIMALS = ("postgres", "mysql")
 def order_type(engine_type: str, dialect: str) -> str:
     """The type the order column (score or rank) is ranked in: DOUBLE unless the column holds values
     a DOUBLE cannot tell apart (integers above 2^53, decimals with more than 15 digits), which are
-    ranked exactly: BIGINT, DECIMAL(38, scale), or on PostgreSQL and MySQL/MariaDB the column's own
-    DECIMAL(precision, scale) (a bare DECIMAL: PostgreSQL's unconstrained numeric, any digits).
+    ranked exactly: BIGINT, DECIMAL(38, scale), or on PostgreSQL the column's own
+    DECIMAL(precision, scale) (a bare DECIMAL: the unconstrained numeric, any digits) and on
+    MySQL/MariaDB DECIMAL(65, scale), which holds every DECIMAL of that scale.
 
     >>> order_type("DOUBLE", "duckdb"), order_type("BIGINT", "duckdb"), order_type("DECIMAL(20,4)", "duckdb")
     ('DOUBLE', 'BIGINT', 'DECIMAL(38, 4)')
-    >>> order_type("numeric(40,6)", "postgres"), order_type("numeric", "postgres"), order_type("DECIMAL(65,30)", "mysql")
-    ('DECIMAL(40, 6)', 'DECIMAL', 'DECIMAL(65, 30)')
+    >>> order_type("numeric(40,6)", "postgres"), order_type("numeric", "postgres"), order_type("DECIMAL(22,4)", "mysql")
+    ('DECIMAL(40, 6)', 'DECIMAL', 'DECIMAL(65, 4)')
     """
     name = _bare(engine_type)
     tagged = f"{name}[sqlite]" if dialect == "sqlite" else name
@@ -82,7 +83,9 @@ def order_type(engine_type: str, dialect: str) -> str:
         if decimal.group(1) is None:
             return "DECIMAL" if dialect == "postgres" else "DECIMAL(65, 30)"  # MySQL: holds every DECIMAL
         precision, scale = int(decimal.group(1)), int(decimal.group(2) or 0)
-        return f"DECIMAL({precision}, {scale})" if precision > DOUBLE_DIGITS else "DOUBLE"
+        if precision <= DOUBLE_DIGITS:
+            return "DOUBLE"
+        return f"DECIMAL({precision}, {scale})" if dialect == "postgres" else f"DECIMAL(65, {scale})"
     if _WIDE_UNSIGNED.match(name):
         return "DECIMAL(38, 0)"
     if decimal and (decimal.group(1) is None or int(decimal.group(1)) > DOUBLE_DIGITS):

@@ -23,13 +23,13 @@ class MySQLRunner(DBAPIRunner):
     dialect = "mysql"
 
     def type_name(self, description: Any) -> str:
-        """The type's name; a DECIMAL with its precision and scale (the driver gives the display length:
-        digits, a point when there is a scale, and a sign, counted here as one more digit, never one
-        fewer), so that it is ranked exactly (validate.order_type)."""
+        """The type's name; a DECIMAL with its precision and scale, so that it is ranked exactly
+        (validate.order_type). PyMySQL gives the display length (the digits, a point, a sign) as the
+        precision: never fewer than the digits, which is all the order key needs."""
         name = _TYPE_NAMES.get(description[1], f"TYPE{description[1]}")
         length, scale = description[4], description[5]
         if name == "DECIMAL" and length:
-            return f"DECIMAL({min(length - (1 if scale else 0), 65)},{scale or 0})"
+            return f"DECIMAL({min(length, 65)},{scale or 0})"
         return name
 
     def guard(self, cursor: Any) -> Callable[[Any], None]:
