@@ -48,15 +48,15 @@ def fetch_statistics(runner: Runner, plan: Any, sql: str) -> pd.DataFrame:
 
     def fetch(statement: str) -> pd.DataFrame:
         try:
-            with runner.con.cursor() as cursor:
+            with runner.statements() as cursor:  # the user's transaction, if open, left as it was
                 for setting in statements:
                     cursor.execute(setting)
                 cursor.execute(statement)
                 return frame_from_cursor(cursor)
+        except RecsqlError:
+            raise
         except Exception as err:  # noqa: BLE001 - any driver error, as the runner reports it
             raise runner.failed(err) from None
-        finally:
-            runner.finish()
 
     return fetch_checked(runner, plan, sql, fetch)
 

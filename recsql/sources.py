@@ -26,7 +26,6 @@ _READERS = {
     ".csv": "read_csv", ".tsv": "read_csv", ".txt": "read_csv",
     ".json": "read_json", ".jsonl": "read_json", ".ndjson": "read_json",
 }
-_GLOB_CHARS = set("*?[")
 
 
 @dataclass
@@ -39,6 +38,22 @@ class Source:
     cleanup: Callable[[], None] = lambda: None
     described: str = ""
     table: str | None = None  # the user's table name, when the input is a table
+    # a column name (lowercase) -> the input's columns of that name, where it has two or more ('score'
+    # twice in a DataFrame, 'score' and 'Score' in a CSV header): engines read one of them silently
+    # (DuckDB renames the other 'score_1'), so validate.resolve_column refuses the name
+    doubled: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def doubled_names(names: list[str]) -> dict[str, tuple[str, ...]]:
+    """Names that occur twice or more, ignoring case (as DuckDB, SQLite, MySQL and Spark read them).
+
+    >>> doubled_names(["user_id", "score", "Score", "item_id"])
+    {'score': ('score', 'Score')}
+    """
+    seen: dict[str, list[str]] = {}
+    for name in names:
+        seen.setdefault(str(name).lower(), []).append(str(name))
+    return {key: tuple(group) for key, group in seen.items() if len(group) > 1}
 
 
 def table_relation(name: str) -> exp.Table:
@@ -60,8 +75,13 @@ def _reader(path: str) -> str | None:
 
 
 def looks_like_path(value: str) -> bool:
-    """A string is a file input if it names a known file type, has a glob or a path separator."""
-    return _reader(value) is not None or bool(_GLOB_CHARS & set(value)) or os.sep in value or "/" in value
+    """A string is a file input if it names a known file type (a glob too: ``runs/*.parquet``) or has a
+    path separator; a name with glob characters only (``r?x``, ``r[1]``) is a table name.
+
+    >>> looks_like_path("runs/*.parquet"), looks_like_path("r*.csv"), looks_like_path("r?x"), looks_like_path("r[1]")
+    (True, True, False, False)
+    """
+    return _reader(value) is not None or os.sep in value or "/" in value
 
 
 def file_relation(path: str) -> exp.Expression:
@@ -94,15 +114,20 @@ def bind(role: str, obj: Any, runner: Any | None) -> Source:
             relation = file_relation(obj)
             if runner is not None and not (glob.glob(obj) or obj.startswith(("s3://", "gs://", "http://", "https://"))):
                 raise RecsqlError(f"{role}: file {obj!r} does not exist; check the path (globs like 'data/*.parquet' are allowed)")
+            doubled = {}
             if runner is not None and relation.name == "read_csv":
                 _check_rows(role, obj, relation, runner)
-            return Source(role, relation, described=f"file {obj!r}")
+                doubled = doubled_names(_csv_header(obj, runner))
+            return Source(role, relation, described=f"file {obj!r}", doubled=doubled)
         return Source(role, table_relation(obj), described=f"table {obj!r}", table=obj)
     if runner is None:
         raise RecsqlError(f"{role}: to render SQL, pass a table name or a file path, not a {type(obj).__name__}")
     if type(obj).__module__.split(".")[0] in {"pandas", "polars", "pyarrow", "pyspark"}:
         _check_frame_types(role, obj)
-        return runner.bind_frame(role, _rescannable(obj))
+        frame = _rescannable(obj)
+        source = runner.bind_frame(role, frame)
+        source.doubled = doubled_names(_frame_names(frame))
+        return source
     raise RecsqlError(
         f"{role}: cannot read a {type(obj).__name__}; pass a table or view name, a Parquet/CSV/JSON path "
         "or glob, a pandas or polars DataFrame, or an Arrow table")
@@ -129,6 +154,26 @@ def _check_frame_types(role: str, frame: Any) -> None:
         if kind in _UNREADABLE:
             raise RecsqlError(f"{role} column {name!r} holds {kind} values, which recsql's engines cannot read; "
                               f"cast it to {_UNREADABLE[kind]}")
+
+
+def _frame_names(frame: Any) -> list[str]:
+    """A DataFrame's or Arrow table's column names, duplicates kept."""
+    schema = getattr(frame, "schema", None)
+    if type(frame).__module__.startswith("pyarrow") and schema is not None:
+        return list(schema.names)
+    return [str(name) for name in getattr(frame, "columns", ())]
+
+
+def _csv_header(path: str, runner: Any) -> list[str]:
+    """The column names of a CSV file's header as written (DuckDB renames a repeated one)."""
+    relation = exp.Anonymous(this="read_csv", expressions=[
+        exp.Literal.string(path), exp.EQ(this=exp.var("header"), expression=exp.false()),
+        exp.EQ(this=exp.var("all_varchar"), expression=exp.true())])
+    try:
+        rows = runner.fetch_rows(exp.select("*").from_(relation).limit(1).sql("duckdb"))
+    except RecsqlError:
+        return []
+    return [str(value) for value in rows[0]] if rows else []
 
 
 def _rescannable(obj: Any) -> Any:

@@ -25,13 +25,24 @@ def _bare(engine_type: str) -> str:
     return inner.group(1) if inner else name
 
 
+_TEMPORAL = re.compile(r"^(DATE(32|64)?(\[.*\])?|DATETIME(64)?(\(.*\))?|TIME(STAMP)?(TZ|_NTZ|_LTZ|_S|_MS|_NS)?"
+                       r"(\s*\(.*\)|\[.*\])?( WITH(OUT)? TIME ZONE)?)$", re.I)
+
+
 def family(engine_type: str) -> str:
-    """'number', 'string', 'unknown' (an untyped empty SQLite column) or 'other' for a type name."""
+    """'number', 'string', 'time' (dates, times, timestamps), 'mixed' (SQLite values of several
+    types), 'unknown' (an untyped empty SQLite column) or 'other' for a type name.
+
+    >>> family("BIGINT"), family("timestamp with time zone"), family("Nullable(String)"), family("BOOLEAN")
+    ('number', 'time', 'string', 'other')
+    """
     name = _bare(engine_type)
     if _NUMERIC.match(name):
         return "number"
     if _STRINGY.match(name) or _ENUM.match(name):
         return "string"
+    if _TEMPORAL.match(name):
+        return "time"
     if name.upper().startswith("MIXED("):
         return "mixed"
     return "unknown" if name.upper() == "UNKNOWN" else "other"
@@ -46,23 +57,37 @@ _DECIMAL = re.compile(r"^(?:DECIMAL|NUMERIC|DECIMAL(?:32|64|128|256))(?:\(\s*(\d
 DOUBLE_DIGITS = 15  # decimal digits every DOUBLE holds exactly
 
 
+# Engines whose own DECIMAL holds every value of their decimal columns (PostgreSQL's numeric up to 1000
+# digits or unconstrained, MySQL/MariaDB's DECIMAL up to 65): such a score is ranked in its own type.
+_NATIVE_DECIMALS = ("postgres", "mysql")
+
+
 def order_type(engine_type: str, dialect: str) -> str:
     """The type the order column (score or rank) is ranked in: DOUBLE unless the column holds values
     a DOUBLE cannot tell apart (integers above 2^53, decimals with more than 15 digits), which are
-    ranked exactly: BIGINT, or DECIMAL(38, scale).
+    ranked exactly: BIGINT, DECIMAL(38, scale), or on PostgreSQL the column's own
+    DECIMAL(precision, scale) (a bare DECIMAL: the unconstrained numeric, any digits) and on
+    MySQL/MariaDB DECIMAL(65, scale), which holds every DECIMAL of that scale.
 
     >>> order_type("DOUBLE", "duckdb"), order_type("BIGINT", "duckdb"), order_type("DECIMAL(20,4)", "duckdb")
     ('DOUBLE', 'BIGINT', 'DECIMAL(38, 4)')
+    >>> order_type("numeric(40,6)", "postgres"), order_type("numeric", "postgres"), order_type("DECIMAL(22,4)", "mysql")
+    ('DECIMAL(40, 6)', 'DECIMAL', 'DECIMAL(65, 4)')
     """
     name = _bare(engine_type)
     tagged = f"{name}[sqlite]" if dialect == "sqlite" else name
     if _WIDE_SIGNED.match(name) or _WIDE_SIGNED.match(tagged):
         return "BIGINT"
+    decimal = _DECIMAL.match(name)
+    if decimal and dialect in _NATIVE_DECIMALS:
+        if decimal.group(1) is None:
+            return "DECIMAL" if dialect == "postgres" else "DECIMAL(65, 30)"  # MySQL: holds every DECIMAL
+        precision, scale = int(decimal.group(1)), int(decimal.group(2) or 0)
+        if precision <= DOUBLE_DIGITS:
+            return "DOUBLE"
+        return f"DECIMAL({precision}, {scale})" if dialect == "postgres" else f"DECIMAL(65, {scale})"
     if _WIDE_UNSIGNED.match(name):
         return "DECIMAL(38, 0)"
-    decimal = _DECIMAL.match(name)
-    if decimal and decimal.group(1) is None and dialect == "postgres":
-        return "DECIMAL"  # PostgreSQL's numeric without a precision: any number of digits, kept as they are
     if decimal and (decimal.group(1) is None or int(decimal.group(1)) > DOUBLE_DIGITS):
         return f"DECIMAL(38, {min(int(decimal.group(2) or 0) if decimal.group(1) else 10, 37)})"
     return "DOUBLE"
@@ -85,7 +110,14 @@ def id_cast(engine_type: str) -> str | None:
 
 
 def resolve_column(source: Source, column: str, option: str) -> str:
-    """The source's own spelling of ``column``; a clear error when it is missing."""
+    """The source's own spelling of ``column``; a clear error when it is missing, or when the input
+    has two columns of that name (``Source.doubled``), of which an engine would read one silently."""
+    twins = source.doubled.get(column.lower())
+    if twins:
+        raise RecsqlError(
+            f"{source.role} ({source.described}) has {len(twins)} columns named {column!r} "
+            f"({', '.join(map(repr, twins))}{'' if len(set(twins)) == 1 else ': engines read names regardless of case'})"
+            ": recsql would read one of them silently. Rename all but one (a DataFrame's columns, or the file's header)")
     if column in source.columns:
         return column
     folded = {c.lower(): c for c in source.columns}
@@ -146,15 +178,22 @@ def require_number(source: Source, column: str, what: str) -> None:
             f"cast it (e.g. CAST({column} AS DOUBLE)) or name another column")
 
 
+# The kinds of id that never match one another on every engine alike: some engines refuse to compare
+# them, others cast one side (DuckDB reads '2024-01-01' as a date), so ids of two kinds are refused.
+_ID_KINDS = {"number": "numbers", "string": "strings", "time": "dates or times"}
+
+
 def require_same_ids(recs: Source, truth: Source, pairs: list[tuple[str, str, str]]) -> None:
-    """User and item ids must be of one family (number or string) in recs and truth."""
+    """User and item ids must be of one kind (numbers, strings, or dates and times) in recs and in
+    ``truth`` (any input keyed like recs; its role names it)."""
     for label, rcol, tcol in pairs:
         rf, tf = family(recs.columns[rcol]), family(truth.columns[tcol])
-        if {rf, tf} == {"number", "string"}:
+        if rf != tf and rf in _ID_KINDS and tf in _ID_KINDS:
             raise RecsqlError(
-                f"{label} ids differ in type: recs column {rcol!r} is {recs.columns[rcol]} but truth column "
-                f"{tcol!r} is {truth.columns[tcol]}; they would never match. Cast one side so both are "
-                "numbers or both are strings")
+                f"{label} ids differ in type: recs column {rcol!r} is {recs.columns[rcol]} ({_ID_KINDS[rf]}) but "
+                f"{truth.role} column {tcol!r} is {truth.columns[tcol]} ({_ID_KINDS[tf]}); engines match ids of two "
+                f"kinds differently or never. Cast one side so both are {_ID_KINDS[rf]} or both are {_ID_KINDS[tf]} "
+                f"(e.g. CAST({tcol} AS {recs.columns[rcol]}))")
 
 
 def duplicate_report(rows: list[tuple], total: int, role: str, keys: list[str], fix: str) -> RecsqlError:

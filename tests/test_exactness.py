@@ -212,6 +212,8 @@ _ID_FORMS = {
     "categorical": (lambda ids: pd.Series(pd.Categorical([f"i{i}" for i in ids],
                                                          categories=sorted({f"i{i}" for i in ids}, reverse=True))),
                     "text"),
+    "time": (lambda ids: pd.Series(pd.to_datetime(ids, unit="D")), "time"),  # TIMESTAMP: never equals text or numbers
+    "date": (lambda ids: pd.Series([d.date() for d in pd.to_datetime(ids, unit="D")], dtype="object"), "time"),
 }
 
 
@@ -227,9 +229,9 @@ def _lists(draw):
 @settings(max_examples=40, deadline=None)
 @given(_lists(), st.sampled_from(sorted(_ID_FORMS)), st.sampled_from(sorted(_ID_FORMS)))
 def test_ids_of_any_type_compare_by_value(data, recs_form, truth_form):
-    """Item ids stored as int, float, nullable int, text or a Categorical with reversed category
-    order give the numbers of their plain form (ties broken by value), or a clear refusal when the
-    two inputs' ids are of different kinds."""
+    """Item ids stored as int, float, nullable int, text, a Categorical with reversed category order,
+    a timestamp or a date give the numbers of their plain form (ties broken by value), or a clear
+    refusal when the two inputs' ids are of different kinds (numbers, text, dates and times)."""
     rows, judged = data
     store_r, plain_r = _ID_FORMS[recs_form]
     store_t, plain_t = _ID_FORMS[truth_form]
@@ -266,3 +268,39 @@ def test_item_values_out_of_range_are_refused(column, value, words):
     fine = items.assign(**{column: [None, 0.5]}).astype({column: "Float64"})  # NULL: the item adds nothing
     assert recsql.evaluate(RECS, TRUTH, [metric], items=fine).summary[metric].notna().all()
 
+
+
+# Decimal scores on the servers whose own DECIMAL is wider than DuckDB's: PostgreSQL's numeric(p, s)
+# (up to 1000 digits) and unconstrained numeric (any digits), MySQL/MariaDB's DECIMAL(p, s) (up to 65).
+# Each pair differs in its last digit only, which the order key must keep.
+DECIMAL_PAIRS = {
+    "postgres": [("numeric", "0.1231", "0.1234"), ("numeric", "1234567890123456789.5", "1234567890123456789.6"),
+                 ("numeric", "0.12345678901234567890123456789012345678901", "0.12345678901234567890123456789012345678902"),
+                 ("numeric(10, 4)", "0.1231", "0.1234"), ("numeric(30, 10)", "12345678901234567890.0000000001",
+                                                          "12345678901234567890.0000000002"),
+                 ("numeric(60, 0)", "1" + "0" * 58, "1" + "0" * 57 + "1"), ("decimal(50, 45)", "1." + "0" * 44 + "1",
+                                                                            "1." + "0" * 44 + "2")],
+    "mysql": [("DECIMAL(10, 4)", "0.1231", "0.1234"), ("DECIMAL(30, 10)", "12345678901234567890.0000000001",
+                                                      "12345678901234567890.0000000002"),
+              ("DECIMAL(65, 0)", "1" + "0" * 63, "1" + "0" * 62 + "1"), ("DECIMAL(65, 30)", "1." + "0" * 29 + "1",
+                                                                       "1." + "0" * 29 + "2"),
+              ("DECIMAL(20, 2) UNSIGNED", "123456789012345678.01", "123456789012345678.02")],
+}
+
+
+@pytest.mark.parametrize("name", ["postgres", "mysql"])
+def test_server_decimal_scores_rank_exactly(name):
+    """hit_rate@1 is 1: the larger of two decimals that differ in their last digit ranks first, with no
+    overflow for numbers of any size the column holds (DECIMAL(18, 3) tied 0.1231 and 0.1234 and failed
+    on 1e15)."""
+    with ExitStack() as stack:
+        engine = start(name, stack)
+        engine.load(pd.DataFrame({"user_id": [1], "item_id": [2], "relevance": [1]}), name="truth")
+        for i, (kind, low, high) in enumerate(DECIMAL_PAIRS[name]):
+            for order in ((low, high), (high, low)):  # the larger first and last in the table
+                table = f"dec{i}_{int(order[0] == high)}"
+                engine.execute(f"CREATE TABLE {table} (user_id INT, item_id INT, score {kind})")
+                items = (1, 2) if order[1] == high else (2, 1)
+                engine.execute(f"INSERT INTO {table} VALUES (1, {items[0]}, {order[0]}), (1, {items[1]}, {order[1]})")
+                got = recsql.evaluate(table, "truth", ["hit_rate@1"], con=engine.con).summary["hit_rate@1"].iloc[0]
+                assert got == 1.0, (kind, order)

@@ -10,7 +10,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import RecsqlError
-from .plan import Plan, input_runs, internal_runs, quoted_column, segment_runs
+from .plan import Plan, input_runs, internal_runs, order_datatype, quoted_column, segment_runs
 
 
 def _keyed_input(relation: exp.Expression, keys: list[exp.Expression], value: exp.Expression,
@@ -65,7 +65,7 @@ def _keys(plan: Plan, with_runs: bool, role: str) -> list[exp.Expression]:
 
 def recs_in(plan: Plan, role: str = "recs") -> exp.Select:
     """Recommendations with internal names; ``ord`` is smaller-is-better (-score, or the rank)."""
-    order = exp.cast(quoted_column(plan.rank_col or plan.score_col), exp.DataType.build(plan.ord_type, dialect="duckdb"))
+    order = exp.cast(quoted_column(plan.rank_col or plan.score_col), order_datatype(plan.ord_type))
     ord_expr = order if plan.rank_col else exp.Neg(this=order)
     rows = _keyed_input(plan.recs, _keys(plan, True, role), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
     return _segmented(plan, rows, len(input_runs(plan)), "ord") if role == "recs" else rows

@@ -101,6 +101,12 @@ class Plan:
     segment_user: str = "user_id"  # the segments' user column
 
 
+def order_datatype(name: str) -> exp.DataType:
+    """The order key's type (``Plan.ord_type``); a bare DECIMAL stays unconstrained (PostgreSQL's numeric
+    of any digits), where DuckDB's reading of it would be DECIMAL(18, 3)."""
+    return exp.DataType.build(name, dialect="" if name.strip().upper() == "DECIMAL" else "duckdb")
+
+
 def quoted_column(name: str, table: str | None = None) -> exp.Column:
     """A user-named column as a quoted identifier."""
     return exp.column(exp.to_identifier(name, quoted=True), table=table)

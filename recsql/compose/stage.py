@@ -13,7 +13,7 @@ from ..metrics import Metric
 from ..templates import read_template
 from ..trees import parse
 from .inputs import collation
-from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, truth_runs as truth_run_keys
+from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, order_datatype, truth_runs as truth_run_keys
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
                       pad_union, substitute, union_all, union_branches)
 
@@ -212,7 +212,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     for feature, columns in _COLUMNS.items():
         if feature not in features:
             for cte, column, type_ in columns:
-                null_column(ctes[cte].this, column, type_ or exp.DataType.build(plan.ord_type, dialect="duckdb"))
+                null_column(ctes[cte].this, column, type_ or order_datatype(plan.ord_type))
     # Keep the UNION ALL branches of the features asked for, padded to the same columns.
     unused = {table for feature, table in BRANCHES.items() if feature not in features}
     if second is None:

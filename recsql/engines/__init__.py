@@ -54,6 +54,8 @@ def runner_for(con: Any, *, progress: bool = False) -> Runner:
         runner = runner_cls(con)
         runner.fetch_rows("SELECT 1")
     except Exception as err:  # noqa: BLE001 - every driver's own "closed" error
+        if isinstance(err, RecsqlError) and str(err).startswith("con:"):  # the runner named the connection's state
+            raise
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise RecsqlError(f"con: the {top}.{type(con).__name__} cannot be used ({message}); pass an open "
                           "connection") from None

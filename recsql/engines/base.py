@@ -1,7 +1,8 @@
 """What every engine runner provides; see :mod:`recsql.engines` for the registry."""
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 import pyarrow as pa
@@ -76,27 +77,40 @@ def frame_from_cursor(cursor: Any) -> pd.DataFrame:
 class DBAPIRunner(Runner):
     """A runner over a DB-API connection whose cursors are context managers (psycopg, PyMySQL).
 
-    Subclasses name the columns' types (:meth:`type_name`) and may end the read-only transaction
-    the driver opened (:meth:`finish`)."""
+    recsql's statements run on the user's connection itself, so they see what the user's own
+    ``SELECT`` would (search path, current database, temporary tables, an open transaction), and
+    leave it as it was: subclasses name the columns' types (:meth:`type_name`) and say how a
+    statement is wrapped (:meth:`guard`)."""
 
     def type_name(self, description: Any) -> str:
         raise NotImplementedError
 
-    def finish(self) -> None:
-        """Called after every statement, also a failed one."""
+    def guard(self, cursor: Any) -> Callable[[Any], None]:
+        """Called before recsql's statements on ``cursor``; returns what undoes their effect on the
+        connection's state, called afterwards, also after a failure. By default nothing."""
+        return lambda cursor: None
+
+    @contextmanager
+    def statements(self) -> Iterator[Any]:
+        """A cursor of the user's connection for recsql's statements, guarded by :meth:`guard`."""
+        with self.con.cursor() as cursor:
+            undo = self.guard(cursor)
+            try:
+                yield cursor
+            finally:
+                undo(cursor)
 
     def _execute(self, sql: str) -> tuple[Any, pd.DataFrame | None]:
-        try:
-            with self.con.cursor() as cursor:
-                cursor.execute(sql)
-                rows = frame_from_cursor(cursor) if cursor.description else None
-                return cursor.description, rows
-        finally:
-            self.finish()
+        with self.statements() as cursor:
+            cursor.execute(sql)
+            rows = frame_from_cursor(cursor) if cursor.description else None
+            return cursor.description, rows
 
     def describe(self, source: Source) -> dict[str, str]:
         try:
             described, _ = self._execute(f"SELECT * FROM {source.relation.sql(self.dialect)} LIMIT 0")
+        except RecsqlError:
+            raise
         except Exception as err:  # noqa: BLE001 - any driver error: the input cannot be read
             raise self.missing(source, err) from None
         return {d[0]: self.type_name(d) for d in described}
@@ -104,5 +118,7 @@ class DBAPIRunner(Runner):
     def fetch(self, sql: str) -> pd.DataFrame:
         try:
             return self._execute(sql)[1]
+        except RecsqlError:
+            raise
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None

@@ -1,10 +1,15 @@
 """Run recsql's query on DuckDB: an in-memory database, a user's connection, or a ``.duckdb`` file
-opened read-only. The runner works on its own cursor, so nothing it registers stays on the
-user's connection, and never writes to the database."""
+opened read-only. On a user's connection the runner works on the connection itself, so it sees what
+the user's own ``SELECT`` would (the current database and schema, temporary tables, registered
+frames, an open transaction); what it registers is unregistered and what it sets is set back
+afterwards. It never writes to the database."""
 from __future__ import annotations
 
 import os
+import threading
 import uuid
+import weakref
+from contextlib import nullcontext
 from typing import Any
 
 import duckdb
@@ -18,6 +23,20 @@ from ..trees import quoted_name
 from .base import Runner
 
 
+# A DuckDB connection takes one call at a time ("connection is busy with another call"): evaluations
+# sharing a user's connection take turns statement by statement, one lock per connection.
+_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_locks_lock = threading.Lock()
+
+
+def _lock_for(con: duckdb.DuckDBPyConnection) -> threading.RLock:
+    with _locks_lock:
+        lock = _locks.get(con)
+        if lock is None:
+            lock = _locks[con] = threading.RLock()
+        return lock
+
+
 class DuckDBRunner(Runner):
     """Owns one cursor for one evaluation; use as a context manager."""
 
@@ -28,6 +47,8 @@ class DuckDBRunner(Runner):
     def __init__(self, con: Any = None, *, progress: bool = False) -> None:
         self._owned = None
         self._shared_cursor = None
+        self._user = False
+        self._restore: list[str] = []
         # A database recsql opens spills to recsql's own temporary directory, never next to the
         # user's file or into the working directory.
         if con is None:
@@ -39,24 +60,88 @@ class DuckDBRunner(Runner):
             self._owned = open_database(path)
             base = self._owned
         elif isinstance(con, duckdb.DuckDBPyConnection):
-            base = con
+            base, self._user = con, True
         else:
             raise RecsqlError(f"con: expected a DuckDB connection or a .duckdb file path, got {type(con).__name__}")
         super().__init__(base)
         try:
+            # the user's connection itself (its cursors would not see its temporary tables, registered
+            # frames, current schema or open transaction); a cursor of a database recsql opened
             self.cursor = base.cursor()
+            if self._user:
+                self.cursor.close()
+                self.cursor = base
         except duckdb.ConnectionException as err:  # a closed connection
             raise RecsqlError(f"con: the DuckDB connection cannot be used ({str(err).splitlines()[0]}); pass an "
                               "open connection (duckdb.connect(...)), a .duckdb path, or None") from None
+        self._lock = _lock_for(base) if self._user else nullcontext()
+        if self._user:
+            self._check_free()
         if progress:
-            self.cursor.execute("SET enable_progress_bar = true")
+            with self._lock:
+                if self._user:
+                    was = self.cursor.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]
+                    self._restore.append(f"SET enable_progress_bar = {'true' if was else 'false'}")
+                self.cursor.execute("SET enable_progress_bar = true")
+
+    def _check_free(self) -> None:
+        """A statement on the user's connection, fetched to its end: DuckDB (>= 2) refuses registrations
+        while the connection holds a result not fetched to its end (the count of an ``execute("UPDATE
+        ...")``), which any statement ends, as the user's own next statement would."""
+        try:
+            with self._lock:
+                self.cursor.execute("SELECT 1").fetchall()
+        except duckdb.Error as err:
+            raise RecsqlError(f"con: the DuckDB connection cannot run recsql's statements now "
+                              f"({str(err).splitlines()[0]}); if another thread is using it, evaluate on "
+                              "con.cursor() (which sees the database but not the connection's temporary tables, "
+                              "registered frames or open transaction)") from None
 
     def close(self) -> None:
+        if self._user:  # the user's connection stays open, its settings as they were
+            with self._lock:
+                for statement in self._restore:
+                    self.cursor.execute(statement)
+            return
         self.cursor.close()
         if self._owned is not None:
             self._owned.close()
         if self._shared_cursor is not None:
             shared.release(self._shared_cursor)
+
+    def _in_transaction(self) -> bool:
+        """Whether the user's connection has a transaction open (two statements, one transaction id)."""
+        if not self._user:
+            return False
+        with self._lock:
+            first = self.cursor.execute("SELECT txid_current()").fetchall()
+            return first == self.cursor.execute("SELECT txid_current()").fetchall()
+
+    def _aborted(self) -> str:
+        """After an engine error: what it did to the user's open transaction (DuckDB has no savepoints, so
+        a failed statement aborts the transaction it runs in), else ''."""
+        if not self._user:
+            return ""
+        try:
+            with self._lock:
+                self.cursor.execute("SELECT 1").fetchall()
+            return ""
+        except duckdb.TransactionException:
+            return (" (DuckDB aborted the transaction open on your connection, as it does on any failed "
+                    "statement: roll it back with con.rollback())")
+
+    def _catalog_kind(self, relation: exp.Expression) -> str | None:
+        """'table' or 'view' when the catalog holds a relation of this name (its schema and database
+        too, when given), else None."""
+        parts = [relation.args.get(k) for k in ("catalog", "db", "this")]
+        names = [p.name if p is not None else None for p in parts]
+        with self._lock:
+            row = self.cursor.execute(
+                "SELECT kind FROM (SELECT 'table' AS kind, database_name AS d, schema_name AS s, table_name AS n "
+                "FROM duckdb_tables() UNION ALL SELECT 'view', database_name, schema_name, view_name FROM "
+                "duckdb_views()) WHERE lower(n) = lower($3) AND ($2 IS NULL OR lower(s) = lower($2)) "
+                "AND ($1 IS NULL OR lower(d) = lower($1)) ORDER BY kind LIMIT 1", names).fetchall()
+        return row[0][0] if row else None
 
     def bind_frame(self, role: str, frame: Any) -> Source:
         """Register a pandas/polars DataFrame, an Arrow table or dataset on the runner's cursor for this run."""
@@ -66,9 +151,14 @@ class DuckDBRunner(Runner):
                               "the user and item columns (see the README's input contract)")
         name = f"__recsql_{role}_{uuid.uuid4().hex[:12]}"
         data = frame.to_arrow() if type(frame).__module__.startswith("polars") else frame
-        self.cursor.register(name, data)
-        return Source(role, exp.Table(this=exp.to_identifier(name, quoted=True)),
-                      cleanup=lambda: self.cursor.unregister(name), described=type(frame).__name__)
+        with self._lock:
+            self.cursor.register(name, data)
+
+        def unregister() -> None:
+            with self._lock:
+                self.cursor.unregister(name)
+        return Source(role, exp.Table(this=exp.to_identifier(name, quoted=True)), cleanup=unregister,
+                      described=type(frame).__name__)
 
     def is_table(self, relation: exp.Expression | None) -> bool:
         if relation is None:
@@ -77,25 +167,32 @@ class DuckDBRunner(Runner):
             # DuckDB's replacement scan reads "data/recs"."csv" as the file data/recs.csv: only a
             # table or view of the catalog counts. The catalog is asked first, so that a name no
             # table has is not described (which would read, or sniff, the file it names).
-            if not self.cursor.execute(
-                    "SELECT 1 FROM (SELECT table_name AS name FROM duckdb_tables() UNION ALL "
-                    "SELECT view_name FROM duckdb_views()) WHERE lower(name) = lower(?) LIMIT 1",
-                    [relation.name]).fetchall():
+            if self._catalog_kind(relation) is None:
                 return False
-            self.cursor.execute(f"DESCRIBE {relation.sql('duckdb')}").fetchall()
+            with self._lock:
+                self.cursor.execute(f"DESCRIBE {relation.sql('duckdb')}").fetchall()
             return True
         except duckdb.Error:
             return False
 
     def describe(self, source: Source) -> dict[str, str]:
         sql = f"DESCRIBE SELECT * FROM {quoted_name(source.relation) or source.relation.sql('duckdb')}"
+        kind = self._catalog_kind(source.relation) if source.table is not None else None
+        missing = RecsqlError(f"{source.role}: {source.described} does not exist in the database; "
+                              "check the name, or pass a file path or a DataFrame")
+        if source.table is not None and kind is None and self._in_transaction():
+            raise missing  # asked of the catalog only: a failed DESCRIBE would abort the user's transaction
         try:
-            rows = self.cursor.execute(sql).fetchall()
-        except duckdb.CatalogException:
-            raise RecsqlError(f"{source.role}: {source.described} does not exist in the database; "
-                              "check the name, or pass a file path or a DataFrame") from None
+            with self._lock:
+                rows = self.cursor.execute(sql).fetchall()
         except duckdb.Error as err:
-            raise RecsqlError(f"{source.role}: cannot read {source.described}: {str(err).splitlines()[0]}") from None
+            first = str(err).splitlines()[0]
+            if kind == "view":  # the view exists but its query no longer runs
+                raise RecsqlError(f"{source.role}: view {source.table!r} is broken, its query fails: {first}; "
+                                  f"recreate the view (CREATE OR REPLACE VIEW){self._aborted()}") from None
+            if isinstance(err, duckdb.CatalogException):
+                raise RecsqlError(f"{missing}{self._aborted()}") from None
+            raise RecsqlError(f"{source.role}: cannot read {source.described}: {first}{self._aborted()}") from None
         return {name: typ for name, typ, *_ in rows}
 
     def failed(self, error: Exception) -> RecsqlError:
@@ -104,18 +201,21 @@ class DuckDBRunner(Runner):
                 f"DuckDB ran out of memory ({str(error).splitlines()[0]}); raise its memory_limit, give it a "
                 "temp_directory with free disk space, and on your own connection SET preserve_insertion_order "
                 "= false (recsql does so on the databases it opens), which lets DuckDB spill")
-        return super().failed(error)
+        failed = super().failed(error)
+        return RecsqlError(f"{failed}{self._aborted()}")
 
     def fetch(self, sql: str) -> pa.Table:
         try:
-            relation = self.cursor.sql(sql)
-            to_arrow = getattr(relation, "to_arrow_table", None) or relation.arrow  # DuckDB 2 / DuckDB 1
-            return to_arrow()
+            with self._lock:
+                relation = self.cursor.sql(sql)
+                to_arrow = getattr(relation, "to_arrow_table", None) or relation.arrow  # DuckDB 2 / DuckDB 1
+                return to_arrow()
         except duckdb.Error as err:
             raise self.failed(err) from None
 
     def fetch_rows(self, sql: str) -> list[tuple]:
         try:
-            return self.cursor.execute(sql).fetchall()
+            with self._lock:
+                return self.cursor.execute(sql).fetchall()
         except duckdb.Error as err:
             raise self.failed(err) from None

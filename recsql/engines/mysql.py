@@ -1,13 +1,18 @@
 """Run recsql's query on MySQL 8 / MariaDB >= 10.4 through a PyMySQL (or compatible DB-API)
 connection. Text id columns are compared with the binary collation utf8mb4_bin (see
-recsql/dialects.py), so ids differing only in case stay distinct as on every other engine."""
+recsql/dialects.py), so ids differing only in case stay distinct as on every other engine.
+
+recsql's statements run in the user's open transaction when there is one (a failed statement does not
+abort a MySQL transaction); otherwise the transaction the server opened for them is rolled back."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .base import DBAPIRunner
 
 # MySQL protocol column type codes -> names (the families recsql/validate.py tells apart)
+_IN_TRANS = 1  # SERVER_STATUS_IN_TRANS in the server's status flags
+
 _TYPE_NAMES = {0: "DECIMAL", 1: "TINYINT", 2: "SMALLINT", 3: "INT", 4: "FLOAT", 5: "DOUBLE", 8: "BIGINT",
                9: "MEDIUMINT", 246: "DECIMAL", 15: "VARCHAR", 253: "VARCHAR", 254: "CHAR", 252: "TEXT",
                245: "JSON", 10: "DATE", 12: "DATETIME", 7: "TIMESTAMP", 16: "BIT"}
@@ -18,4 +23,17 @@ class MySQLRunner(DBAPIRunner):
     dialect = "mysql"
 
     def type_name(self, description: Any) -> str:
-        return _TYPE_NAMES.get(description[1], f"TYPE{description[1]}")
+        """The type's name; a DECIMAL with its precision and scale, so that it is ranked exactly
+        (validate.order_type). PyMySQL gives the display length (the digits, a point, a sign) as the
+        precision: never fewer than the digits, which is all the order key needs."""
+        name = _TYPE_NAMES.get(description[1], f"TYPE{description[1]}")
+        length, scale = description[4], description[5]
+        if name == "DECIMAL" and length:
+            return f"DECIMAL({min(length, 65)},{scale or 0})"
+        return name
+
+    def guard(self, cursor: Any) -> Callable[[Any], None]:
+        status = getattr(self.con, "server_status", None)
+        if status is None or status & _IN_TRANS:  # the user's transaction (or unknown): leave it open
+            return lambda cursor: None
+        return lambda cursor: self.con.rollback()

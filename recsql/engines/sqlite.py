@@ -6,7 +6,9 @@ import math
 import sqlite3
 
 import pandas as pd
+from sqlglot import exp
 
+from ..errors import RecsqlError
 from ..sources import Source
 from .base import Runner, frame_from_cursor
 
@@ -37,13 +39,31 @@ class SQLiteRunner(Runner):
             classes = [f"MAX(typeof({_quoted(n)}) = '{c}')" for n in names for c in _CLASSES]
             row = self.con.execute(f"SELECT {', '.join(classes) or '0'} FROM {relation}").fetchone()
         except sqlite3.Error as err:
-            raise self.missing(source, err) from None
+            raise self._broken_view(source, err) or self.missing(source, err) from None
         declared = self._declared(source)
         kinds = {}
         for i, name in enumerate(names):
             seen = [c for j, c in enumerate(_CLASSES) if row[i * len(_CLASSES) + j]]
             kinds[name] = _storage_type(seen) or _affinity(declared.get(name, ""))
         return kinds
+
+    def _broken_view(self, source: Source, error: Exception) -> RecsqlError | None:
+        """The error for a view of the database whose query no longer runs (a table it reads was
+        dropped), else None."""
+        table = source.relation
+        if source.table is None or not isinstance(table, exp.Table):
+            return None
+        schema = table.args.get("db")
+        master = f"{schema.sql('sqlite')}.sqlite_master" if schema else "sqlite_master"
+        try:
+            views = self.con.execute(f"SELECT 1 FROM {master} WHERE type = 'view' AND lower(name) = lower(?)",
+                                     [table.name]).fetchall()
+        except sqlite3.Error:
+            return None
+        if not views:
+            return None
+        return RecsqlError(f"{source.role}: view {source.table!r} is broken, its query fails: {error}; recreate the "
+                           "view (DROP VIEW, then CREATE VIEW)")
 
     def _declared(self, source: Source) -> dict[str, str]:
         table = source.relation

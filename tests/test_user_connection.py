@@ -1,0 +1,199 @@
+"""Evaluated on the user's connection, recsql reads what the user's own ``SELECT * FROM recs`` on it
+would read (its current database or search path, temporary tables, registered frames, the rows of
+its open transaction) and leaves the connection as it was: no setting changed, nothing left behind,
+the transaction still open and usable, also after recsql's statement failed (docs/guide/safety.md)."""
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import duckdb
+import pandas as pd
+import pytest
+
+import recsql
+from engines import start
+
+RECS = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.9, 0.1]})  # hit_rate@1 = 1 on truth
+TRUTH = pd.DataFrame({"user_id": [1], "item_id": [1]})
+MISS = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.1, 0.9]})  # hit_rate@1 = 0 on truth
+
+
+def hit(recs, con, truth="truth", **options) -> float:
+    return recsql.evaluate(recs, truth, ["hit_rate@1"], con=con, **options).summary["hit_rate@1"].iloc[0]
+
+
+@pytest.fixture(scope="module", params=["duckdb", "sqlite", "postgres", "mysql"])
+def engine(request):
+    with ExitStack() as stack:
+        engine = start(request.param, stack)
+        engine.load(MISS, name="recs")
+        engine.load(TRUTH, name="truth")
+        yield engine
+
+
+def temp_table(engine, name: str, frame: pd.DataFrame) -> None:
+    """A temporary table of ``frame``, seen by this connection only."""
+    cols = ", ".join(f"{c} {engine.kinds['float' if c == 'score' else 'int']}" for c in frame.columns)
+    engine.execute(f"CREATE TEMPORARY TABLE {name} ({cols})")
+    engine.execute(f"INSERT INTO {name} VALUES {engine.rows(frame)}")
+
+
+def test_a_temporary_table_is_read_as_the_user_reads_it(engine):
+    """A temporary ``recs`` hides the table ``recs`` (DuckDB, SQLite, PostgreSQL; MariaDB likewise)."""
+    assert hit("recs", engine.con) == 0.0
+    temp_table(engine, "recs", RECS)
+    try:
+        assert hit("recs", engine.con) == 1.0
+    finally:
+        engine.execute("DROP TABLE temp.recs" if engine.name in ("duckdb", "sqlite") else
+                       "DROP TEMPORARY TABLE recs" if engine.name == "mysql" else "DROP TABLE pg_temp.recs")
+    assert hit("recs", engine.con) == 0.0
+
+
+def _begin(engine) -> None:
+    if engine.name == "duckdb":
+        engine.con.begin()
+    elif engine.name == "sqlite":
+        engine.con.commit()  # the test's own inserts opened one
+        engine.con.execute("BEGIN")
+    # psycopg and PyMySQL open a transaction with the first statement
+
+
+def _in_transaction(engine) -> bool:
+    if engine.name == "duckdb":  # one transaction id for two statements
+        return engine.con.execute("SELECT txid_current()").fetchone() == engine.con.execute("SELECT txid_current()").fetchone()
+    if engine.name == "sqlite":
+        return engine.con.in_transaction
+    if engine.name == "postgres":
+        return engine.con.info.transaction_status.name == "INTRANS"
+    with engine.con.cursor() as cursor:
+        cursor.execute("SELECT @@in_transaction")
+        return cursor.fetchone()[0] == 1
+
+
+def _uncommitted(engine, sql: str) -> None:
+    """A statement of the user's open transaction, not committed."""
+    if engine.name in ("duckdb", "sqlite"):
+        engine.con.execute(sql)
+    else:
+        with engine.con.cursor() as cursor:
+            cursor.execute(sql)
+
+
+def test_the_open_transaction_is_read_and_left_open(engine):
+    """Rows the user's transaction changed are read as changed; after evaluate (and after a failed
+    evaluate) the transaction is still open, usable and holds the change; rolled back, it is gone."""
+    _begin(engine)
+    _uncommitted(engine, "UPDATE recs SET score = 1 - score")
+    assert _in_transaction(engine)
+    assert hit("recs", engine.con) == 1.0
+    with pytest.raises(recsql.RecsqlError, match="no_such_table"):
+        hit("no_such_table", engine.con)
+    assert _in_transaction(engine)
+    assert hit("recs", engine.con) == 1.0
+    engine.con.rollback()
+    assert hit("recs", engine.con) == 0.0
+
+
+def test_postgres_search_path_and_a_failed_statement_in_the_transaction():
+    with ExitStack() as stack:
+        engine = start("postgres", stack)
+        engine.load(MISS, name="recs")
+        engine.load(TRUTH, name="truth")
+        engine.execute("CREATE SCHEMA other")
+        engine.execute("CREATE TABLE other.recs (user_id BIGINT, item_id BIGINT, score DOUBLE PRECISION)")
+        engine.execute(f"INSERT INTO other.recs VALUES {engine.rows(RECS)}")
+        con = engine.con
+        con.execute("SET search_path TO other, public")  # in the transaction psycopg opened
+        assert hit("recs", con) == 1.0
+        assert con.info.transaction_status.name == "INTRANS"
+        assert con.execute("SHOW search_path").fetchone()[0] == "other, public"
+        # an engine error in recsql's statement (division by zero in the user's view) rolls back to
+        # recsql's savepoint: the user's transaction is not aborted
+        con.execute("CREATE TEMP VIEW bad AS SELECT user_id, item_id, score / 0 AS score FROM recs")
+        with pytest.raises(recsql.RecsqlError, match="division by zero"):
+            hit("bad", con)
+        assert con.info.transaction_status.name == "INTRANS"  # not INERROR
+        assert con.execute("SELECT count(*) FROM bad WHERE false").fetchone() == (0,)
+        con.commit()
+        con.execute("SET search_path TO public")
+        con.commit()
+        assert hit("recs", con) == 0.0
+        assert con.info.transaction_status.name == "IDLE"  # nothing left open by recsql either
+
+
+def test_postgres_compare_in_the_users_transaction():
+    """compare's statement runs with SET LOCAL jit = off: in the user's transaction it is set back."""
+    with ExitStack() as stack:
+        engine = start("postgres", stack)
+        frame = pd.concat([RECS.assign(model="a"), MISS.assign(model="b")])
+        engine.load(frame, name="runs", text="TEXT")
+        engine.load(TRUTH, name="truth")
+        con = engine.con
+        con.execute("SET jit = on")
+        got = recsql.compare("runs", "truth", ["hit_rate@1"], run_cols="model", resamples=20, con=con).runs
+        assert got["mean"].tolist() == [1.0, 0.0]
+        assert con.info.transaction_status.name == "INTRANS"
+        assert con.execute("SHOW jit").fetchone()[0] == "on"
+
+
+def test_postgres_failed_user_transaction_is_named():
+    with ExitStack() as stack:
+        engine = start("postgres", stack)
+        engine.load(RECS, name="recs")
+        engine.load(TRUTH, name="truth")
+        with pytest.raises(Exception):
+            engine.con.execute("SELECT 1/0")
+        with pytest.raises(recsql.RecsqlError, match=r"transaction .* has failed.*con\.rollback\(\)"):
+            hit("recs", engine.con)
+        engine.con.rollback()
+        assert hit("recs", engine.con) == 1.0
+
+
+def test_duckdb_current_database_registered_frames_and_settings():
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS other")
+    for schema, frame in (("memory.main", MISS), ("other.main", RECS)):
+        con.execute(f"CREATE TABLE {schema}.recs AS SELECT * FROM frame")
+        con.execute(f"CREATE TABLE {schema}.truth AS SELECT * FROM TRUTH")
+    assert hit("recs", con) == 0.0
+    con.execute("USE other")
+    progress = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()
+    con.execute("SET enable_progress_bar = false")
+    assert hit("recs", con, progress=True) == 1.0
+    assert con.execute("SELECT current_database(), current_setting('enable_progress_bar')").fetchall() == [("other", False)]
+    con.execute(f"SET enable_progress_bar = {progress[0][0]}")
+    con.register("frame_recs", RECS)
+    assert hit("frame_recs", con) == 1.0
+    assert hit(RECS, con, truth=TRUTH) == 1.0  # frames recsql registers are gone afterwards
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    assert views == [("frame_recs",)]
+    con.close()
+
+
+def test_duckdb_a_failure_in_the_users_transaction_is_named():
+    """DuckDB has no savepoints: a missing table is found from the catalog without a statement that
+    fails; an engine error that aborts the user's transaction says so and how to recover."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE recs AS SELECT * FROM MISS")
+    con.execute("CREATE TABLE truth AS SELECT * FROM TRUTH")
+    con.begin()
+    with pytest.raises(recsql.RecsqlError, match="'nope' does not exist"):
+        hit("nope", con)
+    assert con.execute("SELECT count(*) FROM recs").fetchone() == (2,)  # still usable
+    con.execute("CREATE TABLE base AS SELECT * FROM RECS")
+    con.execute("CREATE VIEW broken AS SELECT * FROM base")
+    con.execute("DROP TABLE base")
+    with pytest.raises(recsql.RecsqlError, match=r"view 'broken' is broken.*con\.rollback\(\)"):
+        hit("broken", con)
+    con.rollback()
+    assert hit("recs", con) == 0.0
+
+
+def test_duckdb_after_a_result_not_fetched():
+    """The count an ``execute("UPDATE ...")`` leaves unfetched does not stop registering a frame
+    (DuckDB >= 2 refuses registrations while a result is unfinished)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE truth AS SELECT * FROM TRUTH")
+    con.execute("UPDATE truth SET user_id = 1")
+    assert hit(RECS, con) == 1.0
