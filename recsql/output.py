@@ -61,14 +61,11 @@ class Catalog:
         self.database, self.schema, self.views = "", "main", {}
         if con is None:
             return
-        cursor = con.cursor()
-        try:
-            self.database, self.schema = (v.lower() for v in cursor.execute(
-                "SELECT current_database(), current_schema()").fetchone())
-            self.views = {(d.lower(), s.lower(), v.lower()): sql for d, s, v, sql in cursor.execute(
-                "SELECT database_name, schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall()}
-        finally:
-            cursor.close()
+        # read on the connection itself: a cursor would not see its current database (USE) or temporary views
+        self.database, self.schema = (v.lower() for v in con.execute(
+            "SELECT current_database(), current_schema()").fetchone())
+        self.views = {(d.lower(), s.lower(), v.lower()): sql for d, s, v, sql in con.execute(
+            "SELECT database_name, schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall()}
 
     def outputs(self, name: str) -> set[Key]:
         """The objects ``CREATE OR REPLACE TABLE name`` may replace."""
@@ -293,36 +290,55 @@ def write_outputs(con: Any, outputs: list[tuple[str, Any, pd.DataFrame]], protec
     what = ", ".join(repr(name) for _, name, _ in outputs)
     con, owned = _open_output_database(con, what)
     try:
+        # the user's connection itself, as the user's own CREATE TABLE would run: in its current
+        # database and schema (USE), and inside its open transaction, if any
         try:
-            cursor = con.cursor()
+            catalog = Catalog(con)
         except duckdb.Error as err:
             raise RecsqlError(f"cannot write {what}: {str(err).splitlines()[0]}; pass an open DuckDB connection "
                               "or a .duckdb path") from None
-        try:
-            catalog = Catalog(cursor)
-            _same_table(catalog, named)
-            _guard_tables(catalog, named, protected, "")
-            _create(cursor, {name: frame for _, name, frame in outputs}, what)
-        finally:
-            cursor.close()
+        _same_table(catalog, named)
+        _guard_tables(catalog, named, protected, "")
+        _create(con, {name: frame for _, name, frame in outputs}, what)
     finally:
         if owned is not None:
             owned.close()
 
 
-def _create(cursor: Any, tables: dict[str, pd.DataFrame], what: str) -> None:
-    cursor.execute("BEGIN TRANSACTION")
+def _in_transaction(con: Any) -> bool:
+    """Whether ``con`` has a transaction open (two statements, one transaction id)."""
+    first = con.execute("SELECT txid_current()").fetchall()
+    return first == con.execute("SELECT txid_current()").fetchall()
+
+
+def _create(con: Any, tables: dict[str, pd.DataFrame], what: str) -> None:
+    """Create the tables in one transaction: recsql's own, or the user's open one, which the user
+    then commits or rolls back (DuckDB aborts a transaction on any failed statement, so a failure
+    inside the user's says so)."""
+    own = not _in_transaction(con)
+    views: list[str] = []
+    if own:
+        con.execute("BEGIN TRANSACTION")
     try:
         for name, frame in tables.items():
-            view = f"__recsql_out_{uuid.uuid4().hex[:12]}"
-            cursor.register(view, frame)
-            cursor.execute(f"CREATE OR REPLACE TABLE {table_relation(name).sql('duckdb')} AS SELECT * FROM {view}")
-            cursor.unregister(view)
-        cursor.execute("COMMIT")
+            views.append(f"__recsql_out_{uuid.uuid4().hex[:12]}")
+            con.register(views[-1], frame)
+            con.execute(f"CREATE OR REPLACE TABLE {table_relation(name).sql('duckdb')} AS SELECT * FROM {views[-1]}")
+        if own:
+            con.execute("COMMIT")
     except duckdb.Error as err:
-        cursor.execute("ROLLBACK")
-        raise RecsqlError(f"could not write {what}: {str(err).splitlines()[0]}; nothing was written") from None
+        if own:
+            con.execute("ROLLBACK")
+            raise RecsqlError(f"could not write {what}: {str(err).splitlines()[0]}; nothing was written") from None
+        raise RecsqlError(f"could not write {what}: {str(err).splitlines()[0]}; DuckDB aborted the transaction open "
+                          "on your connection, as it does on any failed statement: roll it back with con.rollback()"
+                          ) from None
     except BaseException:  # Ctrl-C: nothing half written
-        with contextlib.suppress(duckdb.Error):
-            cursor.execute("ROLLBACK")
+        if own:
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
         raise
+    finally:
+        for view in views:
+            with contextlib.suppress(duckdb.Error):
+                con.unregister(view)

@@ -197,3 +197,25 @@ def test_duckdb_after_a_result_not_fetched():
     con.execute("CREATE TABLE truth AS SELECT * FROM TRUTH")
     con.execute("UPDATE truth SET user_id = 1")
     assert hit(RECS, con) == 1.0
+
+
+def test_duckdb_write_goes_where_the_users_own_create_table_would():
+    """Evaluation.write on the user's connection: into its current database (USE), inside its open
+    transaction (the user's commit or rollback decides), refusing a temporary input table by name."""
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS other")
+    con.execute("USE other")
+    con.execute("CREATE TEMPORARY TABLE recs AS SELECT * FROM RECS")
+    con.execute("CREATE TABLE truth AS SELECT * FROM TRUTH")
+    result = recsql.evaluate("recs", "truth", ["hit_rate@1"], con=con)
+    with pytest.raises(recsql.RecsqlError, match="input"):
+        result.write(con, summary="recs")
+    result.write(con, summary="metrics")
+    assert con.execute("SELECT database_name FROM duckdb_tables() WHERE table_name = 'metrics'").fetchall() == [("other",)]
+    con.execute("BEGIN TRANSACTION")
+    result.write(con, summary="metrics_later")
+    assert con.execute("SELECT COUNT(*) FROM metrics_later").fetchall() == [(1,)]  # in the user's transaction
+    con.execute("ROLLBACK")
+    assert con.execute("SELECT COUNT(*) FROM duckdb_tables() WHERE table_name = 'metrics_later'").fetchall() == [(0,)]
+    assert con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall() == []
+    con.close()

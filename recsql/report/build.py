@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..api import evaluate
+from .. import api
 from ..comparison import compare
 from ..errors import RecsqlError
 from ..metrics import parse_metrics
@@ -39,7 +39,7 @@ def build_report(recs: Any, truth: Any, metrics: Any, *, run_cols: Any = (), bas
     inputs = {"recs": recs, "truth": truth, **{k: options.get(k) for k in ("items", "interactions", "catalog",
                                                                           "item_features")},
               "baseline_recs": baseline_recs, "segments": segments}
-    evaluation = evaluate(recs, truth, [*asked, *extra], run_cols=run_cols, baseline=baseline_recs, **options)
+    evaluation = api.evaluate(recs, truth, [*asked, *extra], run_cols=run_cols, baseline=baseline_recs, **options)
     shown = [next(e for e in evaluation.metrics if e == m) for m in asked]  # as evaluated (named as asked)
     settings = dict(tests=tests, ci=ci, resamples=resamples, seed=seed, correction=correction,
                     baseline_recs=baseline_recs, run_cols=run_cols, baseline=baseline, **options)
