@@ -25,7 +25,7 @@ import numbers
 import re
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -571,8 +571,7 @@ def compare(recs: Any, truth: Any, metrics: Sequence[str | Metric] | str | Metri
     started = time.perf_counter()
     with api._bound(request) as (runner, plan, sources), _segments(segments, runner, sources, plan.user_col) as grouping:
         kinds = [family(sources["recs"].columns[c]) for c in plan.run_cols]
-        statement, values = statement_for(plan, request.metrics, settings, kinds, grouping)
-        sql = render(statement, runner.dialect)
+        sql, values = statement_text(plan, request.metrics, settings, kinds, grouping, runner.dialect)
         frame = _fetch(runner, plan, sql)
         found = {c: int(frame[c].max()) if len(frame) and not pd.isna(frame[c].max()) else 0 for c in values.checks}
         api._refuse(runner, plan, found, list(sources["recs"].columns))
@@ -634,8 +633,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
                           "(CLI: --run-col model)")
     kinds_global = global_metrics(metrics)
     raw = compose(plan, metrics, output="raw")
-    checks = [e.alias_or_name for cte in raw.args["with_"].expressions if cte.alias == "checks"
-              for e in cte.this.expressions if e.alias_or_name in DIAGNOSTICS]
+    checks = _checks(raw)
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
                     [f"_m{i}" for i in range(len(metrics))], checks, global_kinds=kinds_global,
                     catalog=any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions))
@@ -647,6 +645,42 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     if own:
         statement.set("settings", [exp.EQ(this=exp.var(k), expression=exp.Literal.number(v)) for k, v in own.items()])
     return statement, values
+
+
+def _checks(raw: exp.Select) -> list[str]:
+    """The input-check columns of evaluate's raw per-user statement."""
+    return [e.alias_or_name for cte in raw.args["with_"].expressions if cte.alias == "checks"
+            for e in cte.this.expressions if e.alias_or_name in DIAGNOSTICS]
+
+
+def statement_text(plan: Any, metrics: list[Metric], settings: Settings, kinds: list[str], segments: tuple | None,
+                   dialect_name: str) -> tuple[str, Values]:
+    """:func:`statement_for` rendered for ``dialect_name``, and its :class:`Values`: composed once per
+    plan options, metrics, settings, run column kinds and segment columns, in memory and on disk,
+    with the inputs' and the segments' relations pasted in (:func:`recsql.statements.memoised_sql`)."""
+    from .statements import RELATIONS, memoised_sql, memoised_strings, plan_key
+    relations = {role: getattr(plan, role) for role in RELATIONS if getattr(plan, role) is not None}
+    if segments is not None:
+        relations["segments"] = segments[0]
+    key = ("compare", plan_key(plan, metrics, "raw", dialect_name, True), repr(settings), tuple(kinds),
+           None if segments is None else (segments[1], tuple(segments[2])))
+    built: dict[str, list[str]] = {}
+
+    def build(given: dict[str, exp.Expression]) -> str:
+        placed = replace(plan, **{role: e for role, e in given.items() if role != "segments"})
+        grouping = None if segments is None else (given["segments"], segments[1], segments[2])
+        statement, values = statement_for(placed, metrics, settings, kinds, grouping)
+        built["checks"] = values.checks
+        return render(statement, dialect_name)
+
+    sql = memoised_sql(key, relations, dialect_name, True, build)
+    checks = memoised_strings(("compare checks", key),
+                              lambda: built["checks"] if "checks" in built else _checks(compose(plan, metrics, output="raw")))
+    values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
+                    [f"_m{i}" for i in range(len(metrics))], checks, global_kinds=global_metrics(metrics))
+    if segments is not None:
+        values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
+    return sql, values
 
 
 def finish_rows(rows: Any, metrics: Sequence[str | Metric] | str | Metric, run_cols: Iterable[str] | str, *,
