@@ -206,7 +206,8 @@ def _dense_rank(columns: list[exp.Expression]) -> exp.Expression:
 def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.CTE]:
     """From the per-user relation, read once: cmp_keyed (dense run index in run-key order, dense user
     index 1..n in user order, the run keys _k0.., the metric values x0..), cmp_values(run, user_idx,
-    metric, x) (one row per defined value), cmp_runs, cmp_users and cmp_baselines."""
+    metric, x) (one row per defined value), cmp_runs, cmp_users (the users resampled: none when segments leave a
+    user without one) and cmp_baselines."""
     keys = [f"_k{i}" for i in range(len(values.runs))]
     per_user = [i for i in range(len(values.metrics)) if i not in values.global_kinds]
     any_value = exp.or_(*[_column(values.metrics[i], "p").is_(exp.null()).not_() for i in per_user],
@@ -263,6 +264,9 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         .where(exp.column("x").is_(exp.null()).not_())
     runs = exp.select("run", *keys).distinct().from_("cmp_keyed")
     users = exp.select("user_idx").distinct().from_("cmp_keyed")
+    if values.segments is not None:  # none when a user has no segment: that result is refused, so not resampled
+        users = sqlglot.parse_one("SELECT DISTINCT k.user_idx AS user_idx FROM cmp_keyed AS k CROSS JOIN "
+                                  "(SELECT MIN(segment) AS lowest FROM cmp_keyed) AS g WHERE g.lowest >= 0")
     if baseline is None:  # every pair once
         baselines = exp.select("run", exp.alias_(bigint(1), "every")).from_("cmp_runs")
     else:

@@ -13,10 +13,7 @@
 --   Chamandy, Muralidharan, Najmi & Naidu, "Estimating uncertainty for massive data streams", Google, 2012.
 --   x^5 mod P as a permutation polynomial: Lidl & Niederreiter, Finite Fields, 1997, ch. 7.
 --
---   No user is drawn when a user of the population has no segment (cmp_keyed's segment −1): recsql refuses that
---   result, so it is not resampled first.
---
--- Input: cmp_users(user_idx), cmp_keyed(segment). Output: cmp_draws(resample, user_idx, w, s); cmp_resample_keys(resample, k1, k2,
+-- Input: cmp_users(user_idx). Output: cmp_draws(resample, user_idx, w, s); cmp_resample_keys(resample, k1, k2,
 -- k3) and cmp_user_keys(user_idx, k) for the run shuffles of sql/_compare_tukey.sql.
 WITH
 cmp_digits AS (
@@ -38,13 +35,8 @@ cmp_resample_in AS (
 cmp_resample_keys AS (
     SELECT resample, MIX(x1) AS k1, MIX(x2) AS k2, MIX(x3) AS k3 FROM cmp_resample_in
 ),
-cmp_segmented AS (
-    SELECT MIN(segment) AS lowest FROM cmp_keyed
-),
 cmp_user_in AS (
-    SELECT u.user_idx AS user_idx, (u.user_idx * $user_step + $user_shift) % $P AS x
-    FROM cmp_users AS u CROSS JOIN cmp_segmented AS g
-    WHERE g.lowest >= 0
+    SELECT user_idx, (user_idx * $user_step + $user_shift) % $P AS x FROM cmp_users
 ),
 cmp_user_keys AS (
     SELECT user_idx, MIX(x) AS k FROM cmp_user_in
