@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--empty", type=int, default=3, help="cold processes with an empty statement cache")
     parser.add_argument("--out", default=str(HERE / "results"), help="the folder of report.md and report.json")
     args = parser.parse_args(argv)
-    load_before = os.getloadavg()
+    load_before, measured = os.getloadavg(), commit()
     with tempfile.TemporaryDirectory(prefix="recsql-report-bench-") as tmp:
         work = Path(tmp)
         users, out = work / "users.parquet", work / "report.html"
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = {r["page"] for runs in cases.values() for r in runs}
     shown = " ".join(a if " " not in a else repr(a) for a in ["recsql", *argv_[3:]])
     shown = shown.replace(str(users), "users.parquet").replace(str(out), "report.html")
-    result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": commit(), "command": shown,
+    result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": measured, "command": shown,
               "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, "
                          f"{platform.platform()}",
               "load_before": [round(v, 2) for v in load_before], "load_after": [round(v, 2) for v in os.getloadavg()],
