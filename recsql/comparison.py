@@ -677,7 +677,10 @@ def statement_text(plan: Any, metrics: list[Metric], settings: Settings, kinds: 
         built["checks"] = values.checks
         return render(statement, dialect_name)
 
-    sql = memoised_sql(key, relations, dialect_name, True, build)
+    if segments is not None and not isinstance(segments[0], exp.Table):  # aliased in place: not pasted
+        sql = build(relations)
+    else:
+        sql = memoised_sql(key, relations, dialect_name, True, build)
     checks = memoised_strings(("compare checks", key),
                               lambda: built["checks"] if "checks" in built else _checks(compose(plan, metrics, output="raw")))
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",

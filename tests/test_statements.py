@@ -107,7 +107,7 @@ def test_evaluate_duckdb_frames_files_and_sqlite(calls, tmp_path):
 def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
     """compare's statement (recsql.comparison.statement_text), memoised the same way: byte for byte the
     statement composed from scratch, with the same input checks, on a hit with other relations (frames,
-    then files, then SQLite tables; with and without segments)."""
+    then files, then SQLite tables; with and without segments, given as a frame or as a file)."""
     from recsql import comparison
     seen = []
     original = comparison.statement_text
@@ -123,9 +123,12 @@ def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
     cohorts = pd.DataFrame({"user_id": users, "cohort": ["odd" if u % 2 else "even" for u in users]})
     options = dict(run_cols="model", baseline="popular", resamples=20)
     metrics = ["ndcg@10", "coverage@10"]
+    cohorts_file = tmp_path / "cohorts.parquet"
+    cohorts.to_parquet(cohorts_file, index=False)
     for given in ((recs, truth), (str(DATA / "recs.parquet"), str(DATA / "truth.parquet"))):
         recsql.compare(*given, metrics, **options)
         recsql.compare(*given, metrics, segments=cohorts, **options)
+    recsql.compare(recs, truth, metrics, segments=str(cohorts_file), **options)  # a file: read in place
     path = tmp_path / "compare.sqlite"
     with sqlite3.connect(path) as con:
         recs.to_sql("recs", con, index=False)
@@ -135,7 +138,7 @@ def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
         recsql.compare("recs", "truth", metrics, con=con, **options)
     finally:
         con.close()
-    assert len(seen) == 5 and len({sql for *_, sql, _ in seen}) == 5
+    assert len(seen) == 6 and len({sql for *_, sql, _ in seen}) == 6
     for plan, metrics, settings, kinds, segments, dialect, sql, values in seen:
         statement, want = comparison.statement_for(plan, metrics, settings, kinds, segments)
         assert sql == render(statement, dialect), dialect
