@@ -56,13 +56,14 @@ cmp_global_weights AS (
         run AS owner, user_idx, CAST(1 AS BIGINT) AS w
     FROM cmp_list_users
     UNION ALL
-    SELECT u.run, CAST(0 AS BIGINT), u.metric, d.resample, CAST(3 AS BIGINT), u.run, u.user_idx, d.w
+    SELECT u.run AS run, CAST(0 AS BIGINT) AS baseline, u.metric AS metric, d.resample AS resample,
+        CAST(3 AS BIGINT) AS side, u.run AS owner, u.user_idx AS user_idx, d.w AS w
     FROM cmp_list_users AS u JOIN cmp_draws AS d ON u.user_idx = d.user_idx
     WHERE d.w > 0
     UNION ALL
-    SELECT o.run, o.baseline, o.metric, d.resample,
-        CASE WHEN (o.owner = o.run AND d.s = 1) OR (o.owner <> o.run AND d.s = -1) THEN 1 ELSE 2 END,
-        o.owner, u.user_idx, CAST(1 AS BIGINT)
+    SELECT o.run AS run, o.baseline AS baseline, o.metric AS metric, d.resample AS resample,
+        CASE WHEN (o.owner = o.run AND d.s = 1) OR (o.owner <> o.run AND d.s = -1) THEN 1 ELSE 2 END AS side,
+        o.owner AS owner, u.user_idx AS user_idx, CAST(1 AS BIGINT) AS w
     FROM cmp_global_owners AS o
     JOIN cmp_list_users AS u ON u.metric = o.metric AND u.run = o.owner
     JOIN cmp_draws AS d ON u.user_idx = d.user_idx
@@ -115,7 +116,8 @@ cmp_global_group_stats AS (
 cmp_global_stats AS (
     SELECT run, baseline, metric, resample, side, stat, w1 FROM cmp_global_group_stats
     UNION ALL
-    SELECT o.run, o.baseline, o.metric, s.resample, CASE WHEN o.owner = o.run THEN 3 ELSE 4 END, s.stat, s.w1
+    SELECT o.run AS run, o.baseline AS baseline, o.metric AS metric, s.resample AS resample,
+        CASE WHEN o.owner = o.run THEN 3 ELSE 4 END AS side, s.stat AS stat, s.w1 AS w1
     FROM cmp_global_owners AS o
     JOIN cmp_global_group_stats AS s ON s.side = 3 AND s.run = o.owner AND s.metric = o.metric
 ),
