@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sqlglot
@@ -18,9 +18,11 @@ from .comparison_global import global_metrics, list_ctes, union_ctes
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs
 from .compose.checks import SEGMENT_CHECKS
+from .dialects import render
 from .errors import RecsqlError
 from .metrics import Metric
 from .resampling import bigint, draw_parameters, expand_macros
+from .statements import RELATIONS, memoised_sql, memoised_strings, plan_key
 from .templates import read_template
 
 # The statistics' templates, in the order their CTEs are appended (each reads the ones before).
@@ -89,7 +91,8 @@ def _dense_rank(columns: list[exp.Expression]) -> exp.Expression:
 def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.CTE]:
     """From the per-user relation, read once: cmp_keyed (dense run index in run-key order, dense user
     index 1..n in user order, the run keys _k0.., the metric values x0..), cmp_values(run, user_idx,
-    metric, x) (one row per defined value), cmp_runs, cmp_users and cmp_baselines."""
+    metric, x) (one row per defined value), cmp_runs, cmp_users (the users resampled: none when segments leave a
+    user without one) and cmp_baselines."""
     keys = [f"_k{i}" for i in range(len(values.runs))]
     per_user = [i for i in range(len(values.metrics)) if i not in values.global_kinds]
     any_value = exp.or_(*[_column(values.metrics[i], "p").is_(exp.null()).not_() for i in per_user],
@@ -146,6 +149,9 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         .where(exp.column("x").is_(exp.null()).not_())
     runs = exp.select("run", *keys).distinct().from_("cmp_keyed")
     users = exp.select("user_idx").distinct().from_("cmp_keyed")
+    if values.segments is not None:  # none when a user has no segment: that result is refused, so not resampled
+        users = sqlglot.parse_one("SELECT DISTINCT k.user_idx AS user_idx FROM cmp_keyed AS k CROSS JOIN "
+                                  "(SELECT MIN(segment) AS lowest FROM cmp_keyed) AS g WHERE g.lowest >= 0")
     if baseline is None:  # every pair once
         baselines = exp.select("run", exp.alias_(bigint(1), "every")).from_("cmp_runs")
     else:
@@ -283,8 +289,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
                           "(CLI: --run-col model)")
     kinds_global = global_metrics(metrics)
     raw = compose(plan, metrics, output="raw")
-    checks = [e.alias_or_name for cte in raw.args["with_"].expressions if cte.alias == "checks"
-              for e in cte.this.expressions if e.alias_or_name in DIAGNOSTICS]
+    checks = _checks(raw)
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
                     [f"_m{i}" for i in range(len(metrics))], checks, global_kinds=kinds_global,
                     catalog=any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions))
@@ -296,3 +301,41 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     if own:
         statement.set("settings", [exp.EQ(this=exp.var(k), expression=exp.Literal.number(v)) for k, v in own.items()])
     return statement, values
+
+
+def _checks(raw: exp.Select) -> list[str]:
+    """The input-check columns of evaluate's raw per-user statement."""
+    return [e.alias_or_name for cte in raw.args["with_"].expressions if cte.alias == "checks"
+            for e in cte.this.expressions if e.alias_or_name in DIAGNOSTICS]
+
+
+def statement_text(plan: Any, metrics: list[Metric], settings: Settings, kinds: list[str], segments: tuple | None,
+                   dialect_name: str) -> tuple[str, Values]:
+    """:func:`statement_for` rendered for ``dialect_name``, and its :class:`Values`: composed once per
+    plan options, metrics, settings, run column kinds and segment columns, in memory and on disk,
+    with the inputs' and the segments' relations pasted in (:func:`recsql.statements.memoised_sql`)."""
+    relations = {role: getattr(plan, role) for role in RELATIONS if getattr(plan, role) is not None}
+    if segments is not None:
+        relations["segments"] = segments[0]
+    key = ("compare", plan_key(plan, metrics, "raw", dialect_name, True), repr(settings), tuple(kinds),
+           None if segments is None else (segments[1], tuple(segments[2])))
+    built: dict[str, list[str]] = {}
+
+    def build(given: dict[str, exp.Expression]) -> str:
+        placed = replace(plan, **{role: e for role, e in given.items() if role != "segments"})
+        grouping = None if segments is None else (given["segments"], segments[1], segments[2])
+        statement, values = statement_for(placed, metrics, settings, kinds, grouping)
+        built["checks"] = values.checks
+        return render(statement, dialect_name)
+
+    if segments is not None and not isinstance(segments[0], exp.Table):  # aliased in place: not pasted
+        sql = build(relations)
+    else:
+        sql = memoised_sql(key, relations, dialect_name, True, build)
+    checks = memoised_strings(("compare checks", key),
+                              lambda: built["checks"] if "checks" in built else _checks(compose(plan, metrics, output="raw")))
+    values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
+                    [f"_m{i}" for i in range(len(metrics))], checks, global_kinds=global_metrics(metrics))
+    if segments is not None:
+        values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
+    return sql, values

@@ -49,7 +49,7 @@ import time
 from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from sqlglot import exp
 
@@ -251,9 +251,18 @@ def _template(plan: Plan, metrics: list[Metric], output: str, dialect_name: str,
               roles: list[str]) -> tuple[list[str], list[str]]:
     """The statement composed with a placeholder table per relation, split at the placeholders:
     (texts between them, the role of each placeholder)."""
-    placeholders = {role: exp.to_table(f"{_TOKEN}_{role}") for role in roles}
+    placeholders = _placeholders(roles)
     sql = render(compose(dataclasses.replace(plan, **placeholders), metrics, output=output), dialect_name,
                  pretty=pretty)
+    return _split(sql, placeholders, dialect_name)
+
+
+def _placeholders(roles: Sequence[str]) -> dict[str, exp.Table]:
+    return {role: exp.to_table(f"{_TOKEN}_{role}") for role in roles}
+
+
+def _split(sql: str, placeholders: dict[str, exp.Table], dialect_name: str) -> tuple[list[str], list[str]]:
+    """``sql`` split at the placeholder tables: (texts between them, the role of each placeholder)."""
     spelled = {placeholder.sql(dialect=get_dialect(dialect_name).sqlglot): role
                for role, placeholder in placeholders.items()}
     pattern = re.compile("|".join(re.escape(s) for s in sorted(spelled, key=len, reverse=True)))
@@ -299,10 +308,46 @@ def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary"
     key = _key(dataclasses.replace(plan, **{role: None for role in roles}), metrics, output, dialect_name, pretty)
     key = (key, tuple(roles))
     between, order = _memoised(key, lambda: _template(plan, metrics, output, dialect_name, pretty, roles))
+    return _paste(between, order, texts)
+
+
+def _paste(between: list[str], order: list[str], texts: dict[str, str]) -> str:
     pieces = [between[0]]
     for role, text in zip(order, between[1:]):
         pieces += [texts[role], text]
     return "".join(pieces)
+
+
+def memoised_sql(key: tuple, relations: dict[str, exp.Expression], dialect_name: str, pretty: bool,
+                 build: Callable[[dict[str, exp.Expression]], str]) -> str:
+    """``build(relations)``, a statement's text that depends on the relations only where they stand
+    (FROM clauses) and otherwise on ``key`` alone, memoised as the evaluation's statements are
+    (module docstring): built once per key with a placeholder table per relation, then the
+    relations' own text pasted in; built directly when a relation cannot be pasted. ``key`` holds
+    plain values only (their ``repr`` names the file on disk)."""
+    texts = {role: _relation_text(rel, dialect_name, pretty) for role, rel in relations.items()}
+    if any(text is None for text in texts.values()):
+        return build(relations)
+    roles = sorted(relations)
+
+    def split() -> tuple[list[str], list[str]]:
+        placeholders = _placeholders(roles)
+        return _split(build(dict(placeholders)), placeholders, dialect_name)
+
+    between, order = _memoised(("text", key, dialect_name, pretty, tuple(roles)), split)
+    return _paste(between, order, texts)
+
+
+def memoised_strings(key: tuple, build: Callable[[], list[str]]) -> list[str]:
+    """``build()``, a list of strings that depends on ``key`` alone, memoised in memory and on disk."""
+    text = _memoised(("strings", key), lambda: ([json.dumps(build())], []))[0][0]
+    return [str(item) for item in json.loads(text)]
+
+
+def plan_key(plan: Plan, metrics: Sequence[Metric], output: str, dialect_name: str, pretty: bool) -> tuple:
+    """The plan's options and the metrics as plain values (its relations left out), for a key."""
+    return _key(dataclasses.replace(plan, **{role: None for role in RELATIONS}), metrics, output, dialect_name,
+                pretty)
 
 
 def finalize_sql(plan: Plan, metrics: Sequence[Metric], output: str) -> str:

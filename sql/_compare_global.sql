@@ -20,9 +20,12 @@
 --   extreme = #{b : |flipped_b| ≥ |stat(run) − stat(baseline)| − $tolerance·(|stat(run)| + |stat(baseline)|)}
 --   (a resample whose statistic is undefined on a side is not extreme); p = (1 + extreme) / ($resamples + 1).
 --   n: the users with a list in the run (a pair: in either run).
---   One pass: per unit (a run: its lists; a pair: both runs' lists) and resample b (0: the observed, every weight
---   1 and every sign +1), the users' lists are weighted into sides, each side's metric computed from its counts:
---   side 3 (4) the run's (baseline's) lists with the bootstrap weights, side 1 (2) the swapped lists.
+--   One pass over groups of weighted lists, each group's metric computed from its counts: per run and resample b
+--   (0: the observed, every weight 1) the run's lists with the bootstrap weights (side 3), computed once and read
+--   by the run's own unit (side 3) and by every pair it is in (side 3 for the run, 4 for the baseline); per pair
+--   and resample b > 0 the swapped lists (sides 1 and 2). Σ_r r·C_(r) is summed per level of C: the n items with
+--   C = c after `below` items with a smaller C hold the ranks below + 1..below + n, so they add
+--   c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
 -- cite: Poisson bootstrap: Hanley & MacGibbon 2006; weighted U-statistics (pairs weighted w_u·w_v, u ≠ v):
 --   Janssen, "Weighted bootstrapping of U-statistics", Journal of Statistical Planning and Inference 38(1), 1994;
 --   randomization by swapping a unit's treatments: Fisher 1935, §21; Smucker, Allan & Carterette, CIKM 2007.
@@ -36,13 +39,6 @@ WITH
 cmp_list_users AS (
     SELECT DISTINCT run, metric, user_idx FROM cmp_lists
 ),
-cmp_global_draws AS (
-    SELECT run, metric, user_idx, CAST(0 AS BIGINT) AS resample, CAST(1 AS BIGINT) AS w, CAST(1 AS BIGINT) AS s
-    FROM cmp_list_users
-    UNION ALL
-    SELECT u.run, u.metric, u.user_idx, d.resample, d.w, d.s
-    FROM cmp_list_users AS u JOIN cmp_draws AS d ON u.user_idx = d.user_idx
-),
 cmp_global_pairs AS (
     SELECT a.run AS run, b.run AS baseline, m.metric AS metric
     FROM cmp_runs AS a
@@ -50,23 +46,27 @@ cmp_global_pairs AS (
     CROSS JOIN cmp_global_metrics AS m
     WHERE a.run <> b.run AND (b.every = 0 OR a.run > b.run)
 ),
-cmp_global_units AS (
-    SELECT run, CAST(0 AS BIGINT) AS baseline, metric, run AS owner FROM cmp_list_users GROUP BY run, metric
-    UNION ALL
-    SELECT p.run, p.baseline, p.metric, CASE WHEN k.role = 1 THEN p.run ELSE p.baseline END
+cmp_global_owners AS (
+    SELECT p.run AS run, p.baseline AS baseline, p.metric AS metric,
+        CASE WHEN k.role = 1 THEN p.run ELSE p.baseline END AS owner
     FROM cmp_global_pairs AS p CROSS JOIN (SELECT 1 AS role UNION ALL SELECT 2 AS role) AS k
 ),
 cmp_global_weights AS (
-    SELECT u.run AS run, u.baseline AS baseline, u.metric AS metric, g.resample AS resample,
-        CASE WHEN k.role = 1 AND u.owner = u.run THEN 3
-             WHEN k.role = 1 THEN 4
-             WHEN (u.owner = u.run AND g.s = 1) OR (u.owner <> u.run AND g.s = -1) THEN 1
-             ELSE 2 END AS side,
-        u.owner AS owner, g.user_idx AS user_idx, CASE WHEN k.role = 1 THEN g.w ELSE 1 END AS w
-    FROM cmp_global_draws AS g
-    JOIN cmp_global_units AS u ON u.metric = g.metric AND u.owner = g.run
-    CROSS JOIN (SELECT 1 AS role UNION ALL SELECT 2 AS role) AS k
-    WHERE (k.role = 1 AND g.w > 0) OR (k.role = 2 AND u.baseline <> 0)
+    SELECT run, CAST(0 AS BIGINT) AS baseline, metric, CAST(0 AS BIGINT) AS resample, CAST(3 AS BIGINT) AS side,
+        run AS owner, user_idx, CAST(1 AS BIGINT) AS w
+    FROM cmp_list_users
+    UNION ALL
+    SELECT u.run AS run, CAST(0 AS BIGINT) AS baseline, u.metric AS metric, d.resample AS resample,
+        CAST(3 AS BIGINT) AS side, u.run AS owner, u.user_idx AS user_idx, d.w AS w
+    FROM cmp_list_users AS u JOIN cmp_draws AS d ON u.user_idx = d.user_idx
+    WHERE d.w > 0
+    UNION ALL
+    SELECT o.run AS run, o.baseline AS baseline, o.metric AS metric, d.resample AS resample,
+        CASE WHEN (o.owner = o.run AND d.s = 1) OR (o.owner <> o.run AND d.s = -1) THEN 1 ELSE 2 END AS side,
+        o.owner AS owner, u.user_idx AS user_idx, CAST(1 AS BIGINT) AS w
+    FROM cmp_global_owners AS o
+    JOIN cmp_list_users AS u ON u.metric = o.metric AND u.run = o.owner
+    JOIN cmp_draws AS d ON u.user_idx = d.user_idx
 ),
 cmp_global_counts AS (
     SELECT g.run AS run, g.baseline AS baseline, g.metric AS metric, g.resample AS resample, g.side AS side,
@@ -77,34 +77,49 @@ cmp_global_counts AS (
     JOIN cmp_lists AS l ON l.run = g.owner AND l.metric = g.metric AND l.user_idx = g.user_idx
     GROUP BY g.run, g.baseline, g.metric, g.resample, g.side, l.item_id
 ),
-cmp_global_ranked AS (
-    SELECT run, baseline, metric, resample, side, in_catalog, c, d, c_first, d_first,
-        CAST(ROW_NUMBER() OVER (PARTITION BY run, baseline, metric, resample, side, in_catalog ORDER BY c)
-             AS BIGINT) AS r
+cmp_global_levels AS (
+    SELECT run, baseline, metric, resample, side, in_catalog, c,
+        CAST(COUNT(*) AS BIGINT) AS n, CAST(SUM(d) AS BIGINT) AS d,
+        CAST(SUM(c_first) AS BIGINT) AS c_first, CAST(SUM(d_first) AS BIGINT) AS d_first
     FROM cmp_global_counts
+    GROUP BY run, baseline, metric, resample, side, in_catalog, c
+),
+cmp_global_ranked AS (
+    SELECT run, baseline, metric, resample, side, in_catalog, c, n, d, c_first, d_first,
+        CAST(SUM(n) OVER (PARTITION BY run, baseline, metric, resample, side, in_catalog ORDER BY c
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - n AS BIGINT) AS below
+    FROM cmp_global_levels
 ),
 cmp_global_sums AS (
     SELECT run, baseline, metric, resample, side,
-        CAST(SUM(in_catalog) AS BIGINT) AS covered,
-        CAST(SUM(in_catalog * c) AS BIGINT) AS exposed,
-        CAST(SUM(in_catalog * r * c) AS BIGINT) AS ranked_exposure,
-        CAST(SUM(c * c - d) AS BIGINT) AS shared,
+        CAST(SUM(in_catalog * n) AS BIGINT) AS covered,
+        CAST(SUM(in_catalog * n * c) AS BIGINT) AS exposed,
+        CAST(SUM(in_catalog * c * (2 * n * below + n * (n + 1))) AS BIGINT) AS ranked_exposure2,
+        CAST(SUM(n * c * c - d) AS BIGINT) AS shared,
         CAST(SUM(c_first) AS BIGINT) AS w1,
         CAST(SUM(d_first) AS BIGINT) AS w2
     FROM cmp_global_ranked
     GROUP BY run, baseline, metric, resample, side
 ),
-cmp_global_stats AS (
+cmp_global_group_stats AS (
     SELECT s.run AS run, s.baseline AS baseline, s.metric AS metric, s.resample AS resample, s.side AS side,
         CASE m.kind
             WHEN 1 THEN CAST(s.covered AS DOUBLE) / NULLIF(CAST(m.n_catalog AS DOUBLE), 0)
-            WHEN 2 THEN CAST(2 * s.ranked_exposure + (m.n_catalog - 2 * s.covered - 1) * s.exposed AS DOUBLE)
+            WHEN 2 THEN CAST(s.ranked_exposure2 + (m.n_catalog - 2 * s.covered - 1) * s.exposed AS DOUBLE)
                         / NULLIF(CAST(m.n_catalog * s.exposed AS DOUBLE), 0)
             WHEN 3 THEN 1 - CAST(s.shared AS DOUBLE) / NULLIF(CAST(s.w1 * s.w1 - s.w2 AS DOUBLE) * m.k, 0)
         END AS stat,
         s.w1 AS w1
     FROM cmp_global_sums AS s
     JOIN cmp_global_metrics AS m ON s.metric = m.metric
+),
+cmp_global_stats AS (
+    SELECT run, baseline, metric, resample, side, stat, w1 FROM cmp_global_group_stats
+    UNION ALL
+    SELECT o.run AS run, o.baseline AS baseline, o.metric AS metric, s.resample AS resample,
+        CASE WHEN o.owner = o.run THEN 3 ELSE 4 END AS side, s.stat AS stat, s.w1 AS w1
+    FROM cmp_global_owners AS o
+    JOIN cmp_global_group_stats AS s ON s.side = 3 AND s.run = o.owner AND s.metric = o.metric
 ),
 cmp_global_sides AS (
     SELECT run, baseline, metric, resample,

@@ -102,3 +102,45 @@ def test_evaluate_duckdb_frames_files_and_sqlite(calls, tmp_path):
         con.close()
     assert {dialect for *_, dialect, _, _ in calls} == {"duckdb", "sqlite"}
     assert_uncached_equal(calls)
+
+
+def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
+    """compare's statement (recsql.comparison.statement_text), memoised the same way: byte for byte the
+    statement composed from scratch, with the same input checks, on a hit with other relations (frames,
+    then files, then SQLite tables; with and without segments, given as a frame or as a file)."""
+    from recsql import comparison
+    seen = []
+    original = comparison.statement_text
+
+    def recording(plan, metrics, settings, kinds, segments, dialect):
+        sql, values = original(plan, metrics, settings, kinds, segments, dialect)
+        seen.append((plan, list(metrics), settings, kinds, segments, dialect, sql, values))
+        return sql, values
+    monkeypatch.setattr(comparison, "statement_text", recording)
+    recs = pd.read_parquet(DATA / "recs.parquet")
+    truth = pd.read_parquet(DATA / "truth.parquet")
+    users = sorted(set(recs["user_id"]) | set(truth["user_id"]))
+    cohorts = pd.DataFrame({"user_id": users, "cohort": ["odd" if u % 2 else "even" for u in users]})
+    options = dict(run_cols="model", baseline="popular", resamples=20)
+    metrics = ["ndcg@10", "coverage@10"]
+    cohorts_file = tmp_path / "cohorts.parquet"
+    cohorts.to_parquet(cohorts_file, index=False)
+    for given in ((recs, truth), (str(DATA / "recs.parquet"), str(DATA / "truth.parquet"))):
+        recsql.compare(*given, metrics, **options)
+        recsql.compare(*given, metrics, segments=cohorts, **options)
+    recsql.compare(recs, truth, metrics, segments=str(cohorts_file), **options)  # a file: read in place
+    path = tmp_path / "compare.sqlite"
+    with sqlite3.connect(path) as con:
+        recs.to_sql("recs", con, index=False)
+        truth.to_sql("truth", con, index=False)
+    con = sqlite3.connect(path)
+    try:
+        recsql.compare("recs", "truth", metrics, con=con, **options)
+    finally:
+        con.close()
+    assert len(seen) == 6 and len({sql for *_, sql, _ in seen}) == 6
+    for plan, metrics, settings, kinds, segments, dialect, sql, values in seen:
+        statement, want = comparison.statement_for(plan, metrics, settings, kinds, segments)
+        assert sql == render(statement, dialect), dialect
+        assert values.checks == want.checks and values.checks
+        assert statements._TOKEN not in sql

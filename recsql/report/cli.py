@@ -13,8 +13,10 @@ stderr when it is a terminal (``--quiet``: none).
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -100,6 +102,27 @@ def _check_out(args: argparse.Namespace) -> None:
     check_outputs({}, {"--out": args.out}, [], files, db=args.db)
 
 
+# Imported ahead, while the engine computes (:func:`import_ahead`): the figures' matplotlib and the
+# special functions of the tests' tails.
+AHEAD = ("scipy.special", "matplotlib.figure", "matplotlib.backends.backend_svg")
+
+
+def import_ahead(modules: tuple[str, ...] = AHEAD) -> threading.Thread:
+    """Import ``modules`` in a background thread. DuckDB releases the GIL while a query runs, so
+    these imports (most of a second on a cold start) overlap with the evaluation and the comparison
+    instead of following them; an import that fails here is simply made again, and reported, where
+    it is used."""
+    def load() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - imported again where it is used, which reports it
+                return
+    thread = threading.Thread(target=load, name="recsql-import-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from ..cli_inputs import recs_and_truth as _recs_and_truth
     from ..cli_output import is_terminal as _is_terminal
@@ -108,6 +131,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .build import build_report
     _check_out(args)
     require("matplotlib", "recsql report")  # the figures: before the inputs are read
+    import_ahead()
     recs, truth = _recs_and_truth(args)
     started = time.perf_counter()
     segmented = bool(args.segments or args.segment_cols)

@@ -56,10 +56,15 @@ def _grid(panels: int, columns: int, width: float, height: float, sharex: bool =
 
 
 def svg(fig: Any, name: str) -> str:
-    """The figure as an ``<svg>`` element for inline HTML (no XML prolog, DOCTYPE or metadata)."""
+    """The figure as an ``<svg>`` element for inline HTML (no XML prolog, DOCTYPE or metadata).
+
+    Printed by the SVG canvas itself in one draw, which lays the figure out first (constrained
+    layout, text measured by the SVG renderer) and then draws it: the bytes ``savefig`` writes, for
+    which it draws the figure twice (a dry run to lay it out, then the real one)."""
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
     buffer = io.StringIO()
     with _style(name):
-        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+        FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     text = buffer.getvalue()
     text = text[text.index("<svg"):]
     text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)
