@@ -88,7 +88,7 @@ def refuse_segment_rows(frame: pd.DataFrame, values: Values) -> None:
     """Raise for the segment checks the statistics statement's rows carry (segmented comparisons only)."""
     if values.segments is None or not len(frame):
         return
-    refuse_segments({name: int(frame[name].max()) for name in SEGMENT_CHECKS}, "of the population")
+    refuse_segments({name: int(frame[name].max()) for name in SEGMENT_CHECKS}, "of the population", values.segment_cols)
 
 
 def compare_per_user(per_user: pd.DataFrame, metrics: Sequence[str], run_cols: Sequence[str], user_col: str,

@@ -212,8 +212,11 @@ def statistics(values: Values, settings: Settings, baseline: list[exp.Expression
                      "WHERE segment < 0")),
                  _cte("cmp_segment_repeats", sqlglot.parse_one(
                      f"SELECT CAST(COUNT(*) AS BIGINT) - CAST(COUNT(DISTINCT seg_user) AS BIGINT) AS {SEGMENT_CHECKS[1]} "
-                     "FROM cmp_segment_rows"))]
-        for alias, source in (("c0", "cmp_unsegmented"), ("c1", "cmp_segment_repeats")):
+                     "FROM cmp_segment_rows")),
+                 _cte("cmp_segment_nulls", sqlglot.parse_one(
+                     f"SELECT CAST(COUNT(*) AS BIGINT) AS {SEGMENT_CHECKS[2]} FROM cmp_segment_rows WHERE "
+                     + " OR ".join(f"_s{i} IS NULL" for i in range(len(values.segment_cols)))))]
+        for alias, source in (("c0", "cmp_unsegmented"), ("c1", "cmp_segment_repeats"), ("c2", "cmp_segment_nulls")):
             select = select.join(exp.alias_(exp.to_table(source), alias), join_type="cross")
     select = select.order_by(*[exp.column(c, "o") for c in unit])
     select.set("with_", exp.With(expressions=ctes))

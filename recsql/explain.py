@@ -6,7 +6,7 @@ from the counts the query saw. :func:`fetch_checked` runs a statement and names 
 input an engine error came from."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from sqlglot import exp
 
@@ -135,7 +135,7 @@ def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list
     """Raise for the first input check of the query that found something (``found``: the
     diagnostic columns' values): segments first (a user without one, or with two), then invalid
     values, then duplicates."""
-    refuse_segments(found, "of recs or truth")
+    refuse_segments(found, "of recs or truth", plan.segment_cols)
     for role in ("recs", "truth", "baseline"):
         if found.get(f"{role}_invalid_rows"):
             raise _explain_values(runner, plan, role, found[f"{role}_invalid_rows"])
@@ -159,13 +159,18 @@ def fetch_checked(runner: Runner, plan: Plan, sql: str, fetch: Any = None) -> An
         raise
 
 
-def refuse_segments(found: dict[str, int], whose: str) -> None:
+def refuse_segments(found: dict[str, int], whose: str, columns: Sequence[str] = ()) -> None:
     """Raise for the segment checks (compose.checks.SEGMENT_CHECKS) that found something: users given
-    two segments, then users ``whose`` (e.g. "of the population") without one."""
-    missing, repeated = (int(found.get(name) or 0) for name in SEGMENT_CHECKS)
+    two segments, rows of segments with a NULL in a segment column (``columns``), then users
+    ``whose`` (e.g. "of the population") without a row in segments."""
+    missing, repeated, nulls = (int(found.get(name) or 0) for name in SEGMENT_CHECKS)
     if repeated:
         raise RecsqlError(f"segments: {repeated} extra row(s) give a user a second segment; give each user one row")
+    if nulls:
+        named = f" ({', '.join(repr(c) for c in columns)})" if columns else ""
+        raise RecsqlError(f"segments: {nulls} row(s) have a NULL segment column{named}; give those users a segment "
+                          "(e.g. 'other'), or leave their rows out of segments and of the inputs")
     if missing:
-        raise RecsqlError(f"segments: {missing} user(s) {whose} have no row in segments (or a NULL segment); every "
-                          "user evaluated needs a segment (add them, e.g. with a segment 'other', or leave their "
-                          "rows out of the inputs)")
+        raise RecsqlError(f"segments: {missing} user(s) {whose} have no row in segments; every user evaluated "
+                          "needs a segment (add them, e.g. with a segment 'other', or leave their rows out of the "
+                          "inputs)")

@@ -121,7 +121,8 @@ def test_truth_with_the_run_columns_is_segmented_too():
 @pytest.mark.parametrize("segments, words", [
     (SEGMENTS[SEGMENTS["user_id"] != 3], ["1 user(s) of recs or truth have no row in segments"]),
     (SEGMENTS[SEGMENTS["user_id"] != 6], ["1 user(s)", "no row in segments"]),  # a truth user only
-    (SEGMENTS.assign(country=lambda s: s["country"].where(s["user_id"] != 2)), ["1 user(s)", "NULL segment"]),
+    (SEGMENTS.assign(country=lambda s: s["country"].where(s["user_id"] != 2)),
+     ["1 row(s) have a NULL segment column ('country')"]),
     (pd.concat([SEGMENTS, SEGMENTS.iloc[[0]].assign(country="US")]), ["1 extra row(s) give a user a second segment"]),
     (pd.concat([SEGMENTS, SEGMENTS.iloc[[0]]]), ["second segment"]),
     (SEGMENTS[["user_id"]], ["only the user column 'user_id'"]),
@@ -131,6 +132,19 @@ def test_truth_with_the_run_columns_is_segmented_too():
 def test_segment_mistakes_are_refused(segments, words):
     with pytest.raises(recsql.RecsqlError) as raised:
         recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_cols="model", segments=segments)
+    for word in words:
+        assert word in str(raised.value), (word, str(raised.value))
+
+
+@pytest.mark.parametrize("segments, words", [
+    (SEGMENTS.assign(country=lambda s: s["country"].where(s["user_id"] != 2)),
+     ["1 row(s) have a NULL segment column ('country')"]),
+    (SEGMENTS[SEGMENTS["user_id"] != 3], ["1 user(s) of the population have no row in segments"]),
+    (SEGMENTS.astype({"user_id": str}), ["segments column 'user_id'", "VARCHAR"]),  # blames segments, not truth
+])
+def test_compare_refuses_segment_mistakes_naming_segments(segments, words):
+    with pytest.raises(recsql.RecsqlError) as raised:
+        recsql.compare(RECS, TRUTH, ["ndcg@10"], run_cols="model", segments=segments, resamples=10)
     for word in words:
         assert word in str(raised.value), (word, str(raised.value))
 

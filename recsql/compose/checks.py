@@ -19,12 +19,13 @@ from .rewrite import union_all
 # per key). One value per input, over every run, copied onto every summary row.
 DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows",
                "baseline_invalid_rows", "baseline_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
-               "item_features_duplicate_rows", "users_without_segment", "segment_duplicate_users")
+               "item_features_duplicate_rows", "users_without_segment", "segment_duplicate_users",
+               "segment_null_rows")
 
 
 # With segments (docs/guide/populations.md, "Segments"): users of recs or truth with no segment (no
 # row in segments, or a NULL segment value), and extra rows giving a user a second segment.
-SEGMENT_CHECKS = ("users_without_segment", "segment_duplicate_users")
+SEGMENT_CHECKS = ("users_without_segment", "segment_duplicate_users", "segment_null_rows")
 
 
 RECS_ROWS = "_recs_rows"  # the recommendation rows read (raw rows only: Evaluation.rows_in)
@@ -202,12 +203,15 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
 def _segment_checks(plan: Plan, recs: str, truth: bool) -> list[exp.Select]:
     """The segment checks: the distinct users of recs (read from ``recs``: recs_in, or the heaps,
     which group its rows by run and user) and of truth whose segment keys are NULL (the inputs' LEFT
-    JOIN to segments_in found no segment), and Σ (n - 1) over the users of segments held by n rows."""
+    JOIN to segments_in found no segment), Σ (n - 1) over the users of segments held by n rows, and
+    the rows of segments with a NULL segment column."""
     unsegmented = exp.or_(*[exp.Is(this=exp.column(k), expression=exp.null()) for k in segment_runs(plan)])
     users = [exp.select("user_id").from_(t).where(unsegmented) for t in [recs, *(["truth_in"] if truth else [])]]
     missing = exp.select(exp.alias_(exp.cast(exp.Count(this=exp.Distinct(expressions=[exp.column("user_id")])), "BIGINT"),
                                     SEGMENT_CHECKS[0])).from_(union_all(users).subquery("u"))
-    return [missing, _extra_copies("segments_in", ["user_id"], SEGMENT_CHECKS[1])]
+    nulls = exp.select(exp.alias_(exp.cast(exp.Count(this=exp.Star()), "BIGINT"), SEGMENT_CHECKS[2])) \
+        .from_("segments_in").where(exp.or_(*[exp.Is(this=exp.column(k), expression=exp.null()) for k in segment_runs(plan)]))
+    return [missing, _extra_copies("segments_in", ["user_id"], SEGMENT_CHECKS[1]), nulls]
 
 
 def _cte_name(part: exp.Select) -> str:
