@@ -35,7 +35,7 @@ from sqlglot import exp
 
 from . import api
 from .comparison_global import global_metrics, list_ctes, union_ctes
-from .compose import DIAGNOSTICS, compose, internal_runs
+from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable
 from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .engines.base import DBAPIRunner, Runner, frame_from_cursor
@@ -637,7 +637,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     checks = [e.alias_or_name for cte in raw.args["with_"].expressions if cte.alias == "checks"
               for e in cte.this.expressions if e.alias_or_name in DIAGNOSTICS]
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
-                    [f"_m{i}" for i in range(len(metrics))], checks, global_kinds=kinds_global,
+                    metric_columns(metrics), checks, global_kinds=kinds_global,
                     catalog=any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions))
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])

@@ -1,16 +1,16 @@
-"""Inputs a dbt model was not given, taken out of the composer's statement.
+"""Inputs not given, taken out of the composed statement.
 
 The composer writes an input nobody gave as an always-empty CTE (``SELECT ... FROM recs_in WHERE
-FALSE``) so that one statement shape serves every call; a dbt model is read by people, so
-:func:`without_empty` drops those CTEs and what reads them: a LEFT JOIN of one (its columns become
-typed NULLs), a UNION branch reading one, and a CTE reading one through FROM or an inner join.
+FALSE``) so that one statement shape serves every call; the statement is read by people, so
+:func:`without_empty` (a step of :func:`recsql.compose.readable.readable`) drops those CTEs and
+what reads them: a LEFT JOIN of one (its columns become typed NULLs), a UNION branch reading one,
+and a CTE reading one through FROM or an inner join.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
-from ..compose import prune
-from ..compose.rewrite import reachable
+from .rewrite import prune, reachable
 
 
 def _is_false(node: exp.Expression | None) -> bool:
