@@ -642,7 +642,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
     baseline = _baseline_keys(settings.baseline, list(plan.run_cols), kinds)
-    statement = _with(raw, statistics(values, settings, baseline))
+    statement = readable(_with(raw, statistics(values, settings, baseline)), plan, metrics, "compare")
     own = STATEMENT_SETTINGS.get(plan.dialect, {})
     if own:
         statement.set("settings", [exp.EQ(this=exp.var(k), expression=exp.Literal.number(v)) for k, v in own.items()])
