@@ -18,37 +18,30 @@ its columns.
 """
 from __future__ import annotations
 
-from typing import Iterator
-
 from sqlglot import exp
 
 from .rewrite import prune, union_branches
 
 
-def _final_nodes(statement: exp.Expression) -> Iterator[exp.Expression]:
-    """The nodes of ``statement`` outside its WITH clause."""
-    with_ = statement.args.get("with_")
-    return statement.walk(prune=lambda node: node is with_)
+def _tables(tree: exp.Expression) -> set[str]:
+    """The names of the CTEs (tables without a schema) that ``tree`` reads."""
+    return {t.name for t in tree.find_all(exp.Table) if not t.args.get("db")}
 
 
-def _readers(statement: exp.Expression) -> dict[str, list[list[exp.Expression]]]:
-    """CTE name -> the readers that name it in a FROM or JOIN (other CTEs' bodies and the final
-    select), each as its list of nodes."""
-    with_ = statement.args["with_"]
-    parts = [list(c.this.walk()) for c in with_.expressions] + [list(_final_nodes(statement))]
-    names = [c.alias for c in with_.expressions] + [None]
-    readers: dict[str, list[list[exp.Expression]]] = {c.alias: [] for c in with_.expressions}
-    for own, nodes in zip(names, parts):
-        for table in {n.name for n in nodes if isinstance(n, exp.Table) and not n.args.get("db")}:
+def _readers(with_: exp.With, final: exp.Expression) -> dict[str, list[exp.Expression]]:
+    """CTE name -> the trees that read it in a FROM or JOIN: other CTEs' bodies, and ``final`` (the
+    statement without its WITH clause)."""
+    readers: dict[str, list[exp.Expression]] = {c.alias: [] for c in with_.expressions}
+    for own, tree in [*((c.alias, c.this) for c in with_.expressions), (None, final)]:
+        for table in _tables(tree):
             if table in readers and table != own:
-                readers[table].append(nodes)
+                readers[table].append(tree)
     return readers
 
 
-def _selects_star(nodes: list[exp.Expression]) -> bool:
-    return any(isinstance(n, exp.Select) and any(isinstance(e, exp.Star) or (isinstance(e, exp.Column)
-                                                                           and isinstance(e.this, exp.Star))
-                                                 for e in n.expressions) for n in nodes)
+def _selects_star(tree: exp.Expression) -> bool:
+    return any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+               for select in tree.find_all(exp.Select) for e in select.expressions)
 
 
 def _sources(select: exp.Select | None) -> dict[str, str]:
@@ -78,10 +71,15 @@ def _reads(column: exp.Column, table: str, columns: dict[str, set[str]]) -> bool
     return bool(column.table)  # a qualifier no select around it defines: kept to be safe
 
 
-def _names(nodes: list[exp.Expression], table: str, columns: dict[str, set[str]]) -> set[str]:
-    """The names of the columns of the CTE ``table`` that ``nodes`` read (and of USING clauses)."""
-    found = {n.name for n in nodes if isinstance(n, exp.Column) and _reads(n, table, columns)}
-    return found | {i.name for n in nodes if isinstance(n, exp.Join) for i in n.args.get("using") or []}
+def _names(tree: exp.Expression, table: str, columns: dict[str, set[str]]) -> set[str]:
+    """The names of the columns of the CTE ``table`` that ``tree`` reads (and of USING clauses)."""
+    found: set[str] = set()
+    for node in tree.find_all(exp.Column, exp.Join):
+        if isinstance(node, exp.Join):
+            found.update(i.name for i in node.args.get("using") or [])
+        elif node.name not in found and _reads(node, table, columns):
+            found.add(node.name)
+    return found
 
 
 def _plain_branches(query: exp.Expression) -> list[exp.Select] | None:
@@ -105,28 +103,45 @@ def _plain_branches(query: exp.Expression) -> list[exp.Select] | None:
     return branches if len({len(b.expressions) for b in branches}) == 1 else None
 
 
-def _drop_columns(statement: exp.Expression) -> bool:
-    """Drop the columns of each CTE that none of its readers names (one pass); whether any went."""
+def _generates_rows(column: exp.Expression) -> bool:
+    """A column whose values make the select's rows (UNNEST, EXPLODE): dropping it could change them."""
+    return any(isinstance(n, (exp.Unnest, exp.Explode)) for n in column.walk())
+
+
+def _aliased(select: exp.Select, i: int) -> bool:
+    """Whether the select's column ``i`` must stay though no reader names it: it makes the rows
+    (UNNEST), or the select itself refers to it by its name elsewhere (an alias in GROUP BY, or a
+    lateral alias in another column), which dropping it would leave meaning nothing. A column that
+    only passes an input column on under its own name may go (the name then means that column)."""
+    column = select.expressions[i]
+    name, value = column.alias_or_name, column.unalias()
+    if _generates_rows(column):
+        return True
+    if isinstance(value, exp.Column) and value.name == name:
+        return False
+    parts = [e for j, e in enumerate(select.expressions) if j != i]
+    parts += [arg for key, arg in select.args.items() if key != "expressions" and isinstance(arg, exp.Expression)]
+    parts += [a for key, arg in select.args.items() if isinstance(arg, list) and key != "expressions" for a in arg]
+    return any(c.name == name for part in parts for c in part.find_all(exp.Column))
+
+
+def _drop_columns(with_: exp.With, final: exp.Expression) -> bool:
+    """Drop the columns of each CTE that none of its readers names, the last CTE first (so a column
+    read only by a column dropped goes in the same pass); whether any went."""
     changed = False
-    every = _readers(statement)  # taken once: a reader's columns dropped meanwhile are kept one more pass
-    columns = {c.alias: set(_columns_of(c.this)) for c in statement.args["with_"].expressions}
-    for cte in statement.args["with_"].expressions:
-        readers = every[cte.alias]
+    readers = _readers(with_, final)
+    columns = {c.alias: set(_columns_of(c.this)) for c in with_.expressions}
+    for cte in reversed(with_.expressions):
         branches = _plain_branches(cte.this)
-        if not readers or branches is None or any(_selects_star(r) for r in readers):
+        if not readers[cte.alias] or branches is None or any(map(_selects_star, readers[cte.alias])):
             continue
-        read = set().union(*(_names(r, cte.alias, columns) for r in readers))
+        read = set().union(*(_names(r, cte.alias, columns) for r in readers[cte.alias]))
         names = [e.alias_or_name for e in branches[0].expressions]
-        # a name the CTE's own select refers to besides its column (a lateral alias) stays too
-        own = {c.name for b in branches for key, arg in b.args.items() if key != "expressions"
-               for node in (arg if isinstance(arg, list) else [arg]) if isinstance(node, exp.Expression)
-               for c in node.find_all(exp.Column)}
-        keep = [i for i, n in enumerate(names) if n in read or n in own or any(
-            n in {c.name for c in e.find_all(exp.Column)} for j, e in enumerate(branches[0].expressions) if j != i)]
-        keep = keep or [0]
+        keep = [i for i, n in enumerate(names) if n in read or any(_aliased(b, i) for b in branches)] or [0]
         if len(keep) < len(names):
             for branch in branches:
                 branch.set("expressions", [branch.expressions[i] for i in keep])
+            columns[cte.alias] = {names[i] for i in keep}
             changed = True
     return changed
 
@@ -140,7 +155,7 @@ def _one_row(query: exp.Expression, ctes: dict[str, exp.Expression]) -> bool:
     or a select of no filter from one-row CTEs crossed."""
     if not isinstance(query, exp.Select) or any(query.args.get(k) for k in ("group", "having", "qualify", "limit")):
         return False
-    if any(isinstance(n, (exp.Unnest, exp.Explode)) for e in query.expressions for n in e.walk()):
+    if any(_generates_rows(e) for e in query.expressions):
         return False
     if any(not isinstance(agg.parent, exp.Window) and agg.find_ancestor(exp.Select) is query
            for e in query.expressions for agg in e.find_all(exp.AggFunc)):
@@ -156,9 +171,14 @@ def _one_row(query: exp.Expression, ctes: dict[str, exp.Expression]) -> bool:
 
 def _unique_on(query: exp.Expression, join: exp.Join) -> bool:
     """Whether the LEFT JOIN ``join`` of the CTE ``query`` matches at most one row of it: the CTE
-    groups by plain columns it returns under their own names, and the join's ON equates each."""
-    group = query.args.get("group") if isinstance(query, exp.Select) else None
-    if group is None or any(not isinstance(k, exp.Column) for k in group.expressions) or query.args.get("having"):
+    groups by plain columns (or is DISTINCT over them) that it returns under their own names, and the
+    join's ON equates each."""
+    if not isinstance(query, exp.Select) or query.args.get("having"):
+        return False
+    group = query.args.get("group")
+    distinct = query.args.get("distinct")
+    keys = group.expressions if group is not None else query.expressions if distinct and not distinct.args.get("on") else None
+    if keys is None or any(not isinstance(k.unalias(), exp.Column) for k in keys):
         return False
     returned = {e.alias_or_name for e in query.expressions if isinstance(e.unalias(), exp.Column)
                 and e.unalias().name == e.alias_or_name}
@@ -167,15 +187,15 @@ def _unique_on(query: exp.Expression, join: exp.Join) -> bool:
     conjuncts = list(on.flatten()) if isinstance(on, exp.And) else [on]
     equated = {side.name for eq in conjuncts if isinstance(eq, exp.EQ)
                for side in (eq.this, eq.expression) if isinstance(side, exp.Column) and side.table == alias}
-    return {k.name for k in group.expressions} <= (equated & returned)
+    return {k.unalias().name for k in keys} <= (equated & returned)
 
 
-def _drop_joins(statement: exp.Expression) -> bool:
+def _drop_joins(with_: exp.With, final: exp.Expression) -> bool:
     """Drop the joins of a CTE that no column of the select reads and that add no row: a CROSS or
     LEFT JOIN of a one-row CTE, or a LEFT JOIN matching at most one row; whether any went."""
-    ctes = {c.alias: c.this for c in statement.args["with_"].expressions}
+    ctes = {c.alias: c.this for c in with_.expressions}
     changed = False
-    for select in list(statement.find_all(exp.Select)):
+    for select in [s for tree in [*ctes.values(), final] for s in tree.find_all(exp.Select) if s.args.get("joins")]:
         for join in list(select.args.get("joins") or []):
             source = join.this
             if not isinstance(source, exp.Table) or source.args.get("db") or source.name not in ctes:
@@ -191,10 +211,9 @@ def _drop_joins(statement: exp.Expression) -> bool:
     return changed
 
 
-def _inline_pass_through(statement: exp.Expression) -> bool:
+def _inline_pass_through(with_: exp.With, final: exp.Expression) -> bool:
     """A CTE that returns every column of another CTE, unchanged and unfiltered, is read as that
     CTE (under the reader's alias); whether one was."""
-    with_ = statement.args["with_"]
     ctes = {c.alias: c.this for c in with_.expressions}
     for cte in with_.expressions:
         body = cte.this
@@ -209,11 +228,11 @@ def _inline_pass_through(statement: exp.Expression) -> bool:
         names = [e.alias_or_name for e in body.expressions]
         if sorted(names) != sorted(_columns_of(ctes[source.name])) or len(set(names)) != len(names):
             continue
-        readers = _readers(statement)[cte.alias]
-        if any(_selects_star(r) for r in readers):
+        readers = _readers(with_, final)[cte.alias]
+        if any(map(_selects_star, readers)):
             continue
-        for nodes in readers:
-            for table in [n for n in nodes if isinstance(n, exp.Table) and n.name == cte.alias and not n.args.get("db")]:
+        for reader in readers:
+            for table in [t for t in reader.find_all(exp.Table) if t.name == cte.alias and not t.args.get("db")]:
                 table.set("this", exp.to_identifier(source.name))
                 if not table.alias:
                     table.set("alias", exp.TableAlias(this=exp.to_identifier(cte.alias)))
@@ -227,11 +246,14 @@ def drop_unread(statement: exp.Expression) -> exp.Expression:
     with_ = statement.args.get("with_")
     if with_ is None:
         return statement
-    while True:
-        changed = _inline_pass_through(statement) | _drop_joins(statement) | _drop_columns(statement)
-        final = statement.copy()
-        final.set("with_", None)
-        before = len(with_.expressions)
-        prune(with_, final)
-        if not changed and len(with_.expressions) == before:
-            return statement
+    statement.set("with_", None)  # the final select alone, while the CTEs are rewritten
+    try:
+        while True:
+            before = len(with_.expressions)
+            changed = _inline_pass_through(with_, statement) | _drop_joins(with_, statement)
+            changed |= _drop_columns(with_, statement)
+            prune(with_, statement)
+            if not changed and len(with_.expressions) == before:
+                return statement
+    finally:
+        statement.set("with_", with_)
