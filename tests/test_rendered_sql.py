@@ -137,8 +137,7 @@ def _unread(tree: exp.Expression) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
-@pytest.mark.parametrize("output", ["summary", "per_user"])
+@pytest.mark.parametrize("dialect, output", [("duckdb", "summary"), ("postgres", "per_user")])
 def test_every_metric_alone_has_no_empty_cte_and_nothing_unread(dialect, output):
     problems = {}
     for name in sorted(recsql.registry()):
