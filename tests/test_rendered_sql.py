@@ -17,7 +17,9 @@ import sqlglot
 from sqlglot import exp
 
 import recsql
+from recsql.compose.unread import drop_unread
 from recsql.dialects import DIALECTS
+from recsql.trees import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = re.search(r'(?m)^version\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
@@ -182,6 +184,38 @@ def test_user_text_cannot_leave_its_comment():
     row = con.execute(recsql.to_sql([asked], recs="recs", truth="truth")).fetchone()
     assert row[1] == pytest.approx(0.5)  # (1/2) / (1/1): the relevant item at rank 2
     assert con.execute("SELECT COUNT(*) FROM recs").fetchone()[0] == 2
+
+
+# (statement, what the pass leaves of it): each keeps its rows (checked on DuckDB below)
+REWRITES = [
+    ("WITH a AS (SELECT x, y FROM t), b AS (SELECT x, y FROM a WHERE x > 0) SELECT x FROM b",
+     "WITH a AS (SELECT x FROM t), b AS (SELECT x FROM a WHERE x > 0) SELECT x FROM b"),
+    ("WITH a AS (SELECT x, y FROM t UNION ALL SELECT x, y + 1 FROM u) SELECT x FROM a WHERE x > 0",
+     "WITH a AS (SELECT x FROM t UNION ALL SELECT x FROM u) SELECT x FROM a WHERE x > 0"),
+    # a pass-through CTE is read as its source; a one-row CTE crossed and not read goes
+    ("WITH a AS (SELECT x FROM t), b AS (SELECT x FROM a), c AS (SELECT COUNT(*) AS n FROM t) "
+     "SELECT b.x FROM b CROSS JOIN c", "WITH a AS (SELECT x FROM t) SELECT b.x FROM a AS b"),
+    # a LEFT JOIN matching at most one row (grouped on the joined key) and not read goes
+    ("WITH a AS (SELECT x, MAX(y) AS y FROM u GROUP BY x), b AS (SELECT t.x FROM t LEFT JOIN a ON t.x = a.x) "
+     "SELECT x FROM b", "WITH b AS (SELECT t.x FROM t) SELECT x FROM b"),
+    # kept: UNION and EXCEPT compare whole rows; a LEFT JOIN that can repeat rows (its unread column goes);
+    # a column GROUP BY reads by its alias
+    ("WITH a AS (SELECT x, y FROM t UNION SELECT x, y FROM u) SELECT x FROM a", None),
+    ("WITH a AS (SELECT x, y FROM t EXCEPT SELECT x, y FROM u) SELECT x FROM a", None),
+    ("WITH a AS (SELECT x, y FROM u), b AS (SELECT t.x FROM t LEFT JOIN a ON t.x = a.x) SELECT x FROM b",
+     "WITH a AS (SELECT x FROM u), b AS (SELECT t.x FROM t LEFT JOIN a ON t.x = a.x) SELECT x FROM b"),
+    ("WITH a AS (SELECT MAX(x) AS x, y % 2 AS z FROM t GROUP BY z) SELECT x FROM a", None),
+]
+
+
+@pytest.mark.parametrize("sql, left", REWRITES)
+def test_the_pass_drops_only_what_changes_no_row(sql, left):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1, 1), (2, 5), (-1, 3)) AS v(x, y)")
+    con.execute("CREATE TABLE u AS SELECT * FROM (VALUES (1, 2), (1, 7), (3, 4)) AS v(x, y)")
+    rewritten = drop_unread(parse(sql)).sql("duckdb")
+    assert rewritten == (left or sql)
+    assert sorted(con.execute(rewritten).fetchall()) == sorted(con.execute(sql).fetchall())
 
 
 RECS = [(1, "a", 0.9), (1, "b", 0.8), (1, "c", 0.7), (2, "d", 0.5), (3, "e", 0.4)]

@@ -86,12 +86,10 @@ def _plain_branches(query: exp.Expression) -> list[exp.Select] | None:
     """The SELECTs of a query whose columns can be dropped one by one (a SELECT or a UNION ALL of
     them, no DISTINCT, no positional GROUP BY or ORDER BY), else None."""
     node = query
-    while isinstance(node, exp.Union):
-        if node.args.get("distinct"):
+    while isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
+        if type(node) is not exp.Union or node.args.get("distinct"):
             return None
         node = node.this
-    if isinstance(query, exp.SetOperation) and not isinstance(query, exp.Union):
-        return None
     branches = union_branches(query)
     for branch in branches:
         if not isinstance(branch, exp.Select) or branch.args.get("distinct"):
