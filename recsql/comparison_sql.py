@@ -16,7 +16,7 @@ from sqlglot import exp
 from . import run_labels
 from .comparison_global import global_metrics, list_ctes, union_ctes
 from .comparison_settings import Settings
-from .compose import DIAGNOSTICS, compose, internal_runs
+from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable
 from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .errors import RecsqlError
@@ -294,12 +294,12 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
     raw = compose(plan, metrics, output="raw")
     checks = _checks(raw)
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
-                    [f"_m{i}" for i in range(len(metrics))], checks, global_kinds=kinds_global,
+                    metric_columns(metrics), checks, global_kinds=kinds_global,
                     catalog=any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions))
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
     baseline = baseline_keys(settings.baseline, list(plan.run_cols), kinds)
-    statement = _with(raw, statistics(values, settings, baseline))
+    statement = readable(_with(raw, statistics(values, settings, baseline)), plan, metrics, "compare")
     own = STATEMENT_SETTINGS.get(plan.dialect, {})
     if own:
         statement.set("settings", [exp.EQ(this=exp.var(k), expression=exp.Literal.number(v)) for k, v in own.items()])
@@ -338,7 +338,7 @@ def statement_text(plan: Any, metrics: list[Metric], settings: Settings, kinds: 
     checks = memoised_strings(("compare checks", key),
                               lambda: built["checks"] if "checks" in built else _checks(compose(plan, metrics, output="raw")))
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
-                    [f"_m{i}" for i in range(len(metrics))], checks, global_kinds=global_metrics(metrics))
+                    metric_columns(metrics), checks, global_kinds=global_metrics(metrics))
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
     return sql, values

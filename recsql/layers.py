@@ -30,7 +30,8 @@ LAYERS = (
     ("compose", "SQL text from a plan, never run: the one query, its memo, the comparison's statistics statement",
      ("recsql.compose", "recsql.compose.plan", "recsql.compose.rewrite", "recsql.compose.inputs",
       "recsql.compose.checks", "recsql.compose.needs", "recsql.compose.expressions", "recsql.compose.stage",
-      "recsql.compose.statement", "recsql.statements", "recsql.comparison_settings", "recsql.comparison_global",
+      "recsql.compose.statement", "recsql.compose.columns", "recsql.compose.empty", "recsql.compose.unread",
+      "recsql.compose.readable", "recsql.statements", "recsql.comparison_settings", "recsql.comparison_global",
       "recsql.comparison_sql")),
     ("inputs", "the inputs as given: their options checked (recsql.Inputs), bound to relations, their columns "
                "checked; no engine yet",
@@ -52,7 +53,7 @@ LAYERS = (
     ("entry", "the entry points built on evaluate: compare (its keywords are evaluate's), build_report, dbt "
               "generation",
      ("recsql.comparison", "recsql.report.build", "recsql.dbt", "recsql.dbt.adapters", "recsql.dbt.names",
-      "recsql.dbt.empty", "recsql.dbt.model", "recsql.dbt.project")),
+      "recsql.dbt.model", "recsql.dbt.project")),
     ("cli", "the command line, over every entry point (each subcommand imported by name, recsql.cli.COMMANDS)",
      ("recsql.flags", "recsql.cli_inputs", "recsql.cli_output", "recsql.comparison_cli", "recsql.report.cli",
       "recsql.dbt.cli", "recsql.cli", "recsql.entry", "recsql.__main__")),

@@ -13,7 +13,12 @@ Each context has its own escaping, and each path that carries user text to it us
   draws text as text, never as mathtext or LaTeX (:data:`recsql.report.figures.STYLE`);
 - a terminal: :func:`for_terminal` writes every character that is not printable (escape
   sequences, carriage returns, bidirectional controls) as its Python escape (``\\x1b``,
-  ``\\u202e``), so a name cannot move the cursor, recolour or rewrite the terminal.
+  ``\\u202e``), so a name cannot move the cursor, recolour or rewrite the terminal;
+- an SQL block comment (the rendered statement's header and formulas): :func:`sql_comment` breaks
+  ``*/`` and ``/*`` apart and writes line breaks and other unprintable characters as their Python
+  escapes, so a metric's name cannot end the comment, open a nested one (PostgreSQL nests them) or
+  start a line of its own; the text starts with a space, so no comment becomes MySQL's executable
+  ``/*!`` or an optimizer hint ``/*+``.
 
 >>> html_text("a<b")
 'a&lt;b'
@@ -23,6 +28,8 @@ Each context has its own escaping, and each path that carries user text to it us
 '{"run": "\\\\u003c!--\\\\u003cscript\\\\u003e"}'
 >>> for_terminal("red\\x1b[31m\\u202e")
 'red\\\\x1b[31m\\\\u202e'
+>>> sql_comment("ndcg@10 */ DROP TABLE t; /*\\n")
+' ndcg@10 * / DROP TABLE t; / *\\\\n '
 """
 from __future__ import annotations
 
@@ -75,3 +82,13 @@ def html_code(value: Any) -> str:
 
 
 _NON_ASCII = re.compile(r"([^\x00-\x7f]+)")
+
+
+def sql_comment(text: str) -> str:
+    """``text`` as the body of an SQL block comment that it cannot end or leave: ``*/`` and ``/*``
+    broken apart, every unprintable character (line breaks included) as its Python escape, and a
+    space at each end."""
+    body = for_terminal(str(text), keep="")
+    while "*/" in body or "/*" in body:
+        body = body.replace("*/", "* /").replace("/*", "/ *")
+    return f" {body} "

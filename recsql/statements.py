@@ -53,7 +53,7 @@ from typing import Callable, Sequence
 
 from sqlglot import exp
 
-from .compose import Plan, compose, finalize
+from .compose import Plan, compose, finalize, readable
 from .dialects import dialect as get_dialect, render
 from .metrics import Metric
 from .templates import sql_dir
@@ -113,10 +113,12 @@ def _source_digest() -> str:
     Python files, the SQL templates and sqlglot's version. Taken when this module is imported, right
     after the composer's modules, so it describes the code this process runs; the templates are
     hashed as :func:`read_template` returns them, which keeps that text for the process's lifetime, so
-    the process composes from exactly the templates hashed even if a file changes later."""
+    the process composes from exactly the templates hashed even if a file changes later. recsql's
+    version is hashed too: the statement's header names it."""
     import sqlglot
     from .templates import read_template
-    digest = hashlib.sha256(f"sqlglot {sqlglot.__version__}\0".encode())
+    from . import __version__  # the header names it; a source checkout reads it from pyproject.toml
+    digest = hashlib.sha256(f"sqlglot {sqlglot.__version__}\0recsql {__version__}\0".encode())
     for path in sorted(_PACKAGE.glob("**/*.py")):
         if "__pycache__" not in path.parts:
             digest.update(f"py:{path.relative_to(_PACKAGE).as_posix()}\0".encode() + path.read_bytes() + b"\0")
@@ -252,7 +254,7 @@ def _template(plan: Plan, metrics: list[Metric], output: str, dialect_name: str,
     """The statement composed with a placeholder table per relation, split at the placeholders:
     (texts between them, the role of each placeholder)."""
     placeholders = _placeholders(roles)
-    sql = render(compose(dataclasses.replace(plan, **placeholders), metrics, output=output), dialect_name,
+    sql = render(readable_statement(dataclasses.replace(plan, **placeholders), metrics, output), dialect_name,
                  pretty=pretty)
     return _split(sql, placeholders, dialect_name)
 
@@ -295,15 +297,22 @@ def _memoised(key: tuple, build) -> tuple[list[str], list[str]]:
     return found
 
 
+def readable_statement(plan: Plan, metrics: Sequence[Metric], output: str = "summary") -> exp.Select:
+    """The statement for ``plan`` and ``metrics`` as it is rendered: :func:`recsql.compose.compose`'s,
+    made readable (:func:`recsql.compose.readable`: header, formulas, nothing unread)."""
+    metrics = list(metrics)
+    return readable(compose(plan, metrics, output=output), plan, metrics, output)
+
+
 def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary", dialect_name: str = "duckdb",
                   pretty: bool = True) -> str:
-    """``render(compose(plan, metrics, output), dialect_name, pretty=pretty)``, the same text, from a
+    """``render(readable_statement(plan, metrics, output), dialect_name, pretty=pretty)``, the same text, from a
     statement composed once per plan options, metrics, output and dialect (module docstring)."""
     metrics = list(metrics)
     relations = {role: getattr(plan, role) for role in RELATIONS if getattr(plan, role) is not None}
     texts = {role: _relation_text(rel, dialect_name, pretty) for role, rel in relations.items()}
     if any(text is None for text in texts.values()):
-        return render(compose(plan, metrics, output=output), dialect_name, pretty=pretty)
+        return render(readable_statement(plan, metrics, output), dialect_name, pretty=pretty)
     roles = sorted(relations)
     key = _key(dataclasses.replace(plan, **{role: None for role in roles}), metrics, output, dialect_name, pretty)
     key = (key, tuple(roles))

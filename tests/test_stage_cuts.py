@@ -102,16 +102,17 @@ def test_a_running_count_nobody_reads_is_not_computed(asked, windows, dialect):
 @pytest.mark.parametrize("truth_has_run_cols", [False, True])
 def test_lists_are_judged_against_truth_as_it_is(dialect, truth_has_run_cols):
     """With run keys, truth shared by the runs judges the lists once per user: list_judged joins
-    truth_judged (truth itself, no copy per run) on user and item only; truth carrying the run keys
-    joins on them too. The counts per run (truth_users) still read shared truth copied to every run."""
+    truth as it is (truth_in, for truth_judged passes it on unchanged: no copy per run) on user and
+    item only; truth carrying the run keys joins on them too. The counts per run (truth_users) still
+    read shared truth copied to every run."""
     sql = recsql.to_sql(["map@10", "ndcg@10"], run_cols=["model"], dialect=dialect,
                         truth_has_run_cols=truth_has_run_cols)
     ctes = {c.alias: c.this for c in sqlglot.parse_one(sql, read=dialect).find_all(exp.CTE)}
     (join,) = ctes["list_judged"].args["joins"]
-    assert join.this.name == "truth_judged"
+    assert join.this.name == "truth_in"
     keys = {c.name for c in join.args["on"].find_all(exp.Column)}
     assert keys == ({"_run0", "user_id", "item_id"} if truth_has_run_cols else {"user_id", "item_id"})
-    assert not ctes["truth_judged"].args.get("joins")
+    assert "truth_judged" not in ctes and not ctes["truth_in"].args.get("joins")
     assert [j.this.name for j in ctes["truth_runs"].args["joins"]] == ["runs"]
 
 
@@ -130,7 +131,8 @@ def test_the_truth_order_is_cut_where_no_metric_reads_further(asked, cut, dialec
     items = "items" if any(m.startswith("money") for m in asked) else None
     sql = recsql.to_sql(asked, dialect=dialect, items=items)
     ctes = {c.alias: c.this for c in sqlglot.parse_one(sql, read=dialect).find_all(exp.CTE)}
-    where = ctes["truth_rows"].args.get("where")
+    # uncut, truth_rows passes truth_ordered on unchanged, and the stage reads truth_ordered itself
+    where = ctes["truth_rows"].args.get("where") if "truth_rows" in ctes else None
     heap = [f.args["count"].sql() for f in ctes["truth_ordered"].find_all(exp.Max) if f.args.get("count")]
     windows = list(ctes["truth_ordered"].find_all(exp.Window))
     if cut is None:

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 import recsql
 from recsql import api, statements
-from recsql.compose import compose
+from recsql.compose import compose, readable
 from recsql.dialects import render
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,7 +80,8 @@ def test_disk_text_equals_uncached_compose(cache, monkeypatch):
     api.evaluate(recs, truth, METRICS, run_cols=["model"])
     assert len(seen) == 2 and seen[0][-1].count("__recsql_recs_") == seen[1][-1].count("__recsql_recs_") > 0
     for plan, metrics, output, dialect, pretty, text in seen:
-        assert text == render(compose(plan, metrics, output=output), dialect, pretty=pretty)
+        uncached = readable(compose(plan, metrics, output=output), plan, metrics, output)
+        assert text == render(uncached, dialect, pretty=pretty)
 
 
 def test_frames_are_the_same_from_disk_and_composed(cache, monkeypatch):

@@ -2,7 +2,7 @@
 from scratch gives: on every dialect, for every metric of the registry, both outputs, both layouts,
 on a cache hit with other relations than the first call's, for relations that cannot be pasted, and
 for the plans evaluate builds on DuckDB and SQLite. The reference is the uncached path itself:
-``render(compose(plan, metrics, output), dialect, pretty)`` with the call's own plan."""
+``render(readable(compose(plan, metrics, output), ...), dialect, pretty)`` with the call's own plan."""
 from __future__ import annotations
 
 import sqlite3
@@ -13,7 +13,7 @@ import pytest
 
 import recsql
 from recsql import api, statements
-from recsql.compose import compose
+from recsql.compose import compose, readable
 from recsql.dialects import DIALECTS, render
 from recsql.metrics import registry
 
@@ -44,7 +44,8 @@ def calls(monkeypatch):
 def assert_uncached_equal(seen) -> None:
     assert seen, "no statement was rendered"
     for plan, metrics, output, dialect, pretty, sql in seen:
-        assert sql == render(compose(plan, metrics, output=output), dialect, pretty=pretty), (dialect, output)
+        uncached = readable(compose(plan, metrics, output=output), plan, metrics, output)
+        assert sql == render(uncached, dialect, pretty=pretty), (dialect, output)
         assert statements._TOKEN not in sql
 
 

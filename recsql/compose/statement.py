@@ -13,6 +13,7 @@ from ..errors import RecsqlError
 from ..metrics import Metric, tie_averaged
 from ..trees import parse
 from .checks import DIAGNOSTICS, RECS_ROWS, input_checks, uses_exponent
+from .columns import metric_columns
 from .expressions import metric_expression
 from .inputs import baseline_in, catalog_in, features_in, interactions_in, items_in, recs_in, segments_in, truth_in
 from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
@@ -88,6 +89,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     runs = internal_runs(plan)
     context = {"ties": plan.ties, "has_baseline": "yes" if plan.baseline is not None else "no"}
     has_global = any(m.spec.population == "global" for m in resolved)
+    columns = metric_columns(metrics)  # each metric's per-user column, named after it
     per_user = exp.select(
         *[exp.column(r) for r in runs], "user_id",
         exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
@@ -95,23 +97,23 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         exp.alias_(exp.Max(this=parse("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
         *([exp.alias_(exp.Max(this=parse("CASE WHEN src = 5 THEN 1 ELSE 0 END")), "_is_global")]
           if has_global else []),
-        *[exp.alias_(exp.cast(expression(m), "DOUBLE"), f"_m{i}") for i, m in enumerate(resolved)],
+        *[exp.alias_(exp.cast(expression(m), "DOUBLE"), c) for m, c in zip(resolved, columns)],
     ).from_("ranked").group_by(*[exp.column(r) for r in runs], "user_id")
     _prune_columns(stage, per_user, runs)
     per_user_pops = list({e.sql(): e for e in (population_condition(plan, m) for m in resolved
                                                 if m.spec.population != "global")}.values())
     in_pop = exp.or_(*per_user_pops) if per_user_pops else exp.false()
-    def value(i: int, m: Metric) -> exp.Expression:
+    def value(column: str, m: Metric) -> exp.Expression:
         """A metric's value on a user's row: masked to its population; a global metric's one value
         (on the run's global row, whose user_id is NULL) copied to every row of the run."""
-        masked = exp.Case(ifs=[exp.If(this=population_condition(plan, m), true=exp.column(f"_m{i}"))])
+        masked = exp.Case(ifs=[exp.If(this=population_condition(plan, m), true=exp.column(column))])
         if m.spec.population != "global":
             return masked
         return exp.Window(this=exp.Max(this=masked), partition_by=[exp.column(r) for r in runs] or None)
 
     flagged = exp.select(
         *[exp.column(r) for r in runs], "user_id",
-        *[exp.alias_(value(i, m), f"_m{i}") for i, m in enumerate(resolved)],
+        *[exp.alias_(value(c, m), c) for m, c in zip(resolved, columns)],
         exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
         "_has_recs", "_n_rel", "_n_truth", *(["_is_global"] if has_global else []),
     ).from_("per_user_raw")
@@ -189,9 +191,10 @@ def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequen
     """The last SELECT, over the relation ``per_user`` (the raw rows): summary or per-user.
     ``diagnostics``: the input-check columns the raw rows carry (:func:`compose`), copied to the summary."""
     names = [exp.to_identifier(m.column, quoted=True) for m in metrics]
+    columns = metric_columns(metrics)
     checks = [n for n in diagnostics if n in DIAGNOSTICS]
     if output == "summary":
-        # each _m column holds values only for its metric's population (compose); a global metric's
+        # each metric's column holds values only for its population (compose); a global metric's
         # one value sits on the run's global row
         diagnostics = [] if plan.truth is None else [
             _count("_n_rel > 0 AND _has_recs = 0", "users_without_recs"),
@@ -200,7 +203,7 @@ def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequen
             *_run_aliases(plan),
             *[_count(condition, name) for name, condition, _ in population_counts(plan, metrics)],
             *[exp.alias_(_SUMMARY[m.spec.population if m.spec.population == "global" else m.spec.summary](
-                this=exp.column(f"_m{i}")), n) for i, (m, n) in enumerate(zip(metrics, names))],
+                this=exp.column(c)), n) for m, c, n in zip(metrics, columns, names)],
             *diagnostics,
             # from the checks CTE itself, not the per-user rows: invalid rows may leave no user at all
             *[exp.alias_(exp.Subquery(this=exp.select(n).from_("checks")), n) for n in checks],
@@ -209,7 +212,7 @@ def finalize(plan: Plan, metrics: list[Metric], output: str, diagnostics: Sequen
         return select.group_by(*runs).order_by(*runs) if runs else select
     select = exp.select(
         *_run_aliases(plan), exp.alias_(exp.column("user_id"), exp.to_identifier(plan.user_col, quoted=True)),
-        *[exp.alias_(exp.column(f"_m{i}"), n) for i, (m, n) in enumerate(zip(metrics, names))
+        *[exp.alias_(exp.column(c), n) for m, c, n in zip(metrics, columns, names)
           if m.spec.population != "global"],
         *[exp.alias_(exp.Subquery(this=exp.select(n).from_("checks")), n) for n in checks],
     ).from_("per_user")

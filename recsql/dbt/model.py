@@ -5,7 +5,11 @@
 for evaluate), for placeholder relations, and makes it a model's SQL:
 
 - a header naming the recsql version, the evaluation and its options;
-- no CTE for an input not given (:func:`recsql.dbt.empty.without_empty`);
+- the composer's statement made readable as every rendered statement is
+  (:func:`recsql.compose.readable`): its own header (the metrics, convention, threshold, population
+  and tie rule; the adapters are named above it), no CTE for an input not given and nothing no
+  metric or check reads, each metric's column named after it and its expression with a comment
+  (its canonical name and formula);
 - the relations as ``{{ ref('recs') }}`` / ``{{ source('shop', 'orders') }}``, and no other Jinja:
   a name or value that would hold a Jinja delimiter (``{{``, ``{%``, ``{#``) is refused, so dbt never
   evaluates the user's text;
@@ -13,7 +17,6 @@ for evaluate), for placeholder relations, and makes it a model's SQL:
 - result columns with safe names (:func:`recsql.dbt.names.output_name`) unless
   ``column_names="as_asked"``; simple lower-case identifiers unquoted, so each warehouse applies its
   own case rule (Snowflake upper-cases), every other name quoted by sqlglot for the dialect;
-- each metric's expression with a comment: its canonical name and formula;
 - the input checks (README, "Safety") as columns of the summary *and* of every per-user row, which
   the generated YAML tests with the package's ``recsql.input_check``.
 
@@ -29,7 +32,7 @@ from typing import Any
 from sqlglot import exp
 
 from .. import __version__
-from ..compose import DIAGNOSTICS, compose
+from ..compose import DIAGNOSTICS, compose, readable
 from ..dialects import render
 from ..errors import RecsqlError
 from ..inputs import ROLES, Inputs, field_names
@@ -37,7 +40,6 @@ from ..metrics import parse_metrics
 from ..plans import build_plan
 from ..sources import bind
 from .adapters import adapter
-from .empty import without_empty
 from .names import SIMPLE, output_name
 
 _PLACEHOLDER = "recsql_input_{}"  # the placeholder relation of each input, replaced by its ref()/source()
@@ -136,25 +138,8 @@ def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
                           f"name {cols['user_col']!r} and/or {cols['item_col']!r}")
     plan = build_plan(relations, cols, dialect, truth_has_runs=spec.truth_has_run_cols and bool(cols["run_cols"]),
                       text_ids=frozenset(named[c] for c in spec.text_ids))
-    return without_empty(compose(plan, parsed, output=spec.output, checks=True)), parsed
-
-
-def _comment(text: str) -> str:
-    """A comment body that cannot end its SQL comment."""
-    return text.replace("*/", "* /")
-
-
-def _annotate(statement: exp.Select, metrics: list) -> None:
-    """Each metric's per-user expression (``_m<i>`` of ``per_user_raw``) gets a comment: its
-    canonical name and formula."""
-    for cte in statement.args["with_"].expressions:
-        if cte.alias != "per_user_raw":
-            continue
-        for projection in cte.this.expressions:
-            match = re.fullmatch(r"_m(\d+)", projection.alias_or_name)
-            if match:
-                metric = metrics[int(match.group(1))]
-                projection.add_comments([_comment(f" {metric}: {metric.spec.formula} ")])
+    statement = compose(plan, parsed, output=spec.output, checks=True)
+    return readable(statement, plan, parsed, spec.output, dialect=False), parsed
 
 
 def _rename(statement: exp.Select, metrics: list, spec: ModelSpec) -> None:
@@ -186,7 +171,6 @@ def model_sql(spec: ModelSpec, adapter_name: str) -> str:
     """The model's SQL for one dbt adapter, its relations as ``{{ ref(...) }}`` / ``{{ source(...) }}``."""
     statement, metrics = _statement(spec, adapter(adapter_name).dialect)
     statement.set("order", None)
-    _annotate(statement, metrics)
     _rename(statement, metrics, spec)
     _unquote(statement)
     sql = render(statement, adapter(adapter_name).dialect)

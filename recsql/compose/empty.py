@@ -1,16 +1,16 @@
-"""Inputs a dbt model was not given, taken out of the composer's statement.
+"""Inputs not given, taken out of the composed statement.
 
 The composer writes an input nobody gave as an always-empty CTE (``SELECT ... FROM recs_in WHERE
-FALSE``) so that one statement shape serves every call; a dbt model is read by people, so
-:func:`without_empty` drops those CTEs and what reads them: a LEFT JOIN of one (its columns become
-typed NULLs), a UNION branch reading one, and a CTE reading one through FROM or an inner join.
+FALSE``) so that one statement shape serves every call; the statement is read by people, so
+:func:`without_empty` (a step of :func:`recsql.compose.readable.readable`) drops those CTEs and
+what reads them: a LEFT JOIN of one (its columns become typed NULLs), a UNION branch reading one,
+and a CTE reading one through FROM or an inner join.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
-from ..compose import prune
-from ..compose.rewrite import reachable
+from .rewrite import prune, reachable
 
 
 def _is_false(node: exp.Expression | None) -> bool:
@@ -82,19 +82,38 @@ def _column_type(ctes: dict[str, exp.Expression], table: str, column: str, depth
     return None
 
 
+def _first(query: exp.Expression) -> exp.Expression:
+    """The first SELECT of a UNION chain (the query itself otherwise)."""
+    while isinstance(query, exp.Union):
+        query = query.this
+    return query
+
+
 def _drop_empty(node: exp.Expression, empty: set[str], ctes: dict[str, exp.Expression]) -> bool:
     """Drop from ``node`` the LEFT JOINs of always-empty relations (their columns become typed NULLs)
-    and the always-empty branches of UNIONs; whether anything changed."""
+    and the always-empty branches of UNION ALLs (the branch kept takes the first branch's column
+    names; a CTE's whole body may be such a union); whether anything changed."""
     changed = False
     while True:
-        unions = [u for u in node.find_all(exp.Union)
-                  if _query_empty(u.left, empty) != _query_empty(u.right, empty)]
+        unions = [u for u in node.find_all(exp.Union) if type(u) is exp.Union and not u.args.get("distinct")
+                  and _query_empty(u.left, empty) != _query_empty(u.right, empty)]
         if not unions:
             break
         union = unions[0]
-        if union is node:
+        if union.parent is None:
             raise RuntimeError("an always-empty UNION branch at the top of a query")
-        union.replace(union.right if _query_empty(union.left, empty) else union.left)
+        kept = union.right if _query_empty(union.left, empty) else union.left
+        if kept is union.right:  # the union's columns are named by its first branch
+            first = kept
+            while isinstance(first, exp.Union):
+                first = first.this
+            names = [e.alias_or_name for e in _first(union.left).expressions]
+            if isinstance(first, exp.Select) and len(names) == len(first.expressions):
+                first.set("expressions", [e if e.alias_or_name == n else exp.alias_(e.unalias(), n)
+                                          for e, n in zip(first.expressions, names)])
+        union.replace(kept)
+        if union is node:
+            node = kept
         changed = True
     for select in list(node.find_all(exp.Select)):
         joins = select.args.get("joins") or []
