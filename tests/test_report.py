@@ -407,3 +407,16 @@ def test_two_runs_whose_values_hold_the_separators_are_two_runs_on_the_page(tmp_
     page = Path(evaluation.report(str(tmp_path / "r.html"), resamples=20)).read_text(encoding="utf-8")
     assert {row["run"]: row["hr@1"] for row in plotted(page)["summary"]} == {
         "model=A\\/day\\=1/day=2": 1.0, "model=A/day=1\\/day\\=2": 0.5}
+
+
+def test_frames_drawn_twice_give_the_same_page_but_the_data_block():
+    """DataFrame inputs are registered under a name unique to each run; the SQL the page shows
+    drops that part, so frames (segments included) give the same page too."""
+    recs, truth = pd.read_parquet(RECS), pd.read_parquet(TRUTH)
+    segments = pd.DataFrame({"user_id": sorted(set(recs["user_id"]) | set(truth["user_id"]))})
+    segments["half"] = segments["user_id"].rank().gt(len(segments) / 2).map({True: "b", False: "a"})
+    built = [build_report(recs, truth, ["ndcg@5"], run_cols="model", baseline="popular", resamples=20,
+                          segments=segments) for _ in range(2)]
+    assert "__recsql_" in built[0].html
+    different = [a for a, b in zip(built[0].html.splitlines(), built[1].html.splitlines()) if a != b]
+    assert all("recsql-data" in a for a in different), different[:1]

@@ -17,6 +17,7 @@ import hashlib
 import math
 import os
 import platform
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -50,6 +51,20 @@ def run_label(values: Sequence[Any], run_cols: Sequence[str]) -> str:
     if len(run_cols) == 1:
         return str(run_labels.plain(values[0]))
     return run_labels.label(values, run_cols)
+
+
+# a DataFrame or Arrow input is registered for one run under a name unique to it (engines/duckdb.py)
+_REGISTERED = re.compile(r"(__recsql_[a-z_]+?)_[0-9a-f]{12}\b")
+
+
+def shown_sql(sql: str) -> str:
+    """A statement as the page shows it: the per-run names of registered DataFrame inputs without
+    their random part, so that the same inputs give the same page.
+
+    >>> shown_sql('SELECT * FROM "__recsql_segments_0123456789ab" AS s')
+    'SELECT * FROM "__recsql_segments" AS s'
+    """
+    return _REGISTERED.sub(r"\1", sql)
 
 
 def labelled(frame: pd.DataFrame, run_cols: Sequence[str]) -> pd.Series:
@@ -251,17 +266,17 @@ def assemble(*, asked: Sequence[Metric], evaluation: Any = None, comparison: Com
         data.summary, data.per_user, data.runs_order = summary, per_user, list(summary["run"])
         data.curves = curves(summary, evaluation.metrics, asked)
         data.distributions = distributions(per_user, asked, data.runs_order)
-        data.sql["evaluate"] = evaluation.sql
+        data.sql["evaluate"] = shown_sql(evaluation.sql)
         data.engine, data.rows_in = evaluation.engine, evaluation.rows_in
     if comparison is not None:
         data.comparison, data.tests = comparison, marked_tests(comparison)
         if not data.runs_order:
             data.runs_order = list(dict.fromkeys(comparison.runs["run"].map(str)))
-        data.sql["compare"] = comparison.sql
+        data.sql["compare"] = shown_sql(comparison.sql)
         data.engine = comparison.engine
     if segmented is not None:
         data.segmented, data.segment_tests = segmented, marked_tests(segmented)
-        data.sql["compare within segments"] = segmented.sql
+        data.sql["compare within segments"] = shown_sql(segmented.sql)
         if not data.runs_order:
             data.runs_order = list(dict.fromkeys(segmented.runs["run"].map(str)))
     data.inputs, data.fingerprint = fingerprint(inputs or {}, data)
