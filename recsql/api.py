@@ -22,7 +22,7 @@ from .dialects import render
 from .errors import RecsqlError, suggest_keywords
 from .explain import fetch_checked, refuse
 from .frames import column_maxima, columns_of, records, rows_of
-from .inputs import Inputs
+from .inputs import Inputs, renamed, shown
 from .metrics import Metric, parse_metrics
 from .output import write_outputs
 from .plans import build_plan
@@ -32,6 +32,9 @@ from .sources import bind
 from .statements import finalize_sql, statement_sql
 
 ORDER_TYPES = re.compile(r"DOUBLE|BIGINT|DECIMAL(\(\s*\d{1,2}\s*,\s*\d{1,2}\s*\))?", re.I)  # to_sql's order_type
+
+
+WHAT = " (another recommender's lists; baseline names the run compared against)"  # the renamed input
 
 
 class RecsqlWarning(UserWarning):
@@ -111,7 +114,7 @@ def evaluate(
     items: Any = None,
     interactions: Any = None,
     catalog: Any = None,
-    baseline: Any = None,
+    expected_recs: Any = None,
     item_features: Any = None,
     segments: Any = None,
     con: Any = None,
@@ -134,6 +137,7 @@ def evaluate(
     value_col: str = "value",
     segment_cols: Iterable[str] | str | None = None,
     progress: bool = False,
+    baseline: Any = None,
 ) -> Evaluation:
     """Evaluate recommendations against truth with any set of metrics, in ONE query on one engine.
 
@@ -147,7 +151,9 @@ def evaluate(
     for the list-only ones), one column per metric named as asked, and when truth is given
     ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. The input checks run in
     the same query (the diagnostic columns of :func:`to_sql`'s summary); a non-zero one raises a
-    :class:`RecsqlError`. Definitions: README.
+    :class:`RecsqlError`. ``expected_recs``: another recommender's lists, columns like ``recs`` (for
+    unexpectedness and serendipity; ``baseline=``, its old name, is accepted until the next release
+    with a FutureWarning). Definitions: README.
 
     >>> import pandas as pd
     >>> recs = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [10, 11, 10], "score": [0.9, 0.8, 0.7]})
@@ -155,7 +161,8 @@ def evaluate(
     >>> evaluate(recs, truth, ["mrr@10", "hr@1"]).summary[["n_users", "mrr@10", "hr@1"]].to_dict("records")
     [{'n_users': 2, 'mrr@10': 0.25, 'hr@1': 0.0}]
     """
-    described = Inputs(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
+    described = Inputs(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog,
+                       expected_recs=renamed("expected_recs", expected_recs, "baseline", baseline, "evaluate", WHAT),
                        item_features=item_features, segments=segments, user_col=user_col, item_col=item_col,
                        score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
                        run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
@@ -242,7 +249,7 @@ def to_sql(
     items: str | None = None,
     interactions: str | None = None,
     catalog: str | None = None,
-    baseline: str | None = None,
+    expected_recs: str | None = None,
     item_features: str | None = None,
     segments: str | None = None,
     dialect: str = "duckdb",
@@ -270,6 +277,7 @@ def to_sql(
     segment_cols: Iterable[str] | str | None = None,
     compare: dict[str, Any] | None = None,
     pretty: bool = True,
+    baseline: str | None = None,
 ) -> str:
     """The SQL that :func:`evaluate` runs, for (qualified) table names or file paths, in ``dialect``.
 
@@ -306,7 +314,8 @@ def to_sql(
                           "text_ids=['user_id', 'item_id']")
     text_ids = tuple(text_ids)
     parsed = parse_metrics(metrics)
-    described = Inputs(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
+    described = Inputs(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog,
+                       expected_recs=renamed("expected_recs", expected_recs, "baseline", baseline, "to_sql", WHAT),
                        item_features=item_features, segments=segments, user_col=user_col, item_col=item_col,
                        score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
                        run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
@@ -315,7 +324,8 @@ def to_sql(
                        segment_cols=segment_cols)
     cols = described.options()
     given = described.given()
-    relations = {role: bind(role, value, None).relation if value is not None else None for role, value in given.items()}
+    relations = {role: bind(shown(role), value, None).relation if value is not None else None
+                 for role, value in given.items()}
     keys = (*cols["run_cols"], *(cols["segment_cols"] if segments is not None else ()))
     named = {user_col: "user_id", item_col: "item_id", **{c: f"_run{i}" for i, c in enumerate(keys)}}
     unknown = [c for c in text_ids if not isinstance(c, str) or c not in named]

@@ -5,6 +5,7 @@ entry points."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .errors import RecsqlError
 
@@ -59,20 +60,44 @@ def column_kwargs(args: argparse.Namespace) -> dict:
                 feature_col=args.feature_col, value_col=args.value_col)
 
 
-def side_inputs(parser: argparse.ArgumentParser) -> None:
-    """The inputs of the beyond-accuracy metrics (paths or tables), beside --items."""
+def side_inputs(parser: argparse.ArgumentParser, runs_compared: bool = False) -> None:
+    """The inputs of the beyond-accuracy metrics (paths or tables), beside --items (``runs_compared``:
+    compare's and report's, where ``--baseline`` names the run compared against)."""
     parser.add_argument("--interactions", help="training interactions (user, item): path or table (novelty, "
                                                "surprisal, arp, serendipity)")
     parser.add_argument("--catalog", help="catalog items (item): path or table (coverage, gini; default: --items, "
                                           "else every item of truth and recs)")
-    parser.add_argument("--baseline", help="another recommender's lists, columns like recs (unexpectedness, "
-                                           "serendipity)")
+    parser.add_argument("--expected-recs", help="another recommender's lists, columns like recs (unexpectedness, "
+                                                "serendipity)")
     parser.add_argument("--item-features", help="item feature vectors as rows (item, feature, value) (diversity)")
+    old = "--baseline-recs" if runs_compared else "--baseline"  # its old name (--baseline names the run in compare)
+    parser.add_argument(old, dest="old_expected_recs", help=argparse.SUPPRESS)
 
 
 def side_kwargs(args: argparse.Namespace) -> dict:
-    return dict(items=args.items, interactions=args.interactions, catalog=args.catalog, baseline=args.baseline,
-                item_features=args.item_features)
+    return dict(items=args.items, interactions=args.interactions, catalog=args.catalog,
+                expected_recs=args.expected_recs, item_features=args.item_features)
+
+
+# Options renamed, kept one release: (the command line's word for it, its parser destination, the new option).
+RENAMED = ((("--baseline", "--baseline-recs"), "old_expected_recs", "--expected-recs"),
+           (("--out",), "old_summary_table", "--summary-table"),
+           (("--out-per-user",), "old_per_user_table", "--per-user-table"))
+
+
+def renamed_options(args: argparse.Namespace, argv: list[str]) -> None:
+    """Options given by their old names: one line of warning each on stderr, and the value moved to
+    the new name (both given: an error)."""
+    for spellings, dest, new in RENAMED:
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        old = next((word.split("=")[0] for word in argv if word.split("=")[0] in spellings), spellings[0])
+        target = new[2:].replace("-", "_")
+        if getattr(args, target, None) is not None:
+            raise RecsqlError(f"{old} is the old name of {new}: pass {new} only")
+        print(f"recsql: warning: {old} is renamed {new}; {old} will be removed in the next release", file=sys.stderr)
+        setattr(args, target, value)
 
 
 SEGMENTS_HELP = ("each user's segment (user column and segment columns, one row per user): path or table; each run "
@@ -107,7 +132,7 @@ def recs_and_truth(args: argparse.Namespace) -> tuple[object, object]:
     return recs, truth
 
 
-def inputs(parser: argparse.ArgumentParser) -> None:
+def inputs(parser: argparse.ArgumentParser, runs_compared: bool = False) -> None:
     """The inputs of ``evaluate`` and ``compare``: RECS and TRUTH (or TREC files), metrics, items and
     the other side inputs."""
     parser.add_argument("recs", nargs="?", help="recommendations: Parquet/CSV/JSON path or glob, or a table in --db")
@@ -116,4 +141,4 @@ def inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", help="truth as a TREC qrels file (qid 0 docno relevance), instead of TRUTH")
     metric_option(parser)
     parser.add_argument("--items", help="items (item_id, price, probability, category, ...): path or table")
-    side_inputs(parser)
+    side_inputs(parser, runs_compared)

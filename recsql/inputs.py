@@ -12,12 +12,35 @@ checked in one place (:meth:`Inputs.options`, by recsql/arguments.py). :func:`re
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from .arguments import COLUMN_OPTIONS, checked_options, run_columns
+from .errors import RecsqlError
 
-ROLES = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features", "segments")  # docs/guide/inputs.md
+ROLES = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "segments")  # docs/guide/inputs.md
+# An input whose name in the composer's plan (recsql.compose.Plan's field) is another: expected_recs is
+# the plan's ``baseline`` (the name its metric headers' ``needs:`` use).
+PLAN_NAMES = {"expected_recs": "baseline"}
+PLAN_ROLES = tuple(PLAN_NAMES.get(role, role) for role in ROLES)
+
+
+def shown(role: str) -> str:
+    """An input's name as the user gives it, from its plan name: ``baseline`` -> ``expected_recs``."""
+    return {plan: given for given, plan in PLAN_NAMES.items()}.get(role, role)
+
+
+def renamed(new_name: str, new: Any, old_name: str, old: Any, where: str, what: str = "") -> Any:
+    """The value of an option given by its new name or, for one more release, its old one (with a
+    FutureWarning naming the new one); both given is an error."""
+    if old is None:
+        return new
+    if new is not None:
+        raise RecsqlError(f"{where}: pass {new_name}= only ({old_name}= is its old name{what})")
+    warnings.warn(f"{where}: {old_name}= is renamed {new_name}={what}; {old_name}= will be removed in the next "
+                  "release", FutureWarning, stacklevel=3)
+    return old
 
 
 @dataclass(frozen=True)
@@ -33,7 +56,7 @@ class Inputs:
     items: Any = None
     interactions: Any = None
     catalog: Any = None
-    baseline: Any = None
+    expected_recs: Any = None
     item_features: Any = None
     segments: Any = None
     user_col: str = "user_id"
@@ -61,8 +84,8 @@ class Inputs:
         return cls(**{name: arguments[name] for name in field_names() if name in arguments})
 
     def given(self) -> dict[str, Any]:
-        """Each input role -> what was passed (None: not given)."""
-        return {role: getattr(self, role) for role in ROLES}
+        """Each input, by its plan name (:data:`PLAN_ROLES`) -> what was passed (None: not given)."""
+        return {PLAN_NAMES.get(role, role): getattr(self, role) for role in ROLES}
 
     def options(self) -> dict[str, Any]:
         """The column and definition options, checked (one error naming the option and the fix); the

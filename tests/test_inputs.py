@@ -217,8 +217,10 @@ def test_entry_points_take_exactly_the_inputs_fields_with_its_defaults():
     import dataclasses
     import inspect
     fields = {f.name: f.default for f in dataclasses.fields(recsql.Inputs)}
-    own = {"evaluate": {"metrics", "con", "progress"},
-           "to_sql": {"metrics", "dialect", "output", "truth_has_run_cols", "text_ids", "order_type", "compare", "pretty"}}
+    # (baseline: expected_recs' old name, accepted one release)
+    own = {"evaluate": {"metrics", "con", "progress", "baseline"},
+           "to_sql": {"metrics", "dialect", "output", "truth_has_run_cols", "text_ids", "order_type", "compare", "pretty",
+                      "baseline"}}
     for name, extra in own.items():
         parameters = inspect.signature(getattr(recsql, name)).parameters
         assert set(parameters) - extra == set(fields), name
@@ -226,9 +228,10 @@ def test_entry_points_take_exactly_the_inputs_fields_with_its_defaults():
             if field not in ("recs", "truth"):  # evaluate: positional, required; to_sql: tables named recs, truth
                 assert parameters[field].default == default, (name, field)
     assert inspect.signature(recsql.to_sql).parameters["recs"].default == "recs"
-    # compare takes evaluate's options by name (**options), and run_cols and baseline_recs as its own spellings
+    # compare takes evaluate's options by name (**options), and run_cols, expected_recs and segments as its own
+    # (baseline_recs: expected_recs' old name, accepted one release)
     compare = inspect.signature(recsql.compare).parameters
-    assert {"run_cols", "baseline_recs", "segments"} <= set(compare) and "options" in compare
+    assert {"run_cols", "expected_recs", "segments", "baseline_recs"} <= set(compare) and "options" in compare
     with pytest.raises(recsql.RecsqlError, match="unknown option 'user_column'.*did you mean 'user_col'"):
         recsql.compare("recs.parquet", None, ["coverage@5"], run_cols="model", user_column="u")
 

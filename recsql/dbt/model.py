@@ -35,7 +35,7 @@ from .. import __version__
 from ..compose import DIAGNOSTICS, compose, readable
 from ..dialects import render
 from ..errors import RecsqlError
-from ..inputs import ROLES, Inputs, field_names
+from ..inputs import ROLES, Inputs, field_names, renamed, shown
 from ..metrics import parse_metrics
 from ..plans import build_plan
 from ..sources import bind
@@ -56,6 +56,7 @@ DBT_BUILTINS = frozenset("""adapter api builtins config context database dbt_ver
 _RELATION = re.compile(r"(ref\(\s*'[A-Za-z_][A-Za-z0-9_]*'(\s*,\s*'[A-Za-z_][A-Za-z0-9_]*')?\s*\)"
                        r"|source\(\s*'[A-Za-z_][A-Za-z0-9_]*'\s*,\s*'[A-Za-z_][A-Za-z0-9_]*'\s*\))")
 MATERIALIZED = ("table", "view", "incremental", "ephemeral")
+OLD_ROLES = {"baseline": "expected_recs"}  # an input's old key in recsql.yml -> its name (accepted one release)
 
 
 def relation(role: str, text: str, where: str) -> str:
@@ -105,6 +106,10 @@ class ModelSpec:
                 raise RecsqlError(f"{where}: {key}: {getattr(self, key)!r} is not valid; choose one of {', '.join(allowed)}")
         if not isinstance(self.metrics, list) or not self.metrics or not all(isinstance(m, str) for m in self.metrics):
             raise RecsqlError(f"{where}: metrics: give a list of metric names, e.g. [ndcg@10, map@10]")
+        for old, new in OLD_ROLES.items():
+            if old in self.inputs:  # a warning naming the new key; both given: an error
+                renamed(new, self.inputs.get(new), old, self.inputs[old], where, " (another recommender's lists)")
+                self.inputs = {new if role == old else role: value for role, value in self.inputs.items()}
         unknown = sorted(set(self.inputs) - set(ROLES)) + sorted(set(self.options) - set(OPTIONS))
         if unknown or "recs" not in self.inputs:
             raise RecsqlError(f"{where}: unknown input or option {unknown!r} (inputs: {', '.join(ROLES)}; "
@@ -128,7 +133,7 @@ def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
     parsed = parse_metrics(spec.metrics)
     described = Inputs(**{role: _PLACEHOLDER.format(role) for role in spec.inputs}, **spec.options)
     cols = described.options()
-    relations = {role: bind(role, value, None).relation if value is not None else None
+    relations = {role: bind(shown(role), value, None).relation if value is not None else None
                  for role, value in described.given().items()}
     named = {cols["user_col"]: "user_id", cols["item_col"]: "item_id",
              **{c: f"_run{i}" for i, c in enumerate(cols["run_cols"])}}

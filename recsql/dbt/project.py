@@ -33,7 +33,7 @@ from ..extras import require
 from ..files import write_file
 from ..inputs import ROLES
 from .adapters import ADAPTERS
-from .model import JINJA, MARKER_SQL, MARKER_YAML, OPTIONS, ModelSpec, model_file, schema_entry
+from .model import JINJA, MARKER_SQL, MARKER_YAML, OLD_ROLES, OPTIONS, ModelSpec, model_file, schema_entry
 
 CONFIG = "recsql.yml"
 _SPEC_KEYS = ("name", "metrics", "output", "column_names", "materialized", "text_ids", "truth_has_run_cols")
@@ -66,9 +66,9 @@ def _spec(entry: Any, i: int) -> ModelSpec:
     if not isinstance(entry, dict) or "name" not in entry:
         raise RecsqlError(f"{where}: each evaluation is a mapping with at least name, recs and metrics")
     for key in entry:
-        if key not in (*_SPEC_KEYS, *ROLES, *OPTIONS):
+        if key not in (*_SPEC_KEYS, *ROLES, *OPTIONS, *OLD_ROLES):
             raise _unknown(str(key), (*_SPEC_KEYS, *ROLES, *OPTIONS), f"{where} ({entry['name']})")
-    inputs = {role: entry[role] for role in ROLES if entry.get(role) is not None}
+    inputs = {role: entry[role] for role in (*ROLES, *OLD_ROLES) if entry.get(role) is not None}
     options = {key: entry[key] for key in OPTIONS if key in entry}
     own = {key: entry[key] for key in _SPEC_KEYS if key in entry}
     if "text_ids" in own:
