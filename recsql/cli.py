@@ -21,6 +21,7 @@ from .cli_inputs import (add_segment_col, add_segments, column_kwargs, columns, 
                          renamed_options, segment_kwargs, side_inputs, side_kwargs)
 from .cli_output import FORMATS, WRITERS, Stdout, StdoutError, is_terminal, say, silence_stdout
 from .errors import RecsqlError
+from .options import add as add_option
 from .extras import missing_extra
 from .files import write_file
 
@@ -151,13 +152,12 @@ def add_sql(sub: argparse._SubParsersAction) -> None:
     sq.add_argument("--truth", default="truth", help="truth table name or path (default: truth)")
     sq.add_argument("--no-truth", dest="truth", action="store_const", const=None,
                     help="no truth input (metrics that need none: novelty, diversity, coverage, ...)")
-    sq.add_argument("--items", help="items table name or path")
+    add_option(sq, "items", "items table name or path")
     side_inputs(sq)
     sq.add_argument("--output", choices=("summary", "per_user"), default="summary")
     sq.add_argument("--dialect", default="duckdb", help=f"target SQL dialect: {', '.join(sorted(DIALECTS))} (default duckdb)")
-    sq.add_argument("--text-id", action="append", default=[], dest="text_ids",
-                    help="an id column holding strings (binary collation where the dialect needs one); repeatable")
-    sq.add_argument("--truth-has-run-cols", action="store_true", help="truth carries the run key columns too")
+    add_option(sq, "text_ids")
+    add_option(sq, "truth_has_run_cols")
     add_segments(sq, "segments table name or path (user column and segment columns, one row per user); name its "
                      "segment columns with --segment-col")
     add_segment_col(sq, "a segment column of --segments (required with it); repeat for several")

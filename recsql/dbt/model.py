@@ -35,16 +35,18 @@ from .. import __version__
 from ..compose import DIAGNOSTICS, compose, readable
 from ..dialects import render
 from ..errors import RecsqlError
-from ..inputs import ROLES, Inputs, field_names, renamed, shown
+from ..inputs import ROLES, Inputs, renamed, shown
 from ..metrics import parse_metrics
+from ..options import yml_keys
 from ..plans import build_plan
 from ..sources import bind
 from .adapters import adapter
 from .names import SIMPLE, output_name
 
 _PLACEHOLDER = "recsql_input_{}"  # the placeholder relation of each input, replaced by its ref()/source()
-# evaluate's options (recsql.Inputs: its column and definition options), so a model takes what evaluate takes
-OPTIONS = tuple(name for name in field_names() if name not in ROLES)
+# evaluate's options, by their recsql.yml keys (recsql/options.py: the table every entry point shares), so a
+# model takes what evaluate takes
+OPTIONS = tuple(key for key in yml_keys("columns", "inputs", "segments") if key not in ROLES)
 MARKER_SQL = "-- recsql: generated"  # the first line of every file recsql writes (and may write again)
 MARKER_YAML = "# recsql: generated"
 JINJA = re.compile(r"\{[{%#]|[}%#]\}")
