@@ -79,7 +79,7 @@ def _counted(result) -> str:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     from . import api
-    print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, output=args.output, **side_kwargs(args),
+    print(api.to_sql(args.recs, args.truth, args.metrics, output=args.output, **side_kwargs(args),
                      dialect=args.dialect, text_ids=args.text_ids,
                      truth_has_run_cols=args.truth_has_run_cols, **segment_kwargs(args), **column_kwargs(args)))
     return 0

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from .arguments import COLUMN_OPTIONS, checked_options, run_columns
 from .errors import RecsqlError
+from .metrics import Metric
 
 ROLES = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "segments")  # docs/guide/inputs.md
 # An input whose name in the composer's plan (recsql.compose.Plan's field) is another: expected_recs is
@@ -98,3 +99,47 @@ class Inputs:
 def field_names() -> list[str]:
     """The names of :class:`Inputs`' fields, in order: the keywords every entry point shares."""
     return [f.name for f in dataclasses.fields(Inputs)]
+
+
+def _unchanged(value: Any, default: Any) -> bool:
+    """``value`` is the keyword's default (compared by value only for plain values: a DataFrame is
+    never one)."""
+    return value is default or (isinstance(value, (str, int, float, tuple, list)) and value == default)
+
+
+def unpacked(recs: Any, truth: Any, metrics: Any, keywords: dict[str, Any], where: str,
+             truth_default: Any = None) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """An entry point's ``(recs, truth, metrics, keywords)`` with an :class:`Inputs` in place of
+    ``recs`` read out of it: ``evaluate(inputs, ["ndcg@10"])`` (the metrics where truth would be) or
+    ``evaluate(inputs, metrics=[...])``. An input or option given both by the Inputs and as a
+    keyword (or a truth beside the Inputs) is an error; without an Inputs the arguments are returned
+    as they are."""
+    if not isinstance(recs, Inputs):
+        return recs, truth, metrics, keywords
+    if not _unchanged(truth, truth_default):
+        if metrics is not None or not metrics_like(truth):
+            raise RecsqlError(f"{where}: the Inputs holds truth; pass the metrics after it: "
+                              f"{where}(inputs, ['ndcg@10']) or {where}(inputs, metrics=['ndcg@10'])")
+        metrics = truth
+    defaults = {f.name: f.default for f in dataclasses.fields(Inputs)}
+    twice = [k for k, v in keywords.items() if k in defaults and not _unchanged(v, defaults[k])]
+    if twice:
+        raise RecsqlError(f"{where}: {twice[0]}= is given both in the Inputs and as a keyword; pass the inputs one "
+                          f"way: in the Inputs (Inputs(..., {twice[0]}=...)) or as keywords without an Inputs")
+    fields = {k: getattr(recs, k) for k in defaults if k not in ("recs", "truth")}
+    return recs.recs, recs.truth, metrics, {**keywords, **fields}
+
+
+def metrics_given(metrics: Any, where: str) -> Any:
+    """``metrics``, refusing none."""
+    if metrics is None:
+        raise RecsqlError(f"{where}: name the metrics, e.g. {where}(recs, truth, ['ndcg@10']) or "
+                          f"{where}(recsql.Inputs(recs=..., truth=...), ['ndcg@10'])")
+    return metrics
+
+
+def metrics_like(value: Any) -> bool:
+    """A metric or a list of metrics (names or :class:`recsql.Metric`), not an input."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return bool(items) and all(isinstance(m, (str, Metric)) for m in items) and \
+        (isinstance(value, (list, tuple)) or isinstance(value, Metric) or "@" in value)

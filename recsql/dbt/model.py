@@ -25,6 +25,7 @@ any other target fails to compile with a message naming the fix.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,7 +81,8 @@ def relation_name(expression: str) -> str:
 
 @dataclass
 class ModelSpec:
-    """One evaluation: its name, metrics, inputs (role -> dbt relation, e.g. ``"ref('recs')"``),
+    """One evaluation: its name, metrics, inputs (role -> dbt relation, e.g. ``"ref('recs')"``; or a
+    :class:`recsql.Inputs` of relations and options, in place of ``inputs`` and ``options``),
     output (``summary`` or ``per_user``), result column names, materialization, and every option
     of :func:`recsql.evaluate`."""
 
@@ -96,6 +98,10 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         where = f"evaluation {self.name!r}"
+        if isinstance(self.inputs, Inputs):  # the inputs (dbt relations) and options as one recsql.Inputs
+            if self.options:
+                raise RecsqlError(f"{where}: pass the options in the Inputs or as options, not both")
+            self.inputs, self.options = _split(self.inputs)
         if not isinstance(self.name, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", self.name):
             raise RecsqlError(f"evaluation name {self.name!r} must be a lower-case identifier ([a-z_][a-z0-9_]*)")
         if self.name in DBT_BUILTINS:
@@ -128,6 +134,13 @@ class ModelSpec:
     @property
     def roles(self) -> list[str]:
         return [r for r in ROLES if r in self.inputs]
+
+
+def _split(inputs: Inputs) -> tuple[dict[str, str], dict[str, Any]]:
+    """An :class:`recsql.Inputs`' inputs (role -> relation) and the options it sets (those not at their default)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Inputs)}
+    return ({role: getattr(inputs, role) for role in ROLES if getattr(inputs, role) is not None},
+            {key: getattr(inputs, key) for key in OPTIONS if getattr(inputs, key) != defaults[key]})
 
 
 def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
