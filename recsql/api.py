@@ -28,6 +28,7 @@ from .metrics import Metric, parse_metrics
 from .output import write_outputs
 from .plans import build_plan
 from .report import evaluation_html, from_evaluation
+from .report import report as make_report
 from .request import bound, checked_request
 from .sources import bind
 from .statements import finalize_sql, statement_sql
@@ -56,6 +57,8 @@ class Evaluation:
     rows_in: int = 0  # recommendation rows read
     run_cols: tuple[str, ...] = ()  # the run key columns of summary and per_user
     user_col: str = "user_id"  # the user column of per_user
+    # the options it was computed with: those given, and the convention's tie rule and population
+    options: dict[str, Any] = field(default_factory=dict)
 
     def write(self, con: Any, summary: str | None = None, per_user: str | None = None) -> None:
         """Write the summary and/or per-user rows as tables of a DuckDB database (a connection or a
@@ -92,7 +95,8 @@ class Evaluation:
         summary, with two or more runs compared against ``baseline`` (None: every pair) from these
         per-user values (``options``: :meth:`compare`'s; ``inputs={"recs": ...}`` to fingerprint the
         inputs), per-user distributions, curves over the cutoffs evaluated, definitions and the SQL."""
-        return from_evaluation(self, baseline=baseline, title=title, **options).write(path)
+        make_report(evaluation=self, out=path, baseline=baseline, title=title, **{"options": self.options, **options})
+        return str(path)
 
     def to_markdown(self) -> str:
         """The summary table (runs × metrics) in Markdown."""
@@ -196,7 +200,7 @@ def evaluate(
     inputs = tuple(src.table for src in sources.values() if src.table)
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in,
-                      run_cols=tuple(plan.run_cols), user_col=plan.user_col)
+                      run_cols=tuple(plan.run_cols), user_col=plan.user_col, options=described.given_options(cols))
 
 
 def _warn_segment_runs(plan: Plan, raw: Any) -> None:

@@ -88,6 +88,14 @@ class Inputs:
         """Each input, by its plan name (:data:`PLAN_ROLES`) -> what was passed (None: not given)."""
         return {PLAN_NAMES.get(role, role): getattr(self, role) for role in ROLES}
 
+    def given_options(self, cols: dict[str, Any]) -> dict[str, Any]:
+        """The options as given (those not at their default), with the convention, and the tie rule
+        and population it chose (``cols``: :meth:`options`' result): what an evaluation records."""
+        defaults = {f.name: f.default for f in dataclasses.fields(Inputs)}
+        given = {name: getattr(self, name) for name in (*COLUMN_OPTIONS, "run_cols", "segment_cols")
+                 if not _unchanged(getattr(self, name), defaults[name])}
+        return {**given, "convention": cols["convention"], "ties": cols["ties"], "population": cols["population"]}
+
     def options(self) -> dict[str, Any]:
         """The column and definition options, checked (one error naming the option and the fix); the
         convention fills in the tie rule and population not given."""

@@ -128,7 +128,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..cli_output import is_terminal as _is_terminal
     from ..comparison_cli import keywords
     from ..extras import require
-    from .build import build_report
+    from . import report as make_report
     _check_out(args)
     require("matplotlib", "recsql report")  # the figures: before the inputs are read
     import_ahead()
@@ -136,7 +136,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     segmented = bool(args.segments or args.segment_cols)
     bar = Progress(4 + segmented, None if args.quiet or not _is_terminal(sys.stderr) else sys.stderr)
-    report = build_report(recs, truth, args.metrics, segments=args.segments, segment_cols=args.segment_cols or None,
+    report = make_report(recs, truth, args.metrics, segments=args.segments, segment_cols=args.segment_cols or None,
                           curves=not args.no_curves, max_k=args.max_k, title=args.title, progress=bar.step,
                           date=True if args.date else None,
                           **keywords(args))
