@@ -141,8 +141,8 @@ def unpacked(recs: Any, truth: Any, metrics: Any, keywords: dict[str, Any], wher
 def metrics_given(metrics: Any, where: str) -> Any:
     """``metrics``, refusing none."""
     if metrics is None:
-        raise RecsqlError(f"{where}: name the metrics, e.g. {where}(recs, truth, ['ndcg@10']) or "
-                          f"{where}(recsql.Inputs(recs=..., truth=...), ['ndcg@10'])")
+        raise RecsqlError(f"{where}: metrics must be a metric name or a list of them; name the metrics, e.g. "
+                          f"{where}(recs, truth, ['ndcg@10']) or {where}(recsql.Inputs(recs=..., truth=...), ['ndcg@10'])")
     return metrics
 
 
