@@ -130,7 +130,7 @@ def report(recs: Any = None, truth: Any = None, metrics: Any = None, *, out: str
         raise RecsqlError("report: pass the inputs, e.g. recsql.report(recs, truth, ['ndcg@10'], run_cols='model', "
                           "out='report.html'), or an evaluation= / comparison= already computed")
     if out is not None:
-        made.write(out, "out")
+        made.write(out)
     return made
 
 
