@@ -50,7 +50,8 @@ def renamed_options(args: argparse.Namespace, argv: list[str]) -> None:
         value = getattr(args, dest, None)
         if value is None:
             continue
-        old = next((word.split("=")[0] for word in argv if word.split("=")[0] in spellings), spellings[0])
+        words = {word.split("=")[0] for word in argv}  # the longest first: compare's --baseline names a run
+        old = next((flag for flag in sorted(spellings, key=len, reverse=True) if flag in words), spellings[0])
         target = new[2:].replace("-", "_")
         if getattr(args, target, None) is not None:
             raise RecsqlError(f"{old} is the old name of {new}: pass {new} only")

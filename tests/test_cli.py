@@ -302,6 +302,10 @@ def test_old_option_names_still_work_one_release_with_a_one_line_warning(tmp_pat
     pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(old.out)), pd.read_csv(io.StringIO(new.out)), rtol=1e-12)
     assert "unexpectedness@5" in new.out
     assert "recsql: warning: --baseline is renamed --expected-recs" in old.err and "warning" not in new.err
+    assert main(["compare", RECS, TRUTH, "-m", "unexpectedness@5", "--run-col", "model", "--baseline", "popular",
+                 "--baseline-recs", str(popular), "--resamples", "20"]) == 0
+    compared = capsys.readouterr()
+    assert "recsql: warning: --baseline-recs is renamed --expected-recs" in compared.err and "personal" in compared.out
     assert main(["sql", "-m", "unexpectedness@5", "--baseline", "popular"]) == 0
     sql = capsys.readouterr()
     assert "popular" in sql.out and "--baseline is renamed --expected-recs" in sql.err
