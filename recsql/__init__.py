@@ -18,6 +18,7 @@ _EXPORTS = {
     "RecsqlError": "errors", "CONVENTIONS": "conventions",
     "Metric": "metrics", "parse_metric": "metrics", "registry": "metrics",
     "trec_qrels": "trec", "trec_run": "trec",
+    "report": "report",  # the package recsql.report, callable: recsql.report(...) is its function report
 }
 __all__ = sorted(_EXPORTS, key=str.lower)
 
@@ -28,7 +29,8 @@ def __getattr__(name: str) -> object:
         return globals()[name]
     if name not in _EXPORTS:
         raise AttributeError(f"module 'recsql' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    module = importlib.import_module(f".{_EXPORTS[name]}", __name__)
+    value = module if _EXPORTS[name] == name else getattr(module, name)
     globals()[name] = value
     return value
 

@@ -1,12 +1,13 @@
 """The public entry points: :func:`evaluate` (run on an engine) and :func:`to_sql` (render the query)."""
 from __future__ import annotations
 
+import functools
 import numbers
 import re
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -22,16 +23,20 @@ from .dialects import render
 from .errors import RecsqlError, suggest_keywords
 from .explain import fetch_checked, refuse
 from .frames import column_maxima, columns_of, records, rows_of
-from .inputs import Inputs
+from .inputs import Inputs, metrics_given, metrics_like, renamed, shown, unpacked
 from .metrics import Metric, parse_metrics
 from .output import write_outputs
 from .plans import build_plan
 from .report import evaluation_html, from_evaluation
+from .report import report as make_report
 from .request import bound, checked_request
 from .sources import bind
 from .statements import finalize_sql, statement_sql
 
 ORDER_TYPES = re.compile(r"DOUBLE|BIGINT|DECIMAL(\(\s*\d{1,2}\s*,\s*\d{1,2}\s*\))?", re.I)  # to_sql's order_type
+
+
+WHAT = " (another recommender's lists; baseline names the run compared against)"  # the renamed input
 
 
 class RecsqlWarning(UserWarning):
@@ -52,6 +57,8 @@ class Evaluation:
     rows_in: int = 0  # recommendation rows read
     run_cols: tuple[str, ...] = ()  # the run key columns of summary and per_user
     user_col: str = "user_id"  # the user column of per_user
+    # the options it was computed with: those given, and the convention's tie rule and population
+    options: dict[str, Any] = field(default_factory=dict)
 
     def write(self, con: Any, summary: str | None = None, per_user: str | None = None) -> None:
         """Write the summary and/or per-user rows as tables of a DuckDB database (a connection or a
@@ -88,7 +95,8 @@ class Evaluation:
         summary, with two or more runs compared against ``baseline`` (None: every pair) from these
         per-user values (``options``: :meth:`compare`'s; ``inputs={"recs": ...}`` to fingerprint the
         inputs), per-user distributions, curves over the cutoffs evaluated, definitions and the SQL."""
-        return from_evaluation(self, baseline=baseline, title=title, **options).write(path)
+        make_report(evaluation=self, out=path, baseline=baseline, title=title, **{"options": self.options, **options})
+        return str(path)
 
     def to_markdown(self) -> str:
         """The summary table (runs × metrics) in Markdown."""
@@ -105,13 +113,13 @@ class Evaluation:
 @suggest_keywords
 def evaluate(
     recs: Any,
-    truth: Any,
-    metrics: Sequence[str | Metric] | str | Metric,
+    truth: Any = None,
+    metrics: Sequence[str | Metric] | str | Metric | None = None,
     *,
     items: Any = None,
     interactions: Any = None,
     catalog: Any = None,
-    baseline: Any = None,
+    expected_recs: Any = None,
     item_features: Any = None,
     segments: Any = None,
     con: Any = None,
@@ -134,6 +142,7 @@ def evaluate(
     value_col: str = "value",
     segment_cols: Iterable[str] | str | None = None,
     progress: bool = False,
+    baseline: Any = None,
 ) -> Evaluation:
     """Evaluate recommendations against truth with any set of metrics, in ONE query on one engine.
 
@@ -147,7 +156,9 @@ def evaluate(
     for the list-only ones), one column per metric named as asked, and when truth is given
     ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. The input checks run in
     the same query (the diagnostic columns of :func:`to_sql`'s summary); a non-zero one raises a
-    :class:`RecsqlError`. Definitions: README.
+    :class:`RecsqlError`. ``expected_recs``: another recommender's lists, columns like ``recs`` (for
+    unexpectedness and serendipity; ``baseline=``, its old name, is accepted until the next release
+    with a FutureWarning). Definitions: README.
 
     >>> import pandas as pd
     >>> recs = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [10, 11, 10], "score": [0.9, 0.8, 0.7]})
@@ -155,14 +166,17 @@ def evaluate(
     >>> evaluate(recs, truth, ["mrr@10", "hr@1"]).summary[["n_users", "mrr@10", "hr@1"]].to_dict("records")
     [{'n_users': 2, 'mrr@10': 0.25, 'hr@1': 0.0}]
     """
-    described = Inputs(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
-                       item_features=item_features, segments=segments, user_col=user_col, item_col=item_col,
-                       score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
-                       run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
-                       convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
-                       features_col=features_col, feature_col=feature_col, value_col=value_col,
-                       segment_cols=segment_cols)
-    request = checked_request(metrics, described, con=con, progress=progress)
+    keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
+                    item_features=item_features, segments=segments, user_col=user_col, item_col=item_col,
+                    score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
+                    run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
+                    convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
+                    features_col=features_col, feature_col=feature_col, value_col=value_col, segment_cols=segment_cols)
+    recs, truth, metrics, keywords = unpacked(recs, truth, metrics, keywords, "evaluate")
+    keywords["expected_recs"] = renamed("expected_recs", keywords["expected_recs"], "baseline", baseline, "evaluate",
+                                        WHAT)
+    described = Inputs(recs=recs, truth=truth, **keywords)
+    request = checked_request(metrics_given(metrics, "evaluate"), described, con=con, progress=progress)
     parsed, cols = request.metrics, request.cols
     started = time.perf_counter()
     with bound(request) as (runner, plan, sources):
@@ -186,7 +200,7 @@ def evaluate(
     inputs = tuple(src.table for src in sources.values() if src.table)
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in,
-                      run_cols=tuple(plan.run_cols), user_col=plan.user_col)
+                      run_cols=tuple(plan.run_cols), user_col=plan.user_col, options=described.given_options(cols))
 
 
 def _warn_segment_runs(plan: Plan, raw: Any) -> None:
@@ -233,16 +247,30 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, p
     return per_user, summary, {n: int(found[n] or 0) for n in names} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
 
 
+def _metrics_first(function: Callable[..., str]) -> Callable[..., str]:
+    """:func:`to_sql` taking its arguments in its old order ``(metrics, recs, truth)`` for one more
+    release, with a FutureWarning, when the first is clearly metrics (a metric, or a list of them)."""
+    @functools.wraps(function)
+    def ordered(*args: Any, **kwargs: Any) -> str:
+        if args and metrics_like(args[0]) and "metrics" not in kwargs:
+            warnings.warn("to_sql(metrics, recs, truth) is now to_sql(recs, truth, metrics), in evaluate's order; the "
+                          "old order will be refused in the next release", FutureWarning, stacklevel=2)
+            args, kwargs = args[1:], {**kwargs, "metrics": args[0]}
+        return function(*args, **kwargs)
+    return ordered
+
+
+@_metrics_first
 @suggest_keywords
 def to_sql(
-    metrics: Sequence[str | Metric] | str | Metric,
-    recs: str = "recs",
+    recs: Any = "recs",
     truth: str | None = "truth",
+    metrics: Sequence[str | Metric] | str | Metric | None = None,
     *,
     items: str | None = None,
     interactions: str | None = None,
     catalog: str | None = None,
-    baseline: str | None = None,
+    expected_recs: str | None = None,
     item_features: str | None = None,
     segments: str | None = None,
     dialect: str = "duckdb",
@@ -270,6 +298,7 @@ def to_sql(
     segment_cols: Iterable[str] | str | None = None,
     compare: dict[str, Any] | None = None,
     pretty: bool = True,
+    baseline: str | None = None,
 ) -> str:
     """The SQL that :func:`evaluate` runs, for (qualified) table names or file paths, in ``dialect``.
 
@@ -286,9 +315,9 @@ def to_sql(
 
     On DuckDB each user's top k comes from a bounded heap; the other dialects number the rows:
 
-    >>> "ARG_MIN(item_id, (ord, item_id), 10)" in to_sql(["ndcg@10"], recs="db.recs", truth="db.truth")
+    >>> "ARG_MIN(item_id, (ord, item_id), 10)" in to_sql("db.recs", "db.truth", ["ndcg@10"])
     True
-    >>> "ROW_NUMBER() OVER" in to_sql(["ndcg@10"], recs="db.recs", truth="db.truth", dialect="postgres")
+    >>> "ROW_NUMBER() OVER" in to_sql("db.recs", "db.truth", ["ndcg@10"], dialect="postgres")
     True
     """
     if output not in ("summary", "per_user"):
@@ -305,18 +334,23 @@ def to_sql(
         raise RecsqlError(f"text_ids must name id columns, got {text_ids!r}; pass text_ids='item_id' or "
                           "text_ids=['user_id', 'item_id']")
     text_ids = tuple(text_ids)
-    parsed = parse_metrics(metrics)
-    described = Inputs(recs=recs, truth=truth, items=items, interactions=interactions, catalog=catalog, baseline=baseline,
-                       item_features=item_features, segments=segments, user_col=user_col, item_col=item_col,
-                       score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
-                       run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
-                       convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
-                       features_col=features_col, feature_col=feature_col, value_col=value_col,
-                       segment_cols=segment_cols)
+    keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
+                    item_features=item_features, segments=segments, user_col=user_col, item_col=item_col,
+                    score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
+                    run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
+                    convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
+                    features_col=features_col, feature_col=feature_col, value_col=value_col, segment_cols=segment_cols)
+    recs, truth, metrics, keywords = unpacked(recs, truth, metrics, keywords, "to_sql", truth_default="truth")
+    keywords["expected_recs"] = renamed("expected_recs", keywords["expected_recs"], "baseline", baseline, "to_sql",
+                                        WHAT)
+    described = Inputs(recs=recs, truth=truth, **keywords)
+    parsed = parse_metrics(metrics_given(metrics, "to_sql"))
     cols = described.options()
     given = described.given()
-    relations = {role: bind(role, value, None).relation if value is not None else None for role, value in given.items()}
-    keys = (*cols["run_cols"], *(cols["segment_cols"] if segments is not None else ()))
+    relations = {role: bind(shown(role), value, None).relation if value is not None else None
+                 for role, value in given.items()}
+    keys = (*cols["run_cols"], *(cols["segment_cols"] if described.segments is not None else ()))
+    user_col, item_col = cols["user_col"], cols["item_col"]
     named = {user_col: "user_id", item_col: "item_id", **{c: f"_run{i}" for i, c in enumerate(keys)}}
     unknown = [c for c in text_ids if not isinstance(c, str) or c not in named]
     if unknown:

@@ -18,20 +18,22 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .cli_inputs import (add_segment_col, add_segments, column_kwargs, columns, inputs, metric_option, recs_and_truth,
-                         segment_kwargs, side_inputs, side_kwargs)
+                         renamed_options, segment_kwargs, side_inputs, side_kwargs)
 from .cli_output import FORMATS, WRITERS, Stdout, StdoutError, is_terminal, say, silence_stdout
 from .errors import RecsqlError
+from .options import add as add_option
 from .extras import missing_extra
 from .files import write_file
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse every output that cannot be written, or would replace an input, before anything is
-    read: --out/--out-per-user tables against the input names, --per-user against the input files
-    (and the --db file), by the files they are."""
+    read: --summary-table/--per-user-table tables against the input names, --per-user against the
+    input files (and the --db file), by the files they are."""
     from .output import check_outputs
-    if (args.out or args.out_per_user) and not args.db:
-        raise RecsqlError("--out/--out-per-user write tables into the --db database; pass --db FILE.duckdb")
+    if (args.summary_table or args.per_user_table) and not args.db:
+        raise RecsqlError("--summary-table/--per-user-table write tables into the --db database; pass --db "
+                          "FILE.duckdb")
     if args.per_user:
         if Path(args.per_user).is_dir():
             raise RecsqlError(f"--per-user {args.per_user!r} is a directory; name a .csv, .parquet or .json file "
@@ -42,9 +44,10 @@ def _check_outputs(args: argparse.Namespace) -> None:
     inputs = dict(zip([role for role, given in (("RECS", not args.run), ("TRUTH", not args.qrels)) if given], positional))
     tables = list(inputs.values()) + [name for name in [*side_kwargs(args).values(), args.segments] if name]
     inputs.update({"--run": args.run, "--qrels": args.qrels, "--items": args.items, "--interactions": args.interactions,
-                   "--catalog": args.catalog, "--baseline": args.baseline, "--item-features": args.item_features,
+                   "--catalog": args.catalog, "--expected-recs": args.expected_recs, "--item-features": args.item_features,
                    "--segments": args.segments})
-    check_outputs({"--out": args.out, "--out-per-user": args.out_per_user}, {"--per-user": args.per_user},
+    check_outputs({"--summary-table": args.summary_table, "--per-user-table": args.per_user_table},
+                  {"--per-user": args.per_user},
                   tables, {**inputs, "--db": args.db}, db=args.db)
 
 
@@ -55,8 +58,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=is_terminal(sys.stdout),
                           **side_kwargs(args), **segment_kwargs(args), **column_kwargs(args))
     # outputs first: a closed stdout (`| head -1`) or a failed print must not lose them
-    if args.out or args.out_per_user:
-        result.write(args.db, summary=args.out, per_user=args.out_per_user)
+    if args.summary_table or args.per_user_table:
+        result.write(args.db, summary=args.summary_table, per_user=args.per_user_table)
     if args.per_user:
         writer = WRITERS[Path(args.per_user).suffix.lower()]
         write_file(args.per_user, lambda path: writer(result.per_user, path), "--per-user")
@@ -76,7 +79,7 @@ def _counted(result) -> str:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     from . import api
-    print(api.to_sql(args.metrics, recs=args.recs, truth=args.truth, output=args.output, **side_kwargs(args),
+    print(api.to_sql(args.recs, args.truth, args.metrics, output=args.output, **side_kwargs(args),
                      dialect=args.dialect, text_ids=args.text_ids,
                      truth_has_run_cols=args.truth_has_run_cols, **segment_kwargs(args), **column_kwargs(args)))
     return 0
@@ -130,8 +133,11 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--db", help="a .duckdb file holding the tables (opened read-only)")
     ev.add_argument("--per-user", help="also write per-user rows to this .csv/.parquet/.json file")
     ev.add_argument("--format", choices=sorted(FORMATS), default="table", help="summary format (default: table)")
-    ev.add_argument("--out", help="also write the summary as this table in --db (atomic; never over an input)")
-    ev.add_argument("--out-per-user", help="also write the per-user rows as this table in --db")
+    ev.add_argument("--summary-table", help="also write the summary as this table in --db (atomic; never over an "
+                                            "input)")
+    ev.add_argument("--per-user-table", help="also write the per-user rows as this table in --db")
+    ev.add_argument("--out", dest="old_summary_table", help=argparse.SUPPRESS)  # --summary-table's old name
+    ev.add_argument("--out-per-user", dest="old_per_user_table", help=argparse.SUPPRESS)
     add_segments(ev)
     add_segment_col(ev)
     columns(ev)
@@ -146,13 +152,12 @@ def add_sql(sub: argparse._SubParsersAction) -> None:
     sq.add_argument("--truth", default="truth", help="truth table name or path (default: truth)")
     sq.add_argument("--no-truth", dest="truth", action="store_const", const=None,
                     help="no truth input (metrics that need none: novelty, diversity, coverage, ...)")
-    sq.add_argument("--items", help="items table name or path")
+    add_option(sq, "items", "items table name or path")
     side_inputs(sq)
     sq.add_argument("--output", choices=("summary", "per_user"), default="summary")
     sq.add_argument("--dialect", default="duckdb", help=f"target SQL dialect: {', '.join(sorted(DIALECTS))} (default duckdb)")
-    sq.add_argument("--text-id", action="append", default=[], dest="text_ids",
-                    help="an id column holding strings (binary collation where the dialect needs one); repeatable")
-    sq.add_argument("--truth-has-run-cols", action="store_true", help="truth carries the run key columns too")
+    add_option(sq, "text_ids")
+    add_option(sq, "truth_has_run_cols")
     add_segments(sq, "segments table name or path (user column and segment columns, one row per user); name its "
                      "segment columns with --segment-col")
     add_segment_col(sq, "a segment column of --segments (required with it); repeat for several")
@@ -240,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit:  # --help, --version, a usage error: what argparse printed must have reached stdout
             sys.stdout.flush()
             raise
+        renamed_options(args, argv)
         status = args.func(args)
         sys.stdout.flush()  # what is still buffered: a full disk is an error here, not at exit
         return status

@@ -36,7 +36,7 @@ from .comparison_sql import RESULT_COLUMNS, Values, statement_for, statement_tex
 # (compare_per_user, ALL_TESTS, TEST_COLUMNS, UNCORRECTED, statement_for: recsql.comparison's names since the start)
 from .errors import RecsqlError
 from .explain import refuse
-from .inputs import Inputs
+from .inputs import Inputs, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
 from .request import bound, checked_request
 from .validate import family
@@ -50,39 +50,45 @@ def _evaluate_arguments(recs: Any, truth: Any, metrics: Any, options: dict[str, 
     except TypeError:
         known = [n for n, p in signature.parameters.items() if p.kind is p.KEYWORD_ONLY]
         unknown = next(o for o in options if o not in known)
-        close = difflib.get_close_matches(unknown, [*known, "baseline_recs"], n=1)
+        close = difflib.get_close_matches(unknown, known, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise RecsqlError(f"compare: unknown option {unknown!r}; {hint}compare takes evaluate's options "
-                          f"({', '.join(known)}) and its own (tests, ci, resamples, seed, correction, baseline, "
-                          "baseline_recs)") from None
+                          f"({', '.join(known)}) and its own (tests, ci, resamples, seed, correction, baseline)") from None
     bound.apply_defaults()
     return dict(bound.arguments)
 
 
-def compare(recs: Any, truth: Any, metrics: Sequence[str | Metric] | str | Metric, *,
-            run_cols: Iterable[str] | str, baseline: Any = None, tests: Sequence[str] = TESTS, ci: float = 0.95,
-            resamples: int = 1000, seed: int = 0, correction: str | None = "holm", baseline_recs: Any = None,
-            segments: Any = None, **options: Any) -> Comparison:
+def compare(recs: Any, truth: Any = None, metrics: Sequence[str | Metric] | str | Metric | None = None, *,
+            run_cols: Iterable[str] | str = (), baseline: Any = None, tests: Sequence[str] = TESTS, ci: float = 0.95,
+            resamples: int = 1000, seed: int = 0, correction: str | None = "holm", expected_recs: Any = None,
+            segments: Any = None, baseline_recs: Any = None, **options: Any) -> Comparison:
     """Compare runs: each run's mean with a bootstrap interval, and paired tests between runs, for
     per-user metrics and for the global ones (coverage, gini, personalization: resampled through
     their exposure counts, :mod:`recsql.comparison_global`), computed by the engine in one
     statement. Definitions: docs/guide/compare.md.
 
-    ``run_cols``: the run key columns of ``recs`` (required: compare needs runs). ``baseline``: the
+    ``recs`` may be a :class:`recsql.Inputs` (then ``truth`` is left out: ``compare(inputs, metrics,
+    baseline=...)``). ``run_cols``: the run key columns of ``recs`` (required: compare needs runs). ``baseline``: the
     run to compare every other run with (its label: the value of the run column, ``col=v/col=v``, a
     tuple or a dict for several run columns); None compares every pair once (each run minus every
     run before it in run-key order). ``tests``: any of ``t``, ``wilcoxon``, ``randomization`` (the
     default) and ``tukey`` (the randomized Tukey HSD over every pair of runs).
     ``ci``: the bootstrap interval's level. ``resamples``: bootstrap resamples and sign-flip
     permutations (1..10,000). ``seed``: 0..2^31 − 2. ``correction``: ``holm``, ``bonferroni``, ``bh``
-    or None, over every row of ``tests``, per test. ``baseline_recs``: evaluate's ``baseline`` input
-    (another recommender's lists, for unexpectedness and serendipity). ``segments``: an input (table,
+    or None, over every row of ``tests``, per test. ``expected_recs``: another recommender's lists, as
+    evaluate's (for unexpectedness and serendipity; ``baseline_recs``, its old name, is accepted until the
+    next release with a FutureWarning). ``segments``: an input (table,
     file or DataFrame, like ``recs``) with the user column and one or more segment columns (a cohort,
     a country): one row per user; runs are compared within each segment, and every user of the
     population must have one. Every other option is :func:`recsql.evaluate`'s (``con``, columns,
     ``threshold``, ``convention``, ...)."""
     settings = Settings.checked(tests, ci, resamples, seed, correction, baseline)
-    arguments = _evaluate_arguments(recs, truth, metrics, {**options, "run_cols": run_cols, "baseline": baseline_recs})
+    expected_recs = renamed("expected_recs", expected_recs, "baseline_recs", baseline_recs, "compare",
+                            " (another recommender's lists)")
+    recs, truth, metrics, options = unpacked(recs, truth, metrics, {**options, "run_cols": run_cols, "segments": segments,
+                                                                    "expected_recs": expected_recs}, "compare")
+    segments = options.pop("segments")  # compared within each segment (evaluate's segments= evaluates within)
+    arguments = _evaluate_arguments(recs, truth, metrics_given(metrics, "compare"), options)
     request = checked_request(arguments["metrics"], Inputs.of(arguments), con=arguments["con"],
                               progress=arguments["progress"])
     if not request.cols["run_cols"]:

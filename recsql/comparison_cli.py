@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``compare`` subcommand, with evaluate's inputs and column options."""
     cp = sub.add_parser("compare", help="paired tests and bootstrap intervals between runs (DuckDB or --db)",
                         conflict_handler="resolve")
-    inputs(cp)
+    inputs(cp, runs_compared=True)
     options(cp)
     cp.add_argument("--format", choices=sorted(FORMATS), default="table", help="output format (default: table)")
     cp.add_argument("--runs", action="store_true", help="csv/json: print each run's mean and interval instead "
@@ -40,10 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def options(cp: argparse.ArgumentParser) -> None:
-    """compare's own options (baseline run, segments, tests, interval, resampling, correction, --db),
+    """compare's own options (the baseline run, segments, tests, interval, resampling, correction, --db),
     shared by ``recsql compare`` and ``recsql report``."""
-    cp.add_argument("--baseline-recs", help="another recommender's lists, columns like recs (unexpectedness, "
-                                            "serendipity; evaluate's --baseline)")
     cp.add_argument("--baseline", help="the run every other run is compared with (its run column's value; "
                                        "col=value/col=value for several run columns); default: every pair")
     add_segments(cp, "each user's segment (user column and segment columns, one row per user): path or table; runs "
@@ -63,10 +61,9 @@ def options(cp: argparse.ArgumentParser) -> None:
 def keywords(args: argparse.Namespace) -> dict:
     """compare's keywords from the parsed options (but the inputs RECS and TRUTH, metrics and
     segments): evaluate's column options and side inputs, the baseline run and the tests' settings."""
-    side = {k: v for k, v in side_kwargs(args).items() if k != "baseline"}  # --baseline names a run here
     return dict(baseline=args.baseline, tests=args.tests or comparison.TESTS, ci=args.ci, resamples=args.resamples,
                 seed=args.seed, correction=None if args.correction == "none" else args.correction,
-                baseline_recs=args.baseline_recs, con=args.db, **column_kwargs(args), **side)
+                con=args.db, **column_kwargs(args), **side_kwargs(args))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from .comparison_sql import Values, plain
 from .errors import RecsqlError
 from .metrics import Metric
 from .report import comparison_html, from_comparison
+from .report import report as make_report
 from .significance import corrected, paired_t, randomization_p, wilcoxon_p
 
 
@@ -41,7 +42,8 @@ class Comparison:
     def report(self, path: str, *, evaluation: Any = None, title: str | None = None, **options: Any) -> str:
         """Write one self-contained HTML report of this comparison to ``path`` (docs/guide/report.md); the
         curves and per-user distributions need the ``evaluation`` of the same runs too."""
-        return from_comparison(self, evaluation=evaluation, title=title, **options).write(path)
+        make_report(comparison=self, evaluation=evaluation, out=path, title=title, **options)
+        return str(path)
 
     def to_markdown(self, intervals: bool = True) -> str:
         """The runs × metrics table in Markdown: mean [interval], and as ranx does, superscript letters

@@ -16,6 +16,7 @@ from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .engines.base import Runner
 from .errors import RecsqlError
+from .inputs import shown
 from .validate import duplicate_report
 
 
@@ -38,17 +39,18 @@ def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) ->
     """The error for ``found`` invalid rows of ``role``: which column holds NULL, NaN or infinite
     values (None when ``found`` is None and no column does)."""
     relation, columns, numbers = _value_checks(plan)[role]
+    name = shown(role)  # as the user named the input: expected_recs, not the plan's baseline
     counts = [_count(exp.Is(this=quoted_column(c), expression=exp.null())) for c in columns]
     counts += [_count(not_finite(quoted_column(c))) for c in numbers]
     query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(counts)]).from_(relation.copy())
     row = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0]
     for column, count in zip(columns, row[: len(columns)]):
         if count:
-            return RecsqlError(f"{role} column {column!r} has {int(count)} NULL (missing) value(s); recsql needs every "
+            return RecsqlError(f"{name} column {column!r} has {int(count)} NULL (missing) value(s); recsql needs every "
                                f"{column!r} set: drop or fill those rows first (e.g. WHERE {column} IS NOT NULL)")
     for column, count in zip(numbers, row[len(columns):]):
         if count:
-            return RecsqlError(f"{role} column {column!r} has {int(count)} NaN or infinite value(s), which have no "
+            return RecsqlError(f"{name} column {column!r} has {int(count)} NaN or infinite value(s), which have no "
                                f"place in a ranking; replace them with finite numbers or drop those rows")
     for internal, column in (("user_id", plan.user_col), ("item_id", plan.item_col)):
         if plan.id_casts.get((role, internal)) == "whole":
@@ -59,7 +61,7 @@ def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) ->
             count = runner.fetch_rows(render(query, runner.dialect, pretty=False))[0][0]
             if count:
                 return RecsqlError(
-                    f"{role} column {column!r} holds floating-point ids, {int(count)} of them not a whole number "
+                    f"{name} column {column!r} holds floating-point ids, {int(count)} of them not a whole number "
                     f"within ±2^53 (or NaN/infinite); recsql compares ids exactly and reads float ids as integers. "
                     f"Cast the column to BIGINT (or to text if its ids are not integers)")
     if role == "truth" and plan.relevance_col:
@@ -73,7 +75,7 @@ def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) ->
                 f"rescale the relevances (e.g. to grades 0-4)")
     if found is None:
         return None
-    return RecsqlError(f"{role} has {found} row(s) with a NULL (missing) value or a NaN or infinite number in "
+    return RecsqlError(f"{name} has {found} row(s) with a NULL (missing) value or a NaN or infinite number in "
                        f"{', '.join(map(repr, columns))}; recsql needs them set and finite: drop or fill those rows first")
 
 
@@ -128,7 +130,7 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
     groups = exp.select(*keys).from_(exp.Subquery(this=body, alias="s")).group_by(*keys).having("COUNT(*) > 1")
     query = exp.select(*keys).from_(exp.Subquery(this=groups, alias="d")).order_by(*keys).limit(3)
     rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
-    return duplicate_report(rows, found, role, names, fix)
+    return duplicate_report(rows, found, shown(role), names, fix)
 
 
 def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list[str]) -> None:

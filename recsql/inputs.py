@@ -12,12 +12,36 @@ checked in one place (:meth:`Inputs.options`, by recsql/arguments.py). :func:`re
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from .arguments import COLUMN_OPTIONS, checked_options, run_columns
+from .errors import RecsqlError
+from .metrics import Metric
 
-ROLES = ("recs", "truth", "items", "interactions", "catalog", "baseline", "item_features", "segments")  # docs/guide/inputs.md
+ROLES = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "segments")  # docs/guide/inputs.md
+# An input whose name in the composer's plan (recsql.compose.Plan's field) is another: expected_recs is
+# the plan's ``baseline`` (the name its metric headers' ``needs:`` use).
+PLAN_NAMES = {"expected_recs": "baseline"}
+PLAN_ROLES = tuple(PLAN_NAMES.get(role, role) for role in ROLES)
+
+
+def shown(role: str) -> str:
+    """An input's name as the user gives it, from its plan name: ``baseline`` -> ``expected_recs``."""
+    return {plan: given for given, plan in PLAN_NAMES.items()}.get(role, role)
+
+
+def renamed(new_name: str, new: Any, old_name: str, old: Any, where: str, what: str = "") -> Any:
+    """The value of an option given by its new name or, for one more release, its old one (with a
+    FutureWarning naming the new one); both given is an error."""
+    if old is None:
+        return new
+    if new is not None:
+        raise RecsqlError(f"{where}: pass {new_name}= only ({old_name}= is its old name{what})")
+    warnings.warn(f"{where}: {old_name}= is renamed {new_name}={what}; {old_name}= will be removed in the next "
+                  "release", FutureWarning, stacklevel=3)
+    return old
 
 
 @dataclass(frozen=True)
@@ -33,7 +57,7 @@ class Inputs:
     items: Any = None
     interactions: Any = None
     catalog: Any = None
-    baseline: Any = None
+    expected_recs: Any = None
     item_features: Any = None
     segments: Any = None
     user_col: str = "user_id"
@@ -61,8 +85,16 @@ class Inputs:
         return cls(**{name: arguments[name] for name in field_names() if name in arguments})
 
     def given(self) -> dict[str, Any]:
-        """Each input role -> what was passed (None: not given)."""
-        return {role: getattr(self, role) for role in ROLES}
+        """Each input, by its plan name (:data:`PLAN_ROLES`) -> what was passed (None: not given)."""
+        return {PLAN_NAMES.get(role, role): getattr(self, role) for role in ROLES}
+
+    def given_options(self, cols: dict[str, Any]) -> dict[str, Any]:
+        """The options as given (those not at their default), with the convention, and the tie rule
+        and population it chose (``cols``: :meth:`options`' result): what an evaluation records."""
+        defaults = {f.name: f.default for f in dataclasses.fields(Inputs)}
+        given = {name: getattr(self, name) for name in (*COLUMN_OPTIONS, "run_cols", "segment_cols")
+                 if not _unchanged(getattr(self, name), defaults[name])}
+        return {**given, "convention": cols["convention"], "ties": cols["ties"], "population": cols["population"]}
 
     def options(self) -> dict[str, Any]:
         """The column and definition options, checked (one error naming the option and the fix); the
@@ -75,3 +107,47 @@ class Inputs:
 def field_names() -> list[str]:
     """The names of :class:`Inputs`' fields, in order: the keywords every entry point shares."""
     return [f.name for f in dataclasses.fields(Inputs)]
+
+
+def _unchanged(value: Any, default: Any) -> bool:
+    """``value`` is the keyword's default (compared by value only for plain values: a DataFrame is
+    never one)."""
+    return value is default or (isinstance(value, (str, int, float, tuple, list)) and value == default)
+
+
+def unpacked(recs: Any, truth: Any, metrics: Any, keywords: dict[str, Any], where: str,
+             truth_default: Any = None) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """An entry point's ``(recs, truth, metrics, keywords)`` with an :class:`Inputs` in place of
+    ``recs`` read out of it: ``evaluate(inputs, ["ndcg@10"])`` (the metrics where truth would be) or
+    ``evaluate(inputs, metrics=[...])``. An input or option given both by the Inputs and as a
+    keyword (or a truth beside the Inputs) is an error; without an Inputs the arguments are returned
+    as they are."""
+    if not isinstance(recs, Inputs):
+        return recs, truth, metrics, keywords
+    if not _unchanged(truth, truth_default):
+        if metrics is not None or not metrics_like(truth):
+            raise RecsqlError(f"{where}: the Inputs holds truth; pass the metrics after it: "
+                              f"{where}(inputs, ['ndcg@10']) or {where}(inputs, metrics=['ndcg@10'])")
+        metrics = truth
+    defaults = {f.name: f.default for f in dataclasses.fields(Inputs)}
+    twice = [k for k, v in keywords.items() if k in defaults and not _unchanged(v, defaults[k])]
+    if twice:
+        raise RecsqlError(f"{where}: {twice[0]}= is given both in the Inputs and as a keyword; pass the inputs one "
+                          f"way: in the Inputs (Inputs(..., {twice[0]}=...)) or as keywords without an Inputs")
+    fields = {k: getattr(recs, k) for k in defaults if k not in ("recs", "truth")}
+    return recs.recs, recs.truth, metrics, {**keywords, **fields}
+
+
+def metrics_given(metrics: Any, where: str) -> Any:
+    """``metrics``, refusing none."""
+    if metrics is None:
+        raise RecsqlError(f"{where}: metrics must be a metric name or a list of them; name the metrics, e.g. "
+                          f"{where}(recs, truth, ['ndcg@10']) or {where}(recsql.Inputs(recs=..., truth=...), ['ndcg@10'])")
+    return metrics
+
+
+def metrics_like(value: Any) -> bool:
+    """A metric or a list of metrics (names or :class:`recsql.Metric`), not an input."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return bool(items) and all(isinstance(m, (str, Metric)) for m in items) and \
+        (isinstance(value, (list, tuple)) or isinstance(value, Metric) or "@" in value)

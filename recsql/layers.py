@@ -33,9 +33,10 @@ LAYERS = (
       "recsql.compose.statement", "recsql.compose.columns", "recsql.compose.empty", "recsql.compose.unread",
       "recsql.compose.readable", "recsql.statements", "recsql.comparison_settings", "recsql.comparison_global",
       "recsql.comparison_sql")),
-    ("inputs", "the inputs as given: their options checked (recsql.Inputs), bound to relations, their columns "
+    ("inputs", "the inputs as given: their options checked (recsql.Inputs) and defined once for every entry point "
+               "(recsql.options), bound to relations, their columns "
                "checked; no engine yet",
-     ("recsql.arguments", "recsql.inputs", "recsql.sources", "recsql.validate")),
+     ("recsql.arguments", "recsql.inputs", "recsql.options", "recsql.sources", "recsql.validate")),
     ("engines", "running SQL text on an engine, and writing results; nothing here composes",
      ("recsql.engines", "recsql.engines.base", "recsql.engines.duckdb", "recsql.engines.sqlite",
       "recsql.engines.postgres", "recsql.engines.mysql", "recsql.engines.spark", "recsql.engines.clickhouse",

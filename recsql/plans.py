@@ -13,14 +13,14 @@ from .conventions import convention as get_convention
 from .dialects import dialect as get_dialect
 from .engines.base import Runner
 from .errors import RecsqlError
-from .inputs import ROLES
+from .inputs import PLAN_ROLES
 from .metrics import Metric
 from .sources import Source
 from .validate import (family, id_cast, order_type, refuse_unnamed_grades, require_number, require_one_type,
                        require_same_ids, resolve_column, resolve_order)
 
-# The optional inputs beside recs and truth (docs/guide/inputs.md), as evaluate / to_sql keywords.
-EXTRA_INPUTS = ROLES[2:]
+# The optional inputs beside recs and truth (docs/guide/inputs.md), by their plan names (recsql.inputs).
+EXTRA_INPUTS = PLAN_ROLES[2:]
 
 
 # Items columns read for a metric's needs (recsql/compose/needs.py _REQUIREMENTS): need -> column option.
@@ -87,7 +87,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
             require_same_ids(recs, src, ids)
     if "baseline" in sources:
         require_number(sources["baseline"], resolve_column(sources["baseline"], order, "rank_col" if cols["rank_col"]
-                                                           else "score_col"), "baseline's order (the recs' column)")
+                                                           else "score_col"), "expected_recs' order (the recs' column)")
     relevance = None
     if truth is not None and cols["relevance_col"] and (cols["relevance_col"].lower() in {c.lower() for c in truth.columns}
                                                         or cols["relevance_col"] != "relevance"):

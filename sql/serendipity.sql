@@ -3,7 +3,7 @@
 -- needs: interactions_or_baseline
 -- stage: baseline; popularity
 -- range: [0, 1]
--- formula: serendipity@k = Σ_{i∈L} hit_i · [i ∉ L_baseline] / k; L_baseline = the user's top k in the baseline input, or without one the k most popular items of interactions (n_i descending, ties by item id)
+-- formula: serendipity@k = Σ_{i∈L} hit_i · [i ∉ L_expected] / k; L_expected = the user's top k in expected_recs, or without one the k most popular items of interactions (n_i descending, ties by item id)
 -- cite: Ge, Delgado-Battenfeld & Jannach, RecSys 2010; Murakami, Mori & Orihara, New Frontiers in Artificial Intelligence (JSAI 2007), LNCS 4914, 2008; Kaminskas & Bridge, ACM TiiS 2016
 SELECT
     user_id,

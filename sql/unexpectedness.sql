@@ -4,7 +4,7 @@
 -- needs: baseline
 -- stage: baseline
 -- range: [0, 1]
--- formula: unexpectedness@k = 1 − #(L ∩ L_baseline) / k, L_baseline = the user's top k in the baseline input (ordered like recs)
+-- formula: unexpectedness@k = 1 − #(L ∩ L_expected) / k, L_expected = the user's top k in expected_recs (ordered like recs)
 -- cite: Murakami, Mori & Orihara, New Frontiers in Artificial Intelligence (JSAI 2007), LNCS 4914, 2008; Kaminskas & Bridge, ACM TiiS 2016; RePlay's Unexpectedness (replay.metrics.Unexpectedness)
 SELECT
     user_id,

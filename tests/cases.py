@@ -37,7 +37,7 @@ def run(case: dict, **overrides) -> recsql.Evaluation:
 
 
 # evaluate keyword -> fixture key, for the inputs beside recs and truth
-EXTRA_INPUTS = {"items": "items", "interactions": "interactions", "catalog": "catalog", "baseline": "baseline",
+EXTRA_INPUTS = {"items": "items", "interactions": "interactions", "catalog": "catalog", "expected_recs": "baseline",
                 "item_features": "features"}
 
 

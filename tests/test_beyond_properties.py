@@ -68,7 +68,7 @@ def evaluate(metrics: list[recsql.Metric], recs, truth, side: dict, dense: bool)
     return recsql.evaluate(
         frame(recs, RECS), frame(truth, TRUTH), metrics,
         items=items, interactions=frame(side["interactions"], {"user_id": "int64", "item_id": "int64"}),
-        catalog=frame(side["catalog"], {"item_id": "int64"}), baseline=frame(side["baseline"], RECS),
+        catalog=frame(side["catalog"], {"item_id": "int64"}), expected_recs=frame(side["baseline"], RECS),
         item_features=None if dense else frame(side["features"], {"item_id": "int64", "feature": "object",
                                                                    "value": "float64"}))
 

@@ -127,7 +127,7 @@ def test_every_metric_stays_in_its_declared_range(asked, use_rank, data, truth, 
             frame(recs, RANKS if use_rank else RECS), frame(truth, TRUTH), asked,
             rank_col="rank" if use_rank else None, items=items,
             interactions=frame(side["interactions"], {"user_id": "int64", "item_id": "int64"}),
-            catalog=frame(side["catalog"], {"item_id": "int64"}), baseline=frame(baseline, RANKS if use_rank else RECS),
+            catalog=frame(side["catalog"], {"item_id": "int64"}), expected_recs=frame(baseline, RANKS if use_rank else RECS),
             item_features=None if dense else frame(side["features"], {"item_id": "int64", "feature": "object",
                                                                        "value": "float64"}),
             convention=convention, ties=ties, population=population, threshold=threshold)

@@ -251,9 +251,9 @@ def test_out_onto_an_input_table_is_refused_before_anything_is_read(tmp_path, ca
     con.execute("CREATE TABLE truth AS SELECT 1 AS user_id, 2 AS item_id")
     con.close()
     before = _sha(db)
-    for extra, words in ((["--out", "main.RECS"], "--out 'main.RECS' is an input table"),
-                         (["--out-per-user", "truth"], "--out-per-user 'truth' is an input table"),
-                         (["--out", "m", "--out-per-user", "M"], "--out and --out-per-user name the same table"),
+    for extra, words in ((["--summary-table", "main.RECS"], "--summary-table 'main.RECS' is an input table"),
+                         (["--per-user-table", "truth"], "--per-user-table 'truth' is an input table"),
+                         (["--summary-table", "m", "--per-user-table", "M"], "--summary-table and --per-user-table name the same table"),
                          (["--per-user", str(db.with_suffix(".csv"))], None)):
         code = main(["evaluate", "recs", "truth", "--db", str(db), "-m", "ndcg@10", *extra])
         captured = capsys.readouterr()
@@ -262,8 +262,73 @@ def test_out_onto_an_input_table_is_refused_before_anything_is_read(tmp_path, ca
             continue
         assert code == 2 and captured.out == "" and words in captured.err, captured
         assert _sha(db) == before
-    assert main(["evaluate", "recs", "truth", "-m", "ndcg@10", "--out", "metrics"]) == 2
+    assert main(["evaluate", "recs", "truth", "-m", "ndcg@10", "--summary-table", "metrics"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "pass --db FILE.duckdb" in captured.err
     assert main(["evaluate", "recs", "truth", "--db", str(db), "-m", "ndcg@10", "--per-user", str(db)]) == 2
     assert "--per-user" in capsys.readouterr().err and _sha(db) == before
+
+
+def test_old_option_names_still_work_one_release_with_a_one_line_warning(tmp_path, capsys):
+    """--out / --out-per-user (evaluate's tables: now --summary-table / --per-user-table) and --baseline
+    (another recommender's lists in evaluate and sql: now --expected-recs; in compare and report
+    --baseline is the run compared against) still work, each with one line naming the new option."""
+    db = tmp_path / "shop.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(f"CREATE TABLE recs AS SELECT * FROM '{RECS}'")
+    con.execute(f"CREATE TABLE truth AS SELECT * FROM '{TRUTH}'")
+    con.close()
+    assert main(["evaluate", "recs", "truth", "--db", str(db), "-m", "ndcg@10", "--run-col", "model",
+                 "--out", "metrics", "--out-per-user", "by_user"]) == 0
+    err = capsys.readouterr().err
+    assert "recsql: warning: --out is renamed --summary-table; --out will be removed in the next release" in err
+    assert "recsql: warning: --out-per-user is renamed --per-user-table" in err
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*) FROM metrics").fetchone() == (2,)
+    assert con.execute("SELECT count(*) FROM by_user").fetchone()[0] > 2
+    con.close()
+    assert main(["evaluate", "recs", "truth", "--db", str(db), "-m", "ndcg@10", "--out", "a", "--summary-table",
+                 "b"]) == 2
+    assert "--out is the old name of --summary-table: pass --summary-table only" in capsys.readouterr().err
+    # --baseline in evaluate: the expected lists (the run of model 'popular' as another recommender's lists)
+    popular = tmp_path / "popular.parquet"
+    pd.read_parquet(RECS).query("model == 'popular'").drop(columns="model").to_parquet(popular)
+    args = ["evaluate", RECS, TRUTH, "-m", "unexpectedness@5", "--run-col", "model", "--format", "csv"]
+    assert main([*args, "--expected-recs", str(popular)]) == 0
+    new = capsys.readouterr()
+    assert main([*args, "--baseline", str(popular)]) == 0
+    old = capsys.readouterr()
+    import io
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(old.out)), pd.read_csv(io.StringIO(new.out)), rtol=1e-12)
+    assert "unexpectedness@5" in new.out
+    assert "recsql: warning: --baseline is renamed --expected-recs" in old.err and "warning" not in new.err
+    assert main(["compare", RECS, TRUTH, "-m", "unexpectedness@5", "--run-col", "model", "--baseline", "popular",
+                 "--baseline-recs", str(popular), "--resamples", "20"]) == 0
+    compared = capsys.readouterr()
+    assert "recsql: warning: --baseline-recs is renamed --expected-recs" in compared.err and "personal" in compared.out
+    assert main(["sql", "-m", "unexpectedness@5", "--baseline", "popular"]) == 0
+    sql = capsys.readouterr()
+    assert "popular" in sql.out and "--baseline is renamed --expected-recs" in sql.err
+
+
+def test_the_old_python_spellings_warn_and_give_the_same_results():
+    """evaluate(baseline=) / to_sql(baseline=) and compare(baseline_recs=): expected_recs' old names,
+    accepted one release with a FutureWarning naming the new one; both at once is an error."""
+    recs = pd.read_parquet(RECS)
+    popular = recs[recs["model"] == "popular"].drop(columns="model")
+    new = recsql.evaluate(recs, TRUTH, ["unexpectedness@5"], run_cols="model", expected_recs=popular)
+    with pytest.warns(FutureWarning, match="baseline= is renamed expected_recs="):
+        old = recsql.evaluate(recs, TRUTH, ["unexpectedness@5"], run_cols="model", baseline=popular)
+    pd.testing.assert_frame_equal(old.summary, new.summary, rtol=1e-12)
+    with pytest.warns(FutureWarning, match="baseline= is renamed expected_recs="):
+        assert recsql.to_sql(["unexpectedness@5"], baseline="popular") == recsql.to_sql(["unexpectedness@5"],
+                                                                                         expected_recs="popular")
+    with pytest.raises(recsql.RecsqlError, match="pass expected_recs= only"):
+        recsql.evaluate(recs, TRUTH, ["unexpectedness@5"], expected_recs=popular, baseline=popular)
+    with pytest.warns(FutureWarning, match="baseline_recs= is renamed expected_recs="):
+        compared = recsql.compare(recs, TRUTH, ["unexpectedness@5"], run_cols="model", baseline_recs=popular,
+                                  resamples=20)
+    again = recsql.compare(recs, TRUTH, ["unexpectedness@5"], run_cols="model", expected_recs=popular, resamples=20)
+    pd.testing.assert_frame_equal(compared.tests, again.tests, rtol=1e-9)
+    with pytest.raises(recsql.RecsqlError, match="needs expected_recs"):
+        recsql.evaluate(recs, TRUTH, ["unexpectedness@5"])

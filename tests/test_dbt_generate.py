@@ -185,3 +185,17 @@ def test_bad_project_and_config_are_clear_errors(tmp_path):
     _refused(project, "dbt adapter 'oracle_db' is not supported")
     (project / "recsql.yml").write_text("adapters: [duckdb]\nmodels_dir: ../elsewhere\nevaluations: []\n")
     _refused(project, "must be a folder inside the project")
+
+
+def test_the_old_key_baseline_of_expected_recs_still_works_with_a_warning():
+    """recsql.yml's ``baseline`` (another recommender's lists) is ``expected_recs`` now: the old key gives
+    the same model, with a FutureWarning naming the new one, for one release; both keys is an error."""
+    from recsql.dbt.model import ModelSpec, model_sql
+    inputs = {"recs": "recs", "truth": "truth"}
+    new = ModelSpec("unexpected", ["unexpectedness@5"], {**inputs, "expected_recs": "popular"})
+    with pytest.warns(FutureWarning, match="baseline= is renamed expected_recs="):
+        old = ModelSpec("unexpected", ["unexpectedness@5"], {**inputs, "baseline": "popular"})
+    assert old.inputs == new.inputs and "{{ ref('popular') }}" in model_sql(new, "duckdb")
+    assert model_sql(old, "duckdb") == model_sql(new, "duckdb")
+    with pytest.raises(recsql.RecsqlError, match="pass expected_recs= only"):
+        ModelSpec("unexpected", ["unexpectedness@5"], {**inputs, "expected_recs": "popular", "baseline": "popular"})

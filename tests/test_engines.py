@@ -170,7 +170,7 @@ def test_beyond_accuracy_metrics(engine):
              "diversity@5", "diversity(by=features)@5", "coverage@10", "gini@10", "personalization@5", "auc@10", "auc",
              "accuracy@3", "err@5", "err(max_grade=2)@5", "pfound@5", "spearman@10", "kendall@10", "rbp@10"]
     frames = {"recs": recs, "truth": truth, "items": items, "item_features": features, "interactions": interactions,
-              "baseline": baseline, "catalog": catalog}
+              "expected_recs": baseline, "catalog": catalog}
     names = {role: engine.load(frame) for role, frame in frames.items()}
     got = recsql.evaluate(names.pop("recs"), names.pop("truth"), asked, con=engine.con, run_cols=["model"], **names)
     want = recsql.evaluate(frames.pop("recs"), frames.pop("truth"), asked, run_cols=["model"], **frames)

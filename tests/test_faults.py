@@ -115,7 +115,7 @@ def test_output_tables_are_atomic_and_never_replace_an_input(database, capsys):
     from recsql.cli import main
     before = hashlib.sha256(database.read_bytes()).hexdigest()
     assert main(["evaluate", "recs", "truth", "--db", str(database), "-m", "ndcg@10", "--run-col", "model",
-                 "--out", "recs"]) == 2
+                 "--summary-table", "recs"]) == 2
     captured = capsys.readouterr()
     assert "is an input table of this evaluation" in captured.err
     assert captured.out == ""  # refused before anything was read: no summary
@@ -129,7 +129,7 @@ def test_output_tables_are_atomic_and_never_replace_an_input(database, capsys):
     assert con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'metrics'").fetchone() == (0,)
     con.close()
     assert main(["evaluate", "recs", "truth", "--db", str(database), "-m", "ndcg@10", "--run-col", "model",
-                 "--out", "metrics", "--out-per-user", "metrics_by_user", "--format", "csv"]) == 0
+                 "--summary-table", "metrics", "--per-user-table", "metrics_by_user", "--format", "csv"]) == 0
     con = duckdb.connect(str(database), read_only=True)
     assert con.execute("SELECT count(*) FROM metrics").fetchone() == (2,)
     assert con.execute("SELECT count(*) FROM metrics_by_user").fetchone()[0] > 500

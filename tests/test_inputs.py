@@ -217,8 +217,10 @@ def test_entry_points_take_exactly_the_inputs_fields_with_its_defaults():
     import dataclasses
     import inspect
     fields = {f.name: f.default for f in dataclasses.fields(recsql.Inputs)}
-    own = {"evaluate": {"metrics", "con", "progress"},
-           "to_sql": {"metrics", "dialect", "output", "truth_has_run_cols", "text_ids", "order_type", "compare", "pretty"}}
+    # (baseline: expected_recs' old name, accepted one release)
+    own = {"evaluate": {"metrics", "con", "progress", "baseline"},
+           "to_sql": {"metrics", "dialect", "output", "truth_has_run_cols", "text_ids", "order_type", "compare", "pretty",
+                      "baseline"}}
     for name, extra in own.items():
         parameters = inspect.signature(getattr(recsql, name)).parameters
         assert set(parameters) - extra == set(fields), name
@@ -226,9 +228,10 @@ def test_entry_points_take_exactly_the_inputs_fields_with_its_defaults():
             if field not in ("recs", "truth"):  # evaluate: positional, required; to_sql: tables named recs, truth
                 assert parameters[field].default == default, (name, field)
     assert inspect.signature(recsql.to_sql).parameters["recs"].default == "recs"
-    # compare takes evaluate's options by name (**options), and run_cols and baseline_recs as its own spellings
+    # compare takes evaluate's options by name (**options), and run_cols, expected_recs and segments as its own
+    # (baseline_recs: expected_recs' old name, accepted one release)
     compare = inspect.signature(recsql.compare).parameters
-    assert {"run_cols", "baseline_recs", "segments"} <= set(compare) and "options" in compare
+    assert {"run_cols", "expected_recs", "segments", "baseline_recs"} <= set(compare) and "options" in compare
     with pytest.raises(recsql.RecsqlError, match="unknown option 'user_column'.*did you mean 'user_col'"):
         recsql.compare("recs.parquet", None, ["coverage@5"], run_cols="model", user_column="u")
 
@@ -242,3 +245,55 @@ def test_inputs_checks_options_in_one_place():
     with pytest.raises(recsql.RecsqlError, match="duplicates='maybe' is not valid"):
         recsql.evaluate(pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]}), None, ["coverage@5"],
                         duplicates="maybe")
+
+
+def test_every_entry_point_takes_an_inputs_as_its_keywords():
+    """evaluate, to_sql, compare, the report and the dbt generator take one recsql.Inputs in place of
+    recs (truth left out: the metrics come next): the same results and SQL as the keyword form.
+    An input or option given both in the Inputs and as a keyword is an error."""
+    from recsql.dbt.model import ModelSpec, model_sql
+    from recsql.report.build import build_report
+    recs, truth = str(DATA / "recs.parquet"), str(DATA / "truth.parquet")
+    inputs = recsql.Inputs(recs=recs, truth=truth, run_cols="model", relevance_col=None, convention="trec")
+    keywords = dict(run_cols="model", relevance_col=None, convention="trec")
+    metrics = ["ndcg@10", "map@10"]
+    by_keywords = recsql.evaluate(recs, truth, metrics, **keywords)
+    for by_inputs in (recsql.evaluate(inputs, metrics), recsql.evaluate(inputs, metrics=metrics)):
+        assert by_inputs.sql == by_keywords.sql
+        pd.testing.assert_frame_equal(by_inputs.summary, by_keywords.summary, rtol=1e-12)
+        pd.testing.assert_frame_equal(by_inputs.per_user, by_keywords.per_user, rtol=1e-12)
+    tables = recsql.Inputs(recs="db.recs", truth="db.truth", run_cols="model", relevance_col=None, convention="trec")
+    assert recsql.to_sql(tables, metrics, dialect="postgres") == recsql.to_sql("db.recs", "db.truth", metrics,
+                                                                            dialect="postgres", **keywords)
+    compared = recsql.compare(inputs, ["ndcg@10"], baseline="popular", resamples=30)
+    again = recsql.compare(recs, truth, ["ndcg@10"], baseline="popular", resamples=30, **keywords)
+    assert compared.sql == again.sql
+    pd.testing.assert_frame_equal(compared.tests, again.tests, rtol=1e-9)
+    report = build_report(inputs, ["ndcg@5"], baseline="popular", resamples=20, curves=False).data
+    again = build_report(recs, truth, ["ndcg@5"], baseline="popular", resamples=20, curves=False, **keywords).data
+    assert report.sql == again.sql and report.fingerprint == again.fingerprint
+    pd.testing.assert_frame_equal(report.tests, again.tests, rtol=1e-9)
+    dbt = ModelSpec("by_inputs", metrics, recsql.Inputs(recs="recs", truth="truth", run_cols="model"))
+    assert model_sql(dbt, "duckdb") == model_sql(ModelSpec("by_inputs", metrics, {"recs": "recs", "truth": "truth"},
+                                                           options={"run_cols": "model"}), "duckdb")
+    for call in (lambda: recsql.evaluate(inputs, metrics, run_cols="day"),
+                 lambda: recsql.to_sql(tables, metrics, user_col="u"),
+                 lambda: recsql.compare(inputs, ["ndcg@10"], convention="ranx"),
+                 lambda: build_report(inputs, ["ndcg@5"], items="items.parquet")):
+        with pytest.raises(recsql.RecsqlError, match="given both in the Inputs and as a keyword"):
+            call()
+    with pytest.raises(recsql.RecsqlError, match="the Inputs holds truth; pass the metrics after it"):
+        recsql.evaluate(inputs, truth, metrics)
+    with pytest.raises(recsql.RecsqlError, match="name the metrics"):
+        recsql.evaluate(inputs)
+
+
+def test_to_sql_takes_evaluates_order_and_the_old_one_for_a_release():
+    """to_sql(recs, truth, metrics), as evaluate; the old to_sql(metrics, recs, truth) gives the same SQL
+    with a FutureWarning while its first argument is clearly metrics."""
+    new = recsql.to_sql("db.recs", "db.truth", ["ndcg@10"])
+    assert new == recsql.to_sql(recs="db.recs", truth="db.truth", metrics=["ndcg@10"])
+    with pytest.warns(FutureWarning, match=r"now to_sql\(recs, truth, metrics\)"):
+        assert recsql.to_sql(["ndcg@10"], "db.recs", "db.truth") == new
+    with pytest.warns(FutureWarning, match=r"now to_sql\(recs, truth, metrics\)"):
+        assert recsql.to_sql(["ndcg@10"], recs="db.recs", truth="db.truth") == new

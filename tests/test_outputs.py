@@ -54,14 +54,14 @@ def _tables(db: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("recs,extra,words", [
-    ("recs", ["--out", "recs_t"], "--out 'recs_t' is an input table of this evaluation (read through 'recs')"),
-    ("recs", ["--out", "RECS_T"], "--out 'RECS_T' is an input table"),
-    ("recs2", ["--out-per-user", "main.recs_t"], "--out-per-user 'main.recs_t' is an input table"),
-    ("recs", ["--out", "w.truth"], "--out 'w.truth' is an input table"),
-    ("recs", ["--out", "w.main.Truth"], "--out 'w.main.Truth' is an input table"),
-    ("recs", ["--out", "main.TRUTH"], "--out 'main.TRUTH' is an input table"),
-    ("w.recs", ["--out", "recs_t"], "--out 'recs_t' is an input table"),
-    ("recs", ["--out", "m", "--out-per-user", "main.M"], "--out and --out-per-user name the same table"),
+    ("recs", ["--summary-table", "recs_t"], "--summary-table 'recs_t' is an input table of this evaluation (read through 'recs')"),
+    ("recs", ["--summary-table", "RECS_T"], "--summary-table 'RECS_T' is an input table"),
+    ("recs2", ["--per-user-table", "main.recs_t"], "--per-user-table 'main.recs_t' is an input table"),
+    ("recs", ["--summary-table", "w.truth"], "--summary-table 'w.truth' is an input table"),
+    ("recs", ["--summary-table", "w.main.Truth"], "--summary-table 'w.main.Truth' is an input table"),
+    ("recs", ["--summary-table", "main.TRUTH"], "--summary-table 'main.TRUTH' is an input table"),
+    ("w.recs", ["--summary-table", "recs_t"], "--summary-table 'recs_t' is an input table"),
+    ("recs", ["--summary-table", "m", "--per-user-table", "main.M"], "--summary-table and --per-user-table name the same table"),
 ], ids=["table behind a view", "behind a view, other case", "behind a view of a view", "catalog-qualified",
         "fully qualified other case", "schema-qualified other case", "input catalog-qualified", "two outputs one table"])
 def test_out_over_an_input_however_named_is_refused_before_anything_is_read(shop, capsys, recs, extra, words):

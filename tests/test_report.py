@@ -420,3 +420,28 @@ def test_frames_drawn_twice_give_the_same_page_but_the_data_block():
     assert "__recsql_" in built[0].html
     different = [a for a, b in zip(built[0].html.splitlines(), built[1].html.splitlines()) if a != b]
     assert all("recsql-data" in a for a in different), different[:1]
+
+
+def test_recsql_report_is_the_one_function_behind_the_cli_and_the_methods(tmp_path, capsys):
+    """recsql.report(...) evaluates, compares and writes the page that `recsql report` writes (the same
+    page); Evaluation.report draws it from the evaluation, which keeps the options it was computed with
+    (its convention, tie rule and population are on the page without being passed again)."""
+    args = dict(run_cols="model", baseline="popular", resamples=20, curves=False)
+    made = recsql.report(RECS, TRUTH, ["ndcg@5"], out=str(tmp_path / "api.html"), **args)
+    assert isinstance(made, recsql.report.Report) and made.data.tests is not None
+    assert main(["report", RECS, TRUTH, "-m", "ndcg@5", "--run-col", "model", "--baseline", "popular",
+                 "--resamples", "20", "--no-curves", "--quiet", "--out", str(tmp_path / "cli.html")]) == 0
+    capsys.readouterr()
+    # the same page: its sections, and the runs compared (numbers may differ in the last digit between runs)
+    sections = [re.findall(r'<section id="([^"]+)"', (tmp_path / name).read_text(encoding="utf-8"))
+                for name in ("api.html", "cli.html")]
+    assert sections[0] == sections[1] and "settings" in sections[0]
+    assert list(made.data.tests["baseline"].unique()) == ["popular"]
+    evaluation = recsql.evaluate(RECS, TRUTH, ["ndcg@5"], run_cols="model", convention="trec")
+    assert evaluation.options == {"run_cols": "model", "convention": "trec", "ties": "item_id_desc",
+                                  "population": "judged"}
+    assert evaluation.report(str(tmp_path / "e.html"), baseline="popular", resamples=20) == str(tmp_path / "e.html")
+    page = (tmp_path / "e.html").read_text(encoding="utf-8")
+    assert "item_id_desc" in page and "judged" in page
+    with pytest.raises(recsql.RecsqlError, match="not both"):
+        recsql.report(RECS, TRUTH, ["ndcg@5"], evaluation=evaluation)

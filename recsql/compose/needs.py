@@ -21,9 +21,9 @@ _REQUIREMENTS: dict[str, tuple[set[str], str]] = {
     "features": ({"items", "item_features"}, "needs item feature vectors: pass items= with an array column {features}, "
                                              "or item_features= with rows ({item}, {feature}, {value})"),
     "interactions": ({"interactions"}, "needs training interactions: pass interactions= with columns {user} and {item}"),
-    "baseline": ({"baseline"}, "needs a baseline: pass baseline= (another recommender's lists, columns like recs)"),
-    "interactions_or_baseline": ({"interactions", "baseline"}, "needs baseline= (another recommender's lists) or "
-                                 "interactions= (its k most popular items are then the baseline)"),
+    "baseline": ({"baseline"}, "needs expected_recs: pass expected_recs= (another recommender's lists, columns like recs)"),
+    "interactions_or_baseline": ({"interactions", "baseline"}, "needs expected_recs= (another recommender's lists) or "
+                                 "interactions= (its k most popular items are then the expected lists)"),
 }
 
 

@@ -25,6 +25,7 @@ any other target fails to compile with a message naming the fix.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,16 +36,18 @@ from .. import __version__
 from ..compose import DIAGNOSTICS, compose, readable
 from ..dialects import render
 from ..errors import RecsqlError
-from ..inputs import ROLES, Inputs, field_names
+from ..inputs import ROLES, Inputs, renamed, shown
 from ..metrics import parse_metrics
+from ..options import yml_keys
 from ..plans import build_plan
 from ..sources import bind
 from .adapters import adapter
 from .names import SIMPLE, output_name
 
 _PLACEHOLDER = "recsql_input_{}"  # the placeholder relation of each input, replaced by its ref()/source()
-# evaluate's options (recsql.Inputs: its column and definition options), so a model takes what evaluate takes
-OPTIONS = tuple(name for name in field_names() if name not in ROLES)
+# evaluate's options, by their recsql.yml keys (recsql/options.py: the table every entry point shares), so a
+# model takes what evaluate takes
+OPTIONS = tuple(key for key in yml_keys("columns", "inputs", "segments") if key not in ROLES)
 MARKER_SQL = "-- recsql: generated"  # the first line of every file recsql writes (and may write again)
 MARKER_YAML = "# recsql: generated"
 JINJA = re.compile(r"\{[{%#]|[}%#]\}")
@@ -56,6 +59,7 @@ DBT_BUILTINS = frozenset("""adapter api builtins config context database dbt_ver
 _RELATION = re.compile(r"(ref\(\s*'[A-Za-z_][A-Za-z0-9_]*'(\s*,\s*'[A-Za-z_][A-Za-z0-9_]*')?\s*\)"
                        r"|source\(\s*'[A-Za-z_][A-Za-z0-9_]*'\s*,\s*'[A-Za-z_][A-Za-z0-9_]*'\s*\))")
 MATERIALIZED = ("table", "view", "incremental", "ephemeral")
+OLD_ROLES = {"baseline": "expected_recs"}  # an input's old key in recsql.yml -> its name (accepted one release)
 
 
 def relation(role: str, text: str, where: str) -> str:
@@ -77,7 +81,8 @@ def relation_name(expression: str) -> str:
 
 @dataclass
 class ModelSpec:
-    """One evaluation: its name, metrics, inputs (role -> dbt relation, e.g. ``"ref('recs')"``),
+    """One evaluation: its name, metrics, inputs (role -> dbt relation, e.g. ``"ref('recs')"``; or a
+    :class:`recsql.Inputs` of relations and options, in place of ``inputs`` and ``options``),
     output (``summary`` or ``per_user``), result column names, materialization, and every option
     of :func:`recsql.evaluate`."""
 
@@ -93,6 +98,10 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         where = f"evaluation {self.name!r}"
+        if isinstance(self.inputs, Inputs):  # the inputs (dbt relations) and options as one recsql.Inputs
+            if self.options:
+                raise RecsqlError(f"{where}: pass the options in the Inputs or as options, not both")
+            self.inputs, self.options = _split(self.inputs)
         if not isinstance(self.name, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", self.name):
             raise RecsqlError(f"evaluation name {self.name!r} must be a lower-case identifier ([a-z_][a-z0-9_]*)")
         if self.name in DBT_BUILTINS:
@@ -105,6 +114,10 @@ class ModelSpec:
                 raise RecsqlError(f"{where}: {key}: {getattr(self, key)!r} is not valid; choose one of {', '.join(allowed)}")
         if not isinstance(self.metrics, list) or not self.metrics or not all(isinstance(m, str) for m in self.metrics):
             raise RecsqlError(f"{where}: metrics: give a list of metric names, e.g. [ndcg@10, map@10]")
+        for old, new in OLD_ROLES.items():
+            if old in self.inputs:  # a warning naming the new key; both given: an error
+                renamed(new, self.inputs.get(new), old, self.inputs[old], where, " (another recommender's lists)")
+                self.inputs = {new if role == old else role: value for role, value in self.inputs.items()}
         unknown = sorted(set(self.inputs) - set(ROLES)) + sorted(set(self.options) - set(OPTIONS))
         if unknown or "recs" not in self.inputs:
             raise RecsqlError(f"{where}: unknown input or option {unknown!r} (inputs: {', '.join(ROLES)}; "
@@ -123,12 +136,19 @@ class ModelSpec:
         return [r for r in ROLES if r in self.inputs]
 
 
+def _split(inputs: Inputs) -> tuple[dict[str, str], dict[str, Any]]:
+    """An :class:`recsql.Inputs`' inputs (role -> relation) and the options it sets (those not at their default)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Inputs)}
+    return ({role: getattr(inputs, role) for role in ROLES if getattr(inputs, role) is not None},
+            {key: getattr(inputs, key) for key in OPTIONS if getattr(inputs, key) != defaults[key]})
+
+
 def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
     """The composer's statement for the spec, as :func:`recsql.to_sql` builds it, and the metrics."""
     parsed = parse_metrics(spec.metrics)
     described = Inputs(**{role: _PLACEHOLDER.format(role) for role in spec.inputs}, **spec.options)
     cols = described.options()
-    relations = {role: bind(role, value, None).relation if value is not None else None
+    relations = {role: bind(shown(role), value, None).relation if value is not None else None
                  for role, value in described.given().items()}
     named = {cols["user_col"]: "user_id", cols["item_col"]: "item_id",
              **{c: f"_run{i}" for i, c in enumerate(cols["run_cols"])}}

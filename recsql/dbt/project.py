@@ -32,11 +32,12 @@ from ..errors import RecsqlError
 from ..extras import require
 from ..files import write_file
 from ..inputs import ROLES
+from ..options import yml_keys
 from .adapters import ADAPTERS
-from .model import JINJA, MARKER_SQL, MARKER_YAML, OPTIONS, ModelSpec, model_file, schema_entry
+from .model import JINJA, MARKER_SQL, MARKER_YAML, OLD_ROLES, OPTIONS, ModelSpec, model_file, schema_entry
 
 CONFIG = "recsql.yml"
-_SPEC_KEYS = ("name", "metrics", "output", "column_names", "materialized", "text_ids", "truth_has_run_cols")
+SPEC_KEYS = ("name", "metrics", "output", "column_names", "materialized", *yml_keys("render"))
 _TOP_KEYS = ("adapters", "models_dir", "evaluations")
 
 
@@ -66,11 +67,11 @@ def _spec(entry: Any, i: int) -> ModelSpec:
     if not isinstance(entry, dict) or "name" not in entry:
         raise RecsqlError(f"{where}: each evaluation is a mapping with at least name, recs and metrics")
     for key in entry:
-        if key not in (*_SPEC_KEYS, *ROLES, *OPTIONS):
-            raise _unknown(str(key), (*_SPEC_KEYS, *ROLES, *OPTIONS), f"{where} ({entry['name']})")
-    inputs = {role: entry[role] for role in ROLES if entry.get(role) is not None}
+        if key not in (*SPEC_KEYS, *ROLES, *OPTIONS, *OLD_ROLES):
+            raise _unknown(str(key), (*SPEC_KEYS, *ROLES, *OPTIONS), f"{where} ({entry['name']})")
+    inputs = {role: entry[role] for role in (*ROLES, *OLD_ROLES) if entry.get(role) is not None}
     options = {key: entry[key] for key in OPTIONS if key in entry}
-    own = {key: entry[key] for key in _SPEC_KEYS if key in entry}
+    own = {key: entry[key] for key in SPEC_KEYS if key in entry}
     if "text_ids" in own:
         own["text_ids"] = tuple(own["text_ids"])
     return ModelSpec(inputs=inputs, options=options, **own)

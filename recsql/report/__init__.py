@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..errors import RecsqlError
 from .data import MAX_K, ReportData, assemble
 
-__all__ = ["MAX_K", "Report", "build_report", "comparison_html", "evaluation_html", "from_comparison", "from_evaluation"]
+__all__ = ["MAX_K", "Report", "build_report", "report", "comparison_html", "evaluation_html", "from_comparison", "from_evaluation"]
 
 
 @dataclass
@@ -106,6 +108,32 @@ def from_comparison(comparison: Any, *, evaluation: Any = None, title: str | Non
                            options=options, inputs=inputs, title=title, date=date))
 
 
+def report(recs: Any = None, truth: Any = None, metrics: Any = None, *, out: str | None = None,
+           evaluation: Any = None, comparison: Any = None, **options: Any) -> Report:
+    """The report, ``recsql.report(...)``: the one function behind ``recsql report``,
+    ``Evaluation.report`` and ``Comparison.report``. From the inputs (``recs``, ``truth`` and
+    ``metrics``, or a :class:`recsql.Inputs` and the metrics) it evaluates and compares
+    (:func:`build_report`: its keywords are ``options``); from results already computed
+    (``evaluation=`` and/or ``comparison=``) it draws them (``options``: :func:`from_evaluation`'s or
+    :func:`from_comparison`'s). Written to the file ``out`` when given (atomically); returns the
+    :class:`Report`."""
+    if recs is not None and (evaluation is not None or comparison is not None):
+        raise RecsqlError("report: pass the inputs (recs, truth, metrics) or results already computed "
+                          "(evaluation=, comparison=), not both")
+    if recs is not None:
+        made = importlib.import_module(".build", __name__).build_report(recs, truth, metrics, **options)
+    elif comparison is not None:
+        made = from_comparison(comparison, evaluation=evaluation, **options)
+    elif evaluation is not None:
+        made = from_evaluation(evaluation, **options)
+    else:
+        raise RecsqlError("report: pass the inputs, e.g. recsql.report(recs, truth, ['ndcg@10'], run_cols='model', "
+                          "out='report.html'), or an evaluation= / comparison= already computed")
+    if out is not None:
+        made.write(out)
+    return made
+
+
 def evaluation_html(evaluation: Any) -> str:
     """An evaluation's summary as an HTML table (Jupyter's ``_repr_html_``)."""
     from .tables import frame_html
@@ -127,3 +155,14 @@ def __getattr__(name: str) -> object:
     if name != "build_report":
         raise AttributeError(f"module 'recsql.report' has no attribute {name!r}")
     return importlib.import_module(".build", __name__).build_report
+
+
+class _Callable(types.ModuleType):
+    """This module, callable: ``recsql.report(...)`` is :func:`report` (the package ``recsql.report``
+    keeps its modules and names)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Report:
+        return report(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _Callable

@@ -7,30 +7,41 @@ from typing import Any, Callable, Sequence
 from .. import api
 from ..comparison import compare
 from ..errors import RecsqlError
+from ..inputs import metrics_given, renamed, unpacked
 from ..metrics import parse_metrics
 from ..sources import looks_like_path
 from . import MAX_K, Report, comparison_of
 from .data import assemble, curve_metrics
 
 
-def build_report(recs: Any, truth: Any, metrics: Any, *, run_cols: Any = (), baseline: Any = None,
+def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols: Any = (), baseline: Any = None,
                  segments: Any = None, segment_cols: Sequence[str] | None = None, curves: bool = True,
                  max_k: int = MAX_K, tests: Sequence[str] = ("t", "wilcoxon", "randomization"), ci: float = 0.95,
-                 resamples: int = 1000, seed: int = 0, correction: str | None = "holm", baseline_recs: Any = None,
-                 title: str | None = None, progress: Callable[[str], None] | None = None,
+                 resamples: int = 1000, seed: int = 0, correction: str | None = "holm", expected_recs: Any = None,
+                 baseline_recs: Any = None, title: str | None = None, progress: Callable[[str], None] | None = None,
                  date: bool | str | None = None, **options: Any) -> Report:
-    """Evaluate, compare and report in one call.
+    """Evaluate, compare and report in one call (``recs`` may be a :class:`recsql.Inputs`, then
+    ``truth`` is left out: ``build_report(inputs, metrics, baseline=...)``).
 
     ``metrics`` are evaluated with every cutoff 1..K of each metric that has one (K = its largest
     asked cutoff, at most ``max_k``), all in ONE query; the runs (``run_cols``) are compared against
     ``baseline`` (None: every pair) with :func:`recsql.compare`'s ``tests``, ``ci``, ``resamples``,
     ``seed`` and ``correction``; ``segments`` (a table, file or frame with the user column and
     segment columns, one row per user; ``segment_cols`` picks some of them) adds a comparison within
-    each segment. ``options`` are :func:`recsql.evaluate`'s (``con``, columns, ``convention``, ...).
+    each segment. ``options`` are :func:`recsql.evaluate`'s (``con``, columns, ``convention``, ...; ``expected_recs``:
+    another recommender's lists, whose old name ``baseline_recs`` is accepted until the next release).
     ``progress`` is called with each step's name. ``date``: None (the default) puts no date on the
     page, so the same results give the same page byte for byte; True the current UTC date and time;
     a string that text."""
     step = progress or (lambda _: None)
+    expected_recs = renamed("expected_recs", expected_recs, "baseline_recs", baseline_recs, "report",
+                            " (another recommender's lists)")
+    recs, truth, metrics, options = unpacked(recs, truth, metrics, {**options, "run_cols": run_cols, "segments": segments,
+                                                                    "segment_cols": segment_cols,
+                                                                    "expected_recs": expected_recs}, "report")
+    run_cols, segments, segment_cols, expected_recs = (options.pop(k) for k in ("run_cols", "segments", "segment_cols",
+                                                                               "expected_recs"))
+    metrics = metrics_given(metrics, "report")
     if segments is None and segment_cols:  # the segment columns are columns of truth
         segments = truth
     asked = parse_metrics(metrics)
@@ -38,11 +49,11 @@ def build_report(recs: Any, truth: Any, metrics: Any, *, run_cols: Any = (), bas
     step(f"evaluating {len(asked)} metric(s)" + (f" and {len(extra)} cutoff(s) for the curves" if extra else ""))
     inputs = {"recs": recs, "truth": truth, **{k: options.get(k) for k in ("items", "interactions", "catalog",
                                                                           "item_features")},
-              "baseline_recs": baseline_recs, "segments": segments}
-    evaluation = api.evaluate(recs, truth, [*asked, *extra], run_cols=run_cols, baseline=baseline_recs, **options)
+              "expected_recs": expected_recs, "segments": segments}
+    evaluation = api.evaluate(recs, truth, [*asked, *extra], run_cols=run_cols, expected_recs=expected_recs, **options)
     shown = [next(e for e in evaluation.metrics if e == m) for m in asked]  # as evaluated (named as asked)
     settings = dict(tests=tests, ci=ci, resamples=resamples, seed=seed, correction=correction,
-                    baseline_recs=baseline_recs, run_cols=run_cols, baseline=baseline, **options)
+                    expected_recs=expected_recs, run_cols=run_cols, baseline=baseline, **options)
     comparison = segmented = None
     notes: list[str] = []
     if evaluation.run_cols and len(evaluation.summary) >= 2:

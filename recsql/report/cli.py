@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp = sub.add_parser("report", help="one self-contained HTML report: summary with intervals and tests, "
                                        "metric@k curves, distributions, segments, definitions, SQL",
                         conflict_handler="resolve")
-    inputs(rp)
+    inputs(rp, runs_compared=True)
     comparison_cli.options(rp)
     rp.add_argument("--out", help=f"the HTML file to write (atomic; never over an input; default: {DEFAULT_OUT} in "
                                   "the current directory, which is never replaced unless --force is given)")
@@ -97,7 +97,7 @@ def _check_out(args: argparse.Namespace) -> None:
     if os.path.isdir(args.out):
         raise RecsqlError(f"--out {args.out!r} is a directory; name an .html file in it")
     files = {"RECS": args.recs, "TRUTH": args.truth, "--run": args.run, "--qrels": args.qrels, "--items": args.items,
-             "--segments": args.segments, "--baseline-recs": args.baseline_recs, "--db": args.db,
+             "--segments": args.segments, "--db": args.db,
              **{f"--{k.replace('_', '-')}": v for k, v in _side_kwargs(args).items() if k != "items"}}
     check_outputs({}, {"--out": args.out}, [], files, db=args.db)
 
@@ -128,7 +128,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..cli_output import is_terminal as _is_terminal
     from ..comparison_cli import keywords
     from ..extras import require
-    from .build import build_report
+    from . import report as make_report
     _check_out(args)
     require("matplotlib", "recsql report")  # the figures: before the inputs are read
     import_ahead()
@@ -136,7 +136,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     segmented = bool(args.segments or args.segment_cols)
     bar = Progress(4 + segmented, None if args.quiet or not _is_terminal(sys.stderr) else sys.stderr)
-    report = build_report(recs, truth, args.metrics, segments=args.segments, segment_cols=args.segment_cols or None,
+    report = make_report(recs, truth, args.metrics, segments=args.segments, segment_cols=args.segment_cols or None,
                           curves=not args.no_curves, max_k=args.max_k, title=args.title, progress=bar.step,
                           date=True if args.date else None,
                           **keywords(args))

@@ -1,0 +1,157 @@
+"""The options the entry points share, defined once: :data:`SHARED`, one :class:`Option` each, with its
+command-line flag, its Python keyword (a field of :class:`recsql.Inputs`, a keyword of evaluate,
+to_sql, compare and report), its key in dbt's ``recsql.yml``, its help text and its parser
+destination. Every command's parser adds its ``--*-col``, definition and input options from this
+table (:func:`add`), dbt reads the keys it lists, and ``tests/test_options.py`` holds the parsers,
+the signatures and dbt's keys to it.
+
+The defaults are :class:`recsql.Inputs`' own (the command line's are the same); they and the
+choices are read when a parser is built, so that importing this table (as ``recsql --version``
+does) loads neither numpy nor sqlglot.
+
+>>> option("--run-col").keyword, option("user_col").flag, option("expected_recs").yml
+('run_cols', '--user-col', 'expected_recs')
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+
+@dataclass(frozen=True)
+class Option:
+    """One shared option: ``flag`` on the command line, ``keyword`` in Python, ``yml`` in dbt's
+    recsql.yml (None: not there), ``help``, the parser's ``dest``, its ``group`` (``columns``: the
+    input columns and definitions; ``inputs``: a table beside recs and truth; ``segments``: each
+    user's segment and its columns; ``render``: to_sql's, ``recsql sql``'s and dbt's, which read no
+    table), argparse's other
+    arguments (``parse``), and ``old``: its old spellings (flag or keyword), accepted one release."""
+
+    flag: str
+    keyword: str
+    yml: str | None
+    help: str
+    group: str = "columns"
+    parse: dict[str, Any] = field(default_factory=dict)
+    old: tuple[str, ...] = ()
+
+    @property
+    def dest(self) -> str:
+        return self.keyword
+
+    def default(self) -> Any:
+        """The default: :class:`recsql.Inputs`' (a list for a repeatable option; the table's own for
+        one that is no field of Inputs)."""
+        if "default" in self.parse:
+            return self.parse["default"]
+        if self.parse.get("action") == "append":
+            return []
+        if self.parse.get("action") == "store_const":
+            return argparse.SUPPRESS  # the option that sets the value gives the default
+        from .inputs import Inputs
+        return {f.name: f.default for f in dataclasses.fields(Inputs)}[self.keyword]
+
+    def arguments(self) -> dict[str, Any]:
+        """argparse's arguments but the flag and the help: the destination, the default, the choices."""
+        parse = dict(self.parse)
+        if "choices" in parse:
+            parse["choices"] = _choices(parse["choices"])
+        default = self.default()
+        return {**parse, "dest": self.dest, **({} if default is argparse.SUPPRESS else {"default": default})}
+
+
+def _choices(name: str) -> list[str]:
+    """The choices of an option, by name, from the modules that define them."""
+    from .arguments import DUPLICATE_POLICIES
+    from .compose import POPULATIONS, TIES
+    from .conventions import CONVENTIONS
+    return {"populations": list(POPULATIONS), "conventions": sorted(CONVENTIONS), "ties": list(TIES),
+            "duplicates": list(DUPLICATE_POLICIES)}[name]
+
+
+def _column(flag: str, help: str, **parse: Any) -> Option:
+    return Option(flag, flag[2:].replace("-", "_"), flag[2:].replace("-", "_"), help, "columns", parse)
+
+
+def _input(flag: str, help: str, old: tuple[str, ...] = ()) -> Option:
+    return Option(flag, flag[2:].replace("-", "_"), flag[2:].replace("-", "_"), help, "inputs", {}, old)
+
+
+SHARED: tuple[Option, ...] = (
+    _column("--user-col", "user column (default: user_id)"),
+    _column("--item-col", "item column (default: item_id)"),
+    _column("--score-col", "score column, higher is better (default: score)"),
+    _column("--rank-col", "rank column, 1 is best (instead of a score)"),
+    _column("--relevance-col", "truth relevance column (default: relevance; absent with only key columns beside it: "
+                               "every truth row has relevance 1)"),
+    Option("--no-relevance", "relevance_col", None, "no relevance column: every truth row is relevant (other "
+           "columns of truth are ignored)", "columns", {"action": "store_const", "const": None}),
+    _column("--price-col", "items price column (default: price)"),
+    _column("--probability-col", "items probability column (novelty p=items)"),
+    _column("--category-col", "items category column (diversity)"),
+    _column("--features-col", "items feature-vector array column (DuckDB)"),
+    _column("--feature-col", "--item-features feature column (default: feature)"),
+    _column("--value-col", "--item-features value column (default: value)"),
+    Option("--run-col", "run_cols", "run_cols", "run key column of recs (model, experiment, ...); repeat for several",
+           "columns", {"action": "append"}),
+    _column("--threshold", "relevant iff relevance >= threshold (default 1; trec_eval's -l)", type=float),
+    _column("--population", "users averaged over (default: the convention's; recsql: relevant)", choices="populations"),
+    _column("--convention", "reproduce another tool's numbers: tie rule, denominators, gains, population "
+                            "(default: recsql)", choices="conventions"),
+    _column("--ties", "equal scores: item_id (ascending), item_id_desc, or average (expected value over every "
+                      "order; default: the convention's)", choices="ties"),
+    _column("--duplicates", "duplicate keys: error (default), best / max to keep the best row",
+            choices="duplicates"),
+    _input("--items", "items (item_id, price, probability, category, ...): path or table"),
+    _input("--interactions", "training interactions (user, item): path or table (novelty, surprisal, arp, serendipity)"),
+    _input("--catalog", "catalog items (item): path or table (coverage, gini; default: --items, else every item of "
+                        "truth and recs)"),
+    _input("--expected-recs", "another recommender's lists, columns like recs (unexpectedness, serendipity)",
+           old=("--baseline", "--baseline-recs", "baseline", "baseline_recs")),
+    _input("--item-features", "item feature vectors as rows (item, feature, value) (diversity)"),
+    Option("--segments", "segments", "segments", "each user's segment (user column and segment columns, one row per "
+           "user): path or table; each run is evaluated within each segment (the population taken within it)",
+           "segments"),
+    Option("--segment-col", "segment_cols", "segment_cols", "a segment column of --segments (default: every column "
+           "but the user); repeat for several", "segments", {"action": "append"}),
+    Option("--text-id", "text_ids", "text_ids", "an id column holding strings (binary collation where the dialect "
+           "needs one); repeatable", "render", {"action": "append", "default": []}),
+    Option("--truth-has-run-cols", "truth_has_run_cols", "truth_has_run_cols", "truth carries the run key columns "
+           "too", "render", {"action": "store_true", "default": False}),
+)
+
+
+def option(name: str) -> Option:
+    """The option of a flag (``--run-col``) or keyword (``run_cols``): the one taking a value."""
+    return next(o for o in SHARED if name in (o.flag, o.keyword) and o.yml is not None)
+
+
+def add(parser: Any, name: str, help: str | None = None) -> None:
+    """Add the option named (flag or keyword; ``help`` replaces the table's where a command says
+    more) to ``parser`` (or an argument group), with :class:`recsql.Inputs`' default."""
+    chosen = [o for o in SHARED if name in (o.flag, o.keyword)]
+    for one in chosen:
+        parser.add_argument(one.flag, help=help if help and one.yml else one.help, **one.arguments())
+
+
+def add_group(parser: Any, group: str, but: tuple[str, ...] = ()) -> None:
+    """Add every option of ``group`` (``columns`` or ``inputs``) but those named in ``but``."""
+    for keyword in dict.fromkeys(o.keyword for o in SHARED if o.group == group and o.keyword not in but):
+        add(parser, keyword)
+
+
+def values(args: argparse.Namespace, group: str, but: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The keywords of ``group``'s options from parsed arguments (a repeatable one given none: None
+    for segment_cols, as evaluate's default)."""
+    found = {o.keyword: getattr(args, o.dest) for o in SHARED if o.group == group and o.keyword not in but}
+    if "segment_cols" in found:
+        found["segment_cols"] = found["segment_cols"] or None
+    return found
+
+
+def yml_keys(*groups: str) -> tuple[str, ...]:
+    """The option and input keys of an evaluation in dbt's recsql.yml (of ``groups``; none: every one)."""
+    return tuple(dict.fromkeys(o.yml for o in SHARED if o.yml and (not groups or o.group in groups)))
