@@ -67,7 +67,9 @@ def test_evaluate_tables_in_a_duckdb_file(tmp_path, capsys):
 def test_sql_prints_one_query(capsys):
     assert main(["sql", "-m", "ndcg@10", "-m", "map@10", "--recs", "db.recs", "--truth", "db.truth"]) == 0
     sql = capsys.readouterr().out
-    assert sql.startswith("WITH") and '"db"."recs"' in sql and '"ndcg@10"' in sql
+    header = [line for line in sql.splitlines() if line.startswith("/* ")]
+    assert sql.startswith("/* recsql ") and len(header) == 3 and header[0].endswith("ndcg@10, map@10 (summary: one row per run) */")
+    assert sql.split("*/\n")[3].startswith("WITH") and '"db"."recs"' in sql and '"ndcg@10"' in sql
 
 
 def test_metrics_lists_the_registry(capsys):
