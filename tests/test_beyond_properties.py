@@ -184,8 +184,8 @@ def test_global_metric_needs_no_population_and_sits_in_the_summary():
 
 
 @pytest.mark.parametrize("metric,fix", [
-    ("novelty@3", "interactions="), ("novelty(p=items)@3", "items="), ("unexpectedness@3", "baseline="),
-    ("serendipity@3", "baseline="), ("diversity@3", "items="), ("diversity(by=features)@3", "item_features="),
+    ("novelty@3", "interactions="), ("novelty(p=items)@3", "items="), ("unexpectedness@3", "expected_recs="),
+    ("serendipity@3", "expected_recs="), ("diversity@3", "items="), ("diversity(by=features)@3", "item_features="),
     ("arp@3", "interactions="), ("ndcg@3", "truth="), ("auc@3", "truth="),
 ])
 def test_missing_input_is_a_clear_error(metric, fix):

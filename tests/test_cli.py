@@ -100,15 +100,15 @@ def test_progress_bar_is_switched_on_only_when_asked():
     setting = "SELECT current_setting('enable_progress_bar')"
     with DuckDBRunner(progress=True) as runner:
         assert runner.fetch_rows(setting) == [(True,)]
-    # on a user's connection recsql reads through a cursor of its own: that cursor keeps a new
-    # cursor's default (which need not be the connection's own: it differs under pytest-xdist), and
-    # the user's connection keeps its setting
+    # on a user's connection recsql works on the connection itself (what the user's own SELECT
+    # sees): it reads the user's setting, switches the bar on only when asked, and sets it back
     user = duckdb.connect()
-    before = user.execute(setting).fetchall()
-    default = user.cursor().execute(setting).fetchall()
+    user.execute("SET enable_progress_bar = false")
     with DuckDBRunner(user) as runner:
-        assert runner.fetch_rows(setting) == default
-    assert user.execute(setting).fetchall() == before
+        assert runner.fetch_rows(setting) == [(False,)]
+    with DuckDBRunner(user, progress=True) as runner:
+        assert runner.fetch_rows(setting) == [(True,)]
+    assert user.execute(setting).fetchall() == [(False,)]
 
 
 def test_sql_for_another_dialect(capsys):
