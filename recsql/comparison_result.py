@@ -12,7 +12,8 @@ import pandas as pd
 
 from . import run_labels
 from .comparison_settings import ALL_TESTS, TEST_COLUMNS, UNCORRECTED, Settings
-from .comparison_sql import Values, plain
+from .comparison_sql import Values
+from .run_labels import plain
 from .errors import RecsqlError
 from .metrics import Metric
 from .report import comparison_html, from_comparison

@@ -22,6 +22,7 @@ from .dialects import render
 from .errors import RecsqlError
 from .metrics import Metric
 from .resampling import bigint, draw_parameters, expand_macros
+from .run_labels import plain
 from .statements import RELATIONS, memoised_sql, memoised_strings, plan_key
 from .templates import read_template
 
@@ -229,11 +230,6 @@ def _with(outer: exp.Select, inner: exp.Select) -> exp.Select:
     statement.set("with_", exp.With(expressions=[*[c.copy() for c in outer.args["with_"].expressions],
                                                  *statement.args["with_"].expressions]))
     return statement
-
-
-def plain(value: Any) -> Any:
-    """A numpy scalar as the Python value it holds; any other value as it is."""
-    return value.item() if hasattr(value, "item") else value
 
 
 def baseline_keys(baseline: Any, names: list[str], kinds: list[str]) -> list[exp.Expression] | None:

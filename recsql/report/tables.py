@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..run_labels import plain
 from ..safe_text import html_text
 from .data import ReportData, alpha, primary_test
 
@@ -262,10 +263,6 @@ def frame_html(frame: pd.DataFrame, digits: int = 4, classes: str = "plain") -> 
         return html_text(f"{value:,}" if isinstance(value, int) else str(value))
 
     head = "".join(f"<th>{html_text(c)}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{show(str(c), _plain(v))}</td>" for c, v in row.items()) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{show(str(c), plain(v))}</td>" for c, v in row.items()) + "</tr>"
                    for _, row in frame.iterrows())
     return f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
