@@ -27,6 +27,13 @@ def _spill_directory() -> str:
     return path
 
 
+def in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con`` has a transaction open: two statements outside one run in two transactions,
+    inside one they share its id."""
+    first = con.execute("SELECT txid_current()").fetchall()
+    return first == con.execute("SELECT txid_current()").fetchall()
+
+
 def open_database(path: str | None) -> duckdb.DuckDBPyConnection:
     # recsql orders its results explicitly, so DuckDB need not keep insertion order: that lets it
     # stream and spill (100M recommendation rows fit a 4 GB memory limit only this way).

@@ -26,7 +26,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from .database import open_database
+from .database import in_transaction, open_database
 from .errors import RecsqlError
 from .files import check_file_output, write_file  # noqa: F401 - write_file: recsql.output's since the start
 from .sources import looks_like_path, table_relation
@@ -305,17 +305,11 @@ def write_outputs(con: Any, outputs: list[tuple[str, Any, pd.DataFrame]], protec
             owned.close()
 
 
-def _in_transaction(con: Any) -> bool:
-    """Whether ``con`` has a transaction open (two statements, one transaction id)."""
-    first = con.execute("SELECT txid_current()").fetchall()
-    return first == con.execute("SELECT txid_current()").fetchall()
-
-
 def _create(con: Any, tables: dict[str, pd.DataFrame], what: str) -> None:
     """Create the tables in one transaction: recsql's own, or the user's open one, which the user
     then commits or rolls back (DuckDB aborts a transaction on any failed statement, so a failure
     inside the user's says so)."""
-    own = not _in_transaction(con)
+    own = not in_transaction(con)
     views: list[str] = []
     if own:
         con.execute("BEGIN TRANSACTION")

@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from ..database import open_database, shared
+from ..database import in_transaction, open_database, shared
 from ..errors import RecsqlError
 from ..sources import Source
 from ..trees import quoted_name
@@ -114,8 +114,7 @@ class DuckDBRunner(Runner):
         if not self._user:
             return False
         with self._lock:
-            first = self.cursor.execute("SELECT txid_current()").fetchall()
-            return first == self.cursor.execute("SELECT txid_current()").fetchall()
+            return in_transaction(self.cursor)
 
     def _aborted(self) -> str:
         """After an engine error: what it did to the user's open transaction (DuckDB has no savepoints, so
