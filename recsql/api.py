@@ -23,7 +23,7 @@ from .dialects import render
 from .errors import RecsqlError, suggest_keywords
 from .explain import fetch_checked, refuse
 from .frames import column_maxima, columns_of, records, rows_of
-from .inputs import Inputs, metrics_given, metrics_like, renamed, shown, unpacked
+from .inputs import Inputs, metrics_given, metrics_like, renamed, unpacked
 from .metrics import Metric, parse_metrics
 from .output import write_outputs
 from .plans import build_plan
@@ -347,7 +347,7 @@ def to_sql(
     parsed = parse_metrics(metrics_given(metrics, "to_sql"))
     cols = described.options()
     given = described.given()
-    relations = {role: bind(shown(role), value, None).relation if value is not None else None
+    relations = {role: bind(role, value, None).relation if value is not None else None
                  for role, value in given.items()}
     keys = (*cols["run_cols"], *(cols["segment_cols"] if described.segments is not None else ()))
     user_col, item_col = cols["user_col"], cols["item_col"]
@@ -360,7 +360,7 @@ def to_sql(
         raise RecsqlError(f"order_type={order_type!r} is not valid; choose DOUBLE, BIGINT or DECIMAL(38, <scale>)")
     plan = build_plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(cols["run_cols"]),
                       text_ids=frozenset(named[c] for c in text_ids), ord_type=order_type.strip().upper(),
-                      baseline_ord_type=order_type.strip().upper())
+                      expected_ord_type=order_type.strip().upper())
     if compare is not None:  # the statistics of recsql.compare over the per-user query (docs/guide/compare.md)
         if not isinstance(compare, dict):
             raise RecsqlError(f"compare must be a dict of compare's options (baseline, tests, ci, resamples, seed, "
