@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import numbers
 import re
 import time
 import warnings
@@ -362,25 +361,10 @@ def to_sql(
                       text_ids=frozenset(named[c] for c in text_ids), ord_type=order_type.strip().upper(),
                       expected_ord_type=order_type.strip().upper())
     if compare is not None:  # the statistics of recsql.compare over the per-user query (docs/guide/compare.md)
-        if not isinstance(compare, dict):
-            raise RecsqlError(f"compare must be a dict of compare's options (baseline, tests, ci, resamples, seed, "
-                              f"correction), got {compare!r}; e.g. compare={{'baseline': 'A', 'resamples': 1000}}")
-        unknown = sorted(set(compare) - {"baseline", "tests", "ci", "resamples", "seed", "correction", "segments",
-                                         "segment_cols"})
-        if unknown:
-            raise RecsqlError(f"compare: unknown option {unknown[0]!r}; choose from baseline, tests, ci, resamples, "
-                              "seed, correction, segments, segment_cols")
-        options = {"tests": ("t", "wilcoxon", "randomization"), "ci": 0.95, "resamples": 1000, "seed": 0,
-                   "correction": "holm", "baseline": None, **compare}
-        grouping = _segment_relation(options.pop("segments", None), options.pop("segment_cols", None), user_col)
-        settings = Settings.checked(**options)
-        kinds = ["number" if isinstance(settings.baseline, numbers.Real) else "string"] * len(plan.run_cols)
-        if isinstance(settings.baseline, (tuple, list)):
-            kinds = ["number" if isinstance(v, numbers.Real) else "string" for v in settings.baseline]
-        elif isinstance(settings.baseline, dict):
-            lower = {str(k).lower(): v for k, v in settings.baseline.items()}
-            kinds = ["number" if isinstance(lower.get(c.lower()), numbers.Real) else "string" for c in plan.run_cols]
-        return render(statement_for(plan, parsed, settings, kinds, grouping)[0], target.name, pretty=pretty)
+        settings = Settings.from_options(compare)
+        grouping = _segment_relation(compare.get("segments"), compare.get("segment_cols"), user_col)
+        statement = statement_for(plan, parsed, settings, settings.baseline_kinds(plan.run_cols), grouping)[0]
+        return render(statement, target.name, pretty=pretty)
     return statement_sql(plan, parsed, output, target.name, pretty=pretty)
 
 
