@@ -93,6 +93,30 @@ def _duckdb_exact_sums(tree: exp.Expression) -> exp.Expression:
     return tree.transform(swap)
 
 
+def _crossed_first(tree: exp.Expression) -> exp.Expression:
+    """In a select that has other joins too, each ``CROSS JOIN`` of a table moved before the ``FROM``
+    it joins: ``FROM s LEFT JOIN u ON … CROSS JOIN cs`` becomes ``FROM cs CROSS JOIN s LEFT JOIN u
+    ON …``, the same rows (a product commutes, and no ``ON`` can read a later relation). DataFusion
+    holds the left input of a cross join in memory and streams the right one; recsql's ranked rows
+    (``stacked``, every source of every metric) are crossed with one-row relations (the catalog's
+    size, the number of interaction users), which therefore go left. A select of cross joins alone is
+    left as written: DataFusion 55 then fails on a registered Arrow table that carries schema metadata
+    (pandas') ("Physical input schema should be the same as the one converted from logical input
+    schema"), and those are small. Joins of anything but a table (``UNNEST``, a subquery) stay."""
+    for select in list(tree.find_all(exp.Select)):
+        joins = select.args.get("joins") or []
+        crossed = [j for j in joins if isinstance(j.this, exp.Table) and j.kind == "CROSS" and not j.args.get("on")
+                   and not j.args.get("using") and not j.side]
+        source = select.args.get("from_")
+        if not crossed or source is None or not isinstance(source.this, exp.Table) or len(crossed) == len(joins):
+            continue
+        rest = [j for j in joins if j not in crossed]
+        old_first = exp.Join(this=source.this.copy(), kind="CROSS")
+        select.set("from_", exp.From(this=crossed[0].this.copy()))
+        select.set("joins", [*crossed[1:], old_first, *rest])
+    return tree
+
+
 MARIADB_WITH_ELEMENTS = 64
 
 
@@ -141,7 +165,7 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
             note="MySQL 8 or MariaDB 10.4+; text ids must be utf8mb4 (compared as utf8mb4_bin)"),
     Dialect("spark", "spark", executed="Apache Spark (pyspark, local mode)"),
     Dialect("clickhouse", "clickhouse", executed="ClickHouse (chdb)", transforms=(_clickhouse_settings,)),
-    Dialect("datafusion", "postgres", executed="Apache DataFusion",
+    Dialect("datafusion", "postgres", executed="Apache DataFusion", transforms=(_crossed_first,),
             note="sqlglot has no DataFusion writer; its PostgreSQL SQL runs there unchanged"),
     Dialect("databricks", "databricks", note="Spark SQL, as executed on Spark"),
     Dialect("bigquery", "bigquery"),

@@ -219,3 +219,23 @@ def test_duckdb_write_goes_where_the_users_own_create_table_would():
     assert con.execute("SELECT COUNT(*) FROM duckdb_tables() WHERE table_name = 'metrics_later'").fetchall() == [(0,)]
     assert con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall() == []
     con.close()
+
+
+@pytest.mark.parametrize("schema", ["false", "true"])
+@pytest.mark.parametrize("hash_join", ["true", "false"])
+def test_datafusion_settings_are_set_back(schema, hash_join):
+    """recsql runs its query on a DataFusion context with sort-merge joins (recsql/engines/datafusion.py:
+    SETTINGS) and sets back what the user had, the information schema it reads them through included."""
+    import pyarrow as pa
+    from datafusion import SessionConfig, SessionContext
+    ctx = SessionContext(SessionConfig().set("datafusion.catalog.information_schema", schema)
+                         .set("datafusion.optimizer.prefer_hash_join", hash_join))
+    ctx.register_record_batches("recs", [pa.Table.from_pandas(RECS).to_batches()])
+    ctx.register_record_batches("truth", [pa.Table.from_pandas(TRUTH).to_batches()])
+    assert hit("recs", ctx) == 1.0
+    if schema == "false":  # left off: SHOW is refused until the user switches it on
+        with pytest.raises(Exception, match="information_schema"):
+            ctx.sql("SHOW datafusion.optimizer.prefer_hash_join").collect()
+        ctx.sql("SET datafusion.catalog.information_schema = true").collect()
+    shown = ctx.sql("SHOW datafusion.optimizer.prefer_hash_join").to_pandas()["value"].iloc[0]
+    assert shown == hash_join

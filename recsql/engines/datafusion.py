@@ -8,6 +8,17 @@ from ..sources import Source
 from .base import Runner
 
 
+# Set on the user's context for the query alone, each set back to its value after.
+SETTINGS = {
+    # Sort-merge joins, which spill, instead of hash joins, which hold every build side at once: DataFusion
+    # runs all of a plan's joins together and does not share a CTE read twice, so recsql's query over
+    # every metric at k = 100 on MovieLens-100K-shaped data (benchmarks/engines.py) peaked at 6.0 GB with
+    # hash joins (and failed in a 2 GB memory pool) and at 0.8 GB with sort-merge joins, in about the
+    # same time.
+    "datafusion.optimizer.prefer_hash_join": "false",
+}
+
+
 class DataFusionRunner(Runner):
     name = "DataFusion"
     dialect = "datafusion"
@@ -21,6 +32,32 @@ class DataFusionRunner(Runner):
 
     def fetch(self, sql: str) -> pd.DataFrame:
         try:
-            return self.con.sql(sql).to_pandas()
+            restore = self._set(SETTINGS)
+            try:
+                return self.con.sql(sql).to_pandas()
+            finally:
+                self._set(restore)
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None
+
+    def _set(self, settings: dict[str, str]) -> dict[str, str]:
+        """Set each of ``settings`` on the context; returns their values before, to set back. Reading a
+        setting needs the information schema: when it is off, it is switched on to read and off again."""
+        schema = "datafusion.catalog.information_schema"
+        try:
+            self._show(schema)
+            opened = False
+        except Exception:  # noqa: BLE001 (DataFusion: "SHOW is not supported unless information_schema is enabled")
+            self.con.sql(f"SET {schema} = true").collect()
+            opened = True
+        try:
+            before = {name: self._show(name) for name in settings}
+            for name, value in settings.items():
+                self.con.sql(f"SET {name} = {value}").collect()
+        finally:
+            if opened:
+                self.con.sql(f"SET {schema} = false").collect()
+        return before
+
+    def _show(self, name: str) -> str:
+        return str(self.con.sql(f"SHOW {name}").to_pandas()["value"].iloc[0])
