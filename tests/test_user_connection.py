@@ -239,3 +239,19 @@ def test_datafusion_settings_are_set_back(schema, hash_join):
         ctx.sql("SET datafusion.catalog.information_schema = true").collect()
     shown = ctx.sql("SHOW datafusion.optimizer.prefer_hash_join").to_pandas()["value"].iloc[0]
     assert shown == hash_join
+
+
+@pytest.mark.parametrize("level", [2, 6])
+def test_mariadb_join_cache_level_is_set_back(level):
+    """On MariaDB recsql's query runs with hash joins (join_cache_level 4, recsql/engines/mysql.py) when
+    the session's level is lower, and the session keeps its own level after."""
+    with ExitStack() as stack:
+        engine = start("mysql", stack)
+        engine.load(RECS, name="recs")
+        engine.load(TRUTH, name="truth")
+        with engine.con.cursor() as cursor:
+            cursor.execute(f"SET SESSION join_cache_level = {level}")
+        assert hit("recs", engine.con) == 1.0
+        with engine.con.cursor() as cursor:
+            cursor.execute("SELECT @@SESSION.join_cache_level")
+            assert cursor.fetchall()[0][0] == level
