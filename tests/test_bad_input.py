@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import recsql
-from engines import ENGINES, start
+from support.engines import ENGINES, start
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import recsql
-from cases import load, metric_of, per_user, run
-from reference_beyond import parse_metric as reference_parse
-from reference_beyond import reference_beyond, summary
+from support.cases import load, metric_of, per_user, run
+from support.reference_beyond import parse_metric as reference_parse
+from support.reference_beyond import reference_beyond, summary
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recsql
-from reference_beyond import METRICS, personalization_pairwise, reference_beyond, summary
-from strategies import ITEMS, USERS, recs_rows, truth_rows
+from support.reference_beyond import METRICS, personalization_pairwise, reference_beyond, summary
+from support.strategies import ITEMS, USERS, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 

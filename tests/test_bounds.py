@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import recsql
 from recsql.conventions import CONVENTIONS, resolve_metric
 from recsql.metrics import Param
-from strategies import ITEMS, USERS, recs_rows, truth_rows
+from support.strategies import ITEMS, USERS, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import recsql
-from cases import TREC_EVAL as TREC
+from support.cases import TREC_EVAL as TREC
 from recsql.cli import main
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"

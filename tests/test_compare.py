@@ -22,7 +22,7 @@ from sqlglot import exp
 from statsmodels.stats.multitest import multipletests
 
 import recsql
-from engines import ENGINES, start
+from support.engines import ENGINES, start
 from recsql.comparison import Settings, compare_per_user
 from recsql.dialects import render
 from recsql.engines import runner_for

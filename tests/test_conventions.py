@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import recsql
 from recsql.conventions import CONVENTIONS as DECLARED
-from reference import ranked_groups, reference
-from strategies import ACCURACY, TEXT_ORDER_ITEMS, check, frame, metrics, python_options, recs_rows, truth_rows
+from support.reference import ranked_groups, reference
+from support.strategies import ACCURACY, TEXT_ORDER_ITEMS, check, frame, metrics, python_options, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 

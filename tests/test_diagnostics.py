@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import recsql
-from engines import ENGINES, start
+from support.engines import ENGINES, start
 from recsql.compose import DIAGNOSTICS
 from recsql.engines import runner_for
 

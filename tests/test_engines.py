@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import recsql
-from cases import TREC_EVAL as TREC, load, metric_of
-from engines import ENGINES, start
+from support.cases import TREC_EVAL as TREC, load, metric_of
+from support.engines import ENGINES, start
 from recsql.engines import runner_for
-from strategies import SELF_CONTAINED, metrics, recs_rows, truth_rows
+from support.strategies import SELF_CONTAINED, metrics, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import recsql
-from engines import ENGINES, start
+from support.engines import ENGINES, start
 
 BIG = 2**53  # the first integer after it is the first a DOUBLE cannot hold
 

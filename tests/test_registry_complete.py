@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 import recsql
-import reference
-import reference_beyond
-import strategies
+from support import reference
+from support import reference_beyond
+from support import strategies
 import test_beyond_properties
-from cases import load, metric_of
+from support.cases import load, metric_of
 from recsql.templates import read_template, template_names
 
 ROOT = Path(__file__).resolve().parent.parent

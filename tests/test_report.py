@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import browser
+from support import browser
 import recsql
 from recsql.cli import main
 from recsql.metrics import registry

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recsql
-from frames import assert_same_values
+from support.frames import assert_same_values
 from recsql.dbt import generate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,8 +15,8 @@ import sqlglot
 from sqlglot import exp
 
 import recsql
-from reference import reference
-from strategies import check, frame, metrics, python_options, recs_rows, truth_rows
+from support.reference import reference
+from support.strategies import check, frame, metrics, python_options, recs_rows, truth_rows
 
 # the metrics that read the stage's cut parts, and neighbours that read none of them
 READERS = ["map", "bpref", "ndcg", "idcg", "money_recall", "mrr", "dcg", "recall"]

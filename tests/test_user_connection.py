@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import recsql
-from engines import start
+from support.engines import start
 
 RECS = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.9, 0.1]})  # hit_rate@1 = 1 on truth
 TRUTH = pd.DataFrame({"user_id": [1], "item_id": [1]})

@@ -8,8 +8,8 @@ import pandas as pd
 from hypothesis import strategies as st
 
 import recsql
-from reference import METRICS as REFERENCE_METRICS
-from reference import summarize
+from support.reference import METRICS as REFERENCE_METRICS
+from support.reference import summarize
 
 # The accuracy metrics tests/reference.py implements (the default draw); the beyond-accuracy ones
 # have their own reference (tests/reference_beyond.py) and property tests.

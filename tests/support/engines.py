@@ -203,18 +203,18 @@ def start(name: str, stack: ExitStack) -> Engine:
         return SQLiteEngine(con)
     if name == "postgres":
         import psycopg
-        from servers import postgres_server
+        from support.servers import postgres_server
         con = psycopg.connect(**stack.enter_context(postgres_server()))
         stack.callback(con.close)
         return PostgresEngine(con)
     if name == "mysql":
         import pymysql
-        from servers import mariadb_server
+        from support.servers import mariadb_server
         con = pymysql.connect(**stack.enter_context(mariadb_server()))
         stack.callback(con.close)
         return MariaDBEngine(con)
     if name == "spark":
-        from servers import spark_session
+        from support.servers import spark_session
         return SparkEngine(stack.enter_context(spark_session("recsql-tests", 2)))
     if name == "clickhouse":
         from chdb import session
