@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import recsql
+from support.capabilities import engines_with
 from support.engines import ENGINES, start
 
 BIG = 2**53  # the first integer after it is the first a DOUBLE cannot hold
@@ -288,7 +289,7 @@ DECIMAL_PAIRS = {
 }
 
 
-@pytest.mark.parametrize("name", ["postgres", "mysql"])
+@pytest.mark.parametrize("name", engines_with("wide_decimals"))
 def test_server_decimal_scores_rank_exactly(name):
     """hit_rate@1 is 1: the larger of two decimals that differ in their last digit ranks first, with no
     overflow for numbers of any size the column holds (DECIMAL(18, 3) tied 0.1231 and 0.1234 and failed
