@@ -236,7 +236,7 @@ def test_two_columns_of_one_name_are_refused(tmp_path):
 @pytest.mark.parametrize("name", ["r?x", "r*x", "r[1]"])
 def test_a_name_with_glob_characters_is_a_table(name):
     """Without a file ending it names no file recsql reads: to_sql and evaluate take it as a table."""
-    sql = recsql.to_sql(["hit_rate@1"], name, "truth")
+    sql = recsql.to_sql(name, "truth", ["hit_rate@1"])
     assert f'"{name}"' in sql and "read_" not in sql.lower()
     con = duckdb.connect()
     con.execute(f'CREATE TABLE "{name}" AS SELECT 1 AS user_id, 1 AS item_id, 1.0 AS score')

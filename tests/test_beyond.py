@@ -93,7 +93,7 @@ def test_novelty_reads_the_items_probability_when_no_interactions_are_given():
     got = recsql.evaluate(recs, None, ["novelty@2"], items=items, interactions=interactions).summary
     assert got["novelty@2"].iloc[0] == pytest.approx((0 + 1) / 2)
     # to_sql picks the same default from the inputs it is given
-    assert '"probability"' in recsql.to_sql(["novelty@2"], truth=None, items="items")
+    assert '"probability"' in recsql.to_sql(metrics=["novelty@2"], truth=None, items="items")
     with pytest.raises(recsql.RecsqlError, match=r"needs training interactions.*or write p=items, which needs item "
                                                  r"probabilities"):
         recsql.evaluate(recs, None, ["novelty@2"])

@@ -169,12 +169,12 @@ def test_text_tie_order_renders_for_every_dialect():
     cast = {"postgres": 'AS VARCHAR) COLLATE "C"', "mysql": "AS BINARY)", "tsql": "AS VARCHAR(8000)) COLLATE Latin1_General_BIN2",
             "duckdb": "AS TEXT)", "spark": "AS STRING)", "clickhouse": "AS Nullable(String))", "oracle": "AS VARCHAR2(4000))"}
     for dialect, spec in DIALECTS.items():
-        sql = recsql.to_sql(asked, dialect=dialect, convention="ir_measures")
+        sql = recsql.to_sql(metrics=asked, dialect=dialect, convention="ir_measures")
         assert len(sqlglot.parse(sql, read=spec.sqlglot)) == 1, dialect
         if dialect in cast:
             assert f"CAST(item_id {cast[dialect]}" in sql, dialect
-        assert "CAST(item_id" not in recsql.to_sql(asked, dialect=dialect, convention="ir_measures", text_ids=["item_id"])
+        assert "CAST(item_id" not in recsql.to_sql(metrics=asked, dialect=dialect, convention="ir_measures", text_ids=["item_id"])
         if dialect in ("duckdb", "sqlite", "postgres", "spark"):
             got = con.execute(sqlglot.transpile(sql, read=spec.sqlglot, write="duckdb")[0]).df()
             assert got[list(want.columns)].iloc[0].tolist() == pytest.approx(want.iloc[0].tolist()), dialect
-    assert "CAST(item_id" not in recsql.to_sql(asked, convention="msr")  # Microsoft Recommenders: the ids' own order
+    assert "CAST(item_id" not in recsql.to_sql(metrics=asked, convention="msr")  # Microsoft Recommenders: the ids' own order

@@ -35,7 +35,7 @@ CASES = {
 def rendered(dialect: str, case: str, **extra) -> str:
     options = dict(CASES[case])
     metrics = options.pop("metrics")
-    return recsql.to_sql(metrics, recs="analytics.recs", truth="analytics.truth", dialect=dialect,
+    return recsql.to_sql(metrics=metrics, recs="analytics.recs", truth="analytics.truth", dialect=dialect,
                          **options, **extra)
 
 
@@ -117,4 +117,4 @@ def test_what_sqlglot_cannot_write_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(statements, "_cache", OrderedDict())  # compose anew, not the memoised text
     monkeypatch.setenv("RECSQL_CACHE_DIR", "off")  # nor the text kept on disk
     with pytest.raises(recsql.RecsqlError, match="cannot be written in mysql: 'NULLS LAST'"):
-        recsql.to_sql(["bpref@10"], recs="analytics.recs", truth="analytics.truth", dialect="mysql")
+        recsql.to_sql("analytics.recs", "analytics.truth", ["bpref@10"], dialect="mysql")

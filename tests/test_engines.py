@@ -190,7 +190,7 @@ def test_summary_sql_runs_in_the_engine(engine):
     r, t = engine.load(recs), engine.load(truth)
     asked = ["ndcg@2", "map@2", "ndcg(ideal=list)@2", "ndcg(ideal=k_slots)@3", "precision(denominator=list)@3"]
     with runner_for(engine.con) as runner:
-        fetched = runner.fetch(recsql.to_sql(asked, recs=r, truth=t, dialect=runner.dialect, run_cols=["model"]))
+        fetched = runner.fetch(recsql.to_sql(r, t, asked, dialect=runner.dialect, run_cols=["model"]))
     in_engine = fetched.to_pandas() if hasattr(fetched, "to_pandas") else fetched
     want = recsql.evaluate(recs, truth, asked, run_cols=["model"]).summary
     # the rendered SQL carries the input checks (0 on clean input); evaluate's summary leaves them out

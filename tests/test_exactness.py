@@ -61,8 +61,8 @@ def test_rendered_sql_ranks_exactly_with_order_type(order_type, literal):
     con.execute(f"CREATE TABLE recs AS SELECT * FROM (VALUES (1, 1, CAST('{low}' AS {kind})), "
                 f"(1, 2, CAST('{literal}' AS {kind}))) t(user_id, item_id, score)")
     con.execute("CREATE TABLE truth AS SELECT 1 AS user_id, 2 AS item_id, 1 AS relevance")
-    exact = con.execute(recsql.to_sql(["ndcg@1"], order_type=order_type)).df()
-    rounded = con.execute(recsql.to_sql(["ndcg@1"])).df()
+    exact = con.execute(recsql.to_sql(metrics=["ndcg@1"], order_type=order_type)).df()
+    rounded = con.execute(recsql.to_sql(metrics=["ndcg@1"])).df()
     assert exact["ndcg@1"].iloc[0] == 1.0 and rounded["ndcg@1"].iloc[0] == 0.0
 
 
