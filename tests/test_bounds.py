@@ -62,7 +62,7 @@ def with_cutoff_if_needed(metric: recsql.Metric, convention: str) -> recsql.Metr
         return metric
     try:
         recsql.to_sql(metrics=[metric], items="items", interactions="interactions", catalog="catalog",
-                      baseline="baseline", item_features="item_features", convention=convention)
+                      expected_recs="baseline", item_features="item_features", convention=convention)
     except recsql.RecsqlError as err:
         if "needs a cutoff" not in str(err):
             raise

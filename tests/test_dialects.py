@@ -27,7 +27,7 @@ CASES = {
     "beyond": dict(metrics=["novelty@10", "surprisal@10", "arp@10", "unexpectedness@10", "serendipity@10",
                             "diversity@10", "coverage@10", "gini@10", "personalization@10", "auc@10", "accuracy@10",
                             "err@10", "pfound@5", "spearman@5", "kendall@5"],
-                   items="analytics.items", interactions="analytics.truth", baseline="analytics.recs",
+                   items="analytics.items", interactions="analytics.truth", expected_recs="analytics.recs",
                    duplicates="best", run_cols=["model"]),
 }
 

@@ -81,7 +81,7 @@ def _alone(name: str) -> tuple[str, dict]:
     if needs & {"interactions", "interactions_or_baseline"}:
         inputs["interactions"] = "db.interactions"
     if "baseline" in needs:
-        inputs["baseline"] = "db.baseline"
+        inputs["expected_recs"] = "db.baseline"
     return str(metric), inputs
 
 
