@@ -1,6 +1,6 @@
 """Beyond-accuracy and user-model metrics (docs/guide/metrics.md, "Beyond accuracy and user models"): hand-computed fixture cases
 (fixtures/worked/beyond.json, each with its arithmetic written out in `derivation`), the seeds'
-worked examples (novelty, accuracy), and the plain-Python reference (tests/reference_beyond.py)
+worked examples (novelty, accuracy), and the plain-Python reference (tests/support/reference_beyond.py)
 agreeing with both."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tie rules and conventions against the plain-Python reference (tests/reference.py), on random
+"""Tie rules and conventions against the plain-Python reference (tests/support/reference.py), on random
 inputs with tied scores, graded and negative relevance and users missing from either input.
 
 Each convention is restated here, independently of recsql/conventions.py, as the reference's

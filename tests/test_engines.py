@@ -1,5 +1,5 @@
 """The same numbers on seven real engines: DuckDB, SQLite, PostgreSQL, MariaDB, Spark SQL,
-ClickHouse (chdb) and DataFusion. Each engine is started for real (servers by tests/servers.py);
+ClickHouse (chdb) and DataFusion. Each engine is started for real (servers by tests/support/servers.py);
 a missing engine FAILS here, it is never skipped.
 
 Every check compares the engine's result, computed by the rendered query running there, with the

@@ -1,4 +1,4 @@
-"""recsql == the plain-Python reference (tests/reference.py) on random inputs, plus invariants."""
+"""recsql == the plain-Python reference (tests/support/reference.py) on random inputs, plus invariants."""
 from __future__ import annotations
 
 import math

@@ -1,6 +1,6 @@
 """The HTML report (`recsql report`, Evaluation.report, Comparison.report) and its tables.
 
-The page is opened in a real headless Chromium (tests/browser.py; a missing Chromium fails, never
+The page is opened in a real headless Chromium (tests/support/browser.py; a missing Chromium fails, never
 skips) with every host name unresolvable: it must make no request but itself, raise no script error
 and draw a non-blank page. Every plotted number is read back from the page's JSON block and compared
 with independent calls of recsql.evaluate and recsql.compare; the Markdown and LaTeX markers with

@@ -183,7 +183,7 @@ def _server_pid(prefix: str, port: int) -> tuple[int, Path]:
 @pytest.mark.parametrize("server, prefix", [("postgres_server", "recsql-pg-"), ("mariadb_server", "recsql-mariadb-")])
 def test_a_killed_owner_leaves_no_server_behind(server, prefix):
     """kill -9 of the process that started a server runs no teardown: its reaper SIGKILLs the
-    server and deletes its directory (tests/servers.py, reap_when_gone)."""
+    server and deletes its directory (tests/support/servers.py, reap_when_gone)."""
     owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(Path(__file__).parent), server],
                              stdout=subprocess.PIPE, text=True)
     try:

@@ -2,7 +2,7 @@
 count of hits only when map is asked, bpref's running count of judged non-relevant items only when
 bpref is, the list cut at the largest cutoff of the metrics on it. These tests put metrics that read
 different parts in ONE query, under each tie rule, with negative judgments unjudged or not, and
-compare every user's value with the plain-Python reference (tests/reference.py), which ranks whole
+compare every user's value with the plain-Python reference (tests/support/reference.py), which ranks whole
 lists and never cuts; and they check in the SQL that a running count nobody reads is not there."""
 from __future__ import annotations
 
