@@ -248,3 +248,20 @@ def test_dataframe_inputs(engine):
     else:
         with pytest.raises(recsql.RecsqlError, match="load it into a table there"):
             recsql.evaluate(recs, truth, ["mrr@2"], con=engine.con)
+
+
+def test_the_capability_table_has_a_harness_for_each_engine_and_a_test_for_each_flag():
+    """support/capabilities.py names each engine the harness starts (one class each) and no flag
+    that no test reads: a flag is asked for by name, ``engines_with("x")`` or ``engine.can("x")``."""
+    from support import capabilities, engines as harness
+    classes, found = [harness.Engine], set()
+    while classes:
+        cls = classes.pop()
+        classes += cls.__subclasses__()
+        found.add(cls.name)
+    assert set(capabilities.ENGINES) <= found
+    assert all(flags <= set(capabilities.FLAGS) for flags in capabilities.CAPABILITIES.values())
+    tests = "".join(path.read_text(encoding="utf-8") for path in Path(__file__).parent.glob("test_*.py"))
+    unread = [flag for flag in capabilities.FLAGS
+              if f'engines_with("{flag}")' not in tests and f'can("{flag}")' not in tests and f'"{flag}"),' not in tests]
+    assert unread == []
