@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import numbers
 import re
 import time
 import warnings
@@ -23,7 +22,7 @@ from .dialects import render
 from .errors import RecsqlError, suggest_keywords
 from .explain import fetch_checked, refuse
 from .frames import column_maxima, columns_of, records, rows_of
-from .inputs import Inputs, metrics_given, metrics_like, renamed, shown, unpacked
+from .inputs import Inputs, metrics_given, metrics_like, renamed, unpacked
 from .metrics import Metric, parse_metrics
 from .output import write_outputs
 from .plans import build_plan
@@ -347,7 +346,7 @@ def to_sql(
     parsed = parse_metrics(metrics_given(metrics, "to_sql"))
     cols = described.options()
     given = described.given()
-    relations = {role: bind(shown(role), value, None).relation if value is not None else None
+    relations = {role: bind(role, value, None).relation if value is not None else None
                  for role, value in given.items()}
     keys = (*cols["run_cols"], *(cols["segment_cols"] if described.segments is not None else ()))
     user_col, item_col = cols["user_col"], cols["item_col"]
@@ -360,27 +359,12 @@ def to_sql(
         raise RecsqlError(f"order_type={order_type!r} is not valid; choose DOUBLE, BIGINT or DECIMAL(38, <scale>)")
     plan = build_plan(relations, cols, target.name, truth_has_runs=truth_has_run_cols and bool(cols["run_cols"]),
                       text_ids=frozenset(named[c] for c in text_ids), ord_type=order_type.strip().upper(),
-                      baseline_ord_type=order_type.strip().upper())
+                      expected_ord_type=order_type.strip().upper())
     if compare is not None:  # the statistics of recsql.compare over the per-user query (docs/guide/compare.md)
-        if not isinstance(compare, dict):
-            raise RecsqlError(f"compare must be a dict of compare's options (baseline, tests, ci, resamples, seed, "
-                              f"correction), got {compare!r}; e.g. compare={{'baseline': 'A', 'resamples': 1000}}")
-        unknown = sorted(set(compare) - {"baseline", "tests", "ci", "resamples", "seed", "correction", "segments",
-                                         "segment_cols"})
-        if unknown:
-            raise RecsqlError(f"compare: unknown option {unknown[0]!r}; choose from baseline, tests, ci, resamples, "
-                              "seed, correction, segments, segment_cols")
-        options = {"tests": ("t", "wilcoxon", "randomization"), "ci": 0.95, "resamples": 1000, "seed": 0,
-                   "correction": "holm", "baseline": None, **compare}
-        grouping = _segment_relation(options.pop("segments", None), options.pop("segment_cols", None), user_col)
-        settings = Settings.checked(**options)
-        kinds = ["number" if isinstance(settings.baseline, numbers.Real) else "string"] * len(plan.run_cols)
-        if isinstance(settings.baseline, (tuple, list)):
-            kinds = ["number" if isinstance(v, numbers.Real) else "string" for v in settings.baseline]
-        elif isinstance(settings.baseline, dict):
-            lower = {str(k).lower(): v for k, v in settings.baseline.items()}
-            kinds = ["number" if isinstance(lower.get(c.lower()), numbers.Real) else "string" for c in plan.run_cols]
-        return render(statement_for(plan, parsed, settings, kinds, grouping)[0], target.name, pretty=pretty)
+        settings = Settings.from_options(compare)
+        grouping = _segment_relation(compare.get("segments"), compare.get("segment_cols"), user_col)
+        statement = statement_for(plan, parsed, settings, settings.baseline_kinds(plan.run_cols), grouping)[0]
+        return render(statement, target.name, pretty=pretty)
     return statement_sql(plan, parsed, output, target.name, pretty=pretty)
 
 

@@ -10,7 +10,7 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Sequence
 
 from .errors import RecsqlError
 from .resampling import MAX_RESAMPLES, P
@@ -18,6 +18,8 @@ from .significance import CORRECTIONS
 
 TESTS = ("t", "wilcoxon", "randomization")  # the default tests
 ALL_TESTS = (*TESTS, "tukey")  # tukey: the randomized Tukey HSD over every pair of runs (asked for by name)
+OPTION_KEYS = ("baseline", "tests", "ci", "resamples", "seed", "correction")  # to_sql(compare={...})'s keys
+SEGMENT_KEYS = ("segments", "segment_cols")  # ... and its segments (recsql.api)
 UNCORRECTED = {"tukey"}  # tests that control the family-wise error themselves
 # The p-value columns of each test (and the statistic beside them).
 TEST_COLUMNS = {"t": ("t", "p_t"), "wilcoxon": ("p_wilcoxon",), "randomization": ("p_randomization",),
@@ -64,3 +66,28 @@ class Settings:
         den = math.lcm(low.denominator, high.denominator)
         return {"low_num": low.numerator * den // low.denominator, "high_num": high.numerator * den // high.denominator,
                 "den": den}
+
+    @classmethod
+    def from_options(cls, options: Any) -> "Settings":
+        """The settings of ``to_sql(compare={...})`` (its segment keys taken out first)."""
+        if not isinstance(options, dict):
+            raise RecsqlError(f"compare must be a dict of compare's options (baseline, tests, ci, resamples, seed, "
+                              f"correction), got {options!r}; e.g. compare={{'baseline': 'A', 'resamples': 1000}}")
+        unknown = sorted(set(options) - {*OPTION_KEYS, *SEGMENT_KEYS})
+        if unknown:
+            raise RecsqlError(f"compare: unknown option {unknown[0]!r}; choose from {', '.join(OPTION_KEYS)}, "
+                              f"{', '.join(SEGMENT_KEYS)}")
+        given = {key: value for key, value in options.items() if key in OPTION_KEYS}
+        return cls.checked(**{**dict(tests=TESTS, ci=0.95, resamples=1000, seed=0, correction="holm", baseline=None),
+                              **given})
+
+    def baseline_kinds(self, run_cols: Sequence[str]) -> list[str]:
+        """Each run column's kind (``number`` or ``string``) as the baseline names it, for its literal."""
+        def kind(value: Any) -> str:
+            return "number" if isinstance(value, numbers.Real) else "string"
+        if isinstance(self.baseline, (tuple, list)):
+            return [kind(v) for v in self.baseline]
+        if isinstance(self.baseline, dict):
+            lower = {str(k).lower(): v for k, v in self.baseline.items()}
+            return [kind(lower.get(c.lower())) for c in run_cols]
+        return [kind(self.baseline)] * len(run_cols)

@@ -10,13 +10,12 @@ from typing import Any, Sequence
 
 from sqlglot import exp
 
-from .compose import (ITEM_VALUE_INVALID, MAX_EXPONENT, Plan, baseline_in, input_runs, internal_runs, not_finite,
+from .compose import (ITEM_VALUE_INVALID, MAX_EXPONENT, Plan, expected_in, input_runs, internal_runs, not_finite,
                       quoted_column, recs_in, truth_in, truth_runs, whole_id)
 from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .engines.base import Runner
 from .errors import RecsqlError
-from .inputs import shown
 from .validate import duplicate_report
 
 
@@ -32,14 +31,14 @@ def _value_checks(plan: Plan) -> dict[str, tuple[exp.Expression, list[str], list
     return {"recs": (plan.recs, [*input_runs(plan), plan.user_col, plan.item_col, order], [order]),
             "truth": (plan.truth, [*(input_runs(plan) if plan.truth_has_runs else ()), plan.user_col, plan.item_col,
                                    *relevance], relevance),
-            "baseline": (plan.baseline, [plan.user_col, plan.item_col, order], [order])}
+            "expected_recs": (plan.expected_recs, [plan.user_col, plan.item_col, order], [order])}
 
 
 def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) -> RecsqlError | None:
     """The error for ``found`` invalid rows of ``role``: which column holds NULL, NaN or infinite
     values (None when ``found`` is None and no column does)."""
     relation, columns, numbers = _value_checks(plan)[role]
-    name = shown(role)  # as the user named the input: expected_recs, not the plan's baseline
+    name = role
     counts = [_count(exp.Is(this=quoted_column(c), expression=exp.null())) for c in columns]
     counts += [_count(not_finite(quoted_column(c))) for c in numbers]
     query = exp.select(*[exp.alias_(c, f"n{i}") for i, c in enumerate(counts)]).from_(relation.copy())
@@ -108,7 +107,7 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
     keyed = {"recs": (lambda: recs_in(plan), runs, best),
              "truth": (lambda: truth_in(plan), truth_runs(plan),
                        "Pass duplicates='max' to keep the highest relevance."),
-             "baseline": (lambda: baseline_in(plan), [], best)}
+             "expected_recs": (lambda: expected_in(plan), [], best)}
     if role in keyed:
         make, run_keys, fix = keyed[role]
         body, keys = make(), [*run_keys, "user_id", "item_id"]
@@ -130,7 +129,7 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
     groups = exp.select(*keys).from_(exp.Subquery(this=body, alias="s")).group_by(*keys).having("COUNT(*) > 1")
     query = exp.select(*keys).from_(exp.Subquery(this=groups, alias="d")).order_by(*keys).limit(3)
     rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
-    return duplicate_report(rows, found, shown(role), names, fix)
+    return duplicate_report(rows, found, role, names, fix)
 
 
 def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list[str]) -> None:
@@ -138,12 +137,12 @@ def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list
     diagnostic columns' values): segments first (a user without one, or with two), then invalid
     values, then duplicates."""
     refuse_segments(found, "of recs or truth", plan.segment_cols)
-    for role in ("recs", "truth", "baseline"):
+    for role in ("recs", "truth", "expected_recs"):
         if found.get(f"{role}_invalid_rows"):
             raise _explain_values(runner, plan, role, found[f"{role}_invalid_rows"])
     if found.get("items_invalid_rows"):
         raise _explain_items(runner, plan, found["items_invalid_rows"])
-    for role in ("recs", "truth", "baseline", "items", "item_features"):
+    for role in ("recs", "truth", "expected_recs", "items", "item_features"):
         if found.get(f"{role}_duplicate_rows"):
             raise _explain_duplicates(runner, plan, role, found[f"{role}_duplicate_rows"], recs_columns)
 

@@ -21,15 +21,6 @@ from .errors import RecsqlError
 from .metrics import Metric
 
 ROLES = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "segments")  # docs/guide/inputs.md
-# An input whose name in the composer's plan (recsql.compose.Plan's field) is another: expected_recs is
-# the plan's ``baseline`` (the name its metric headers' ``needs:`` use).
-PLAN_NAMES = {"expected_recs": "baseline"}
-PLAN_ROLES = tuple(PLAN_NAMES.get(role, role) for role in ROLES)
-
-
-def shown(role: str) -> str:
-    """An input's name as the user gives it, from its plan name: ``baseline`` -> ``expected_recs``."""
-    return {plan: given for given, plan in PLAN_NAMES.items()}.get(role, role)
 
 
 def renamed(new_name: str, new: Any, old_name: str, old: Any, where: str, what: str = "") -> Any:
@@ -85,8 +76,9 @@ class Inputs:
         return cls(**{name: arguments[name] for name in field_names() if name in arguments})
 
     def given(self) -> dict[str, Any]:
-        """Each input, by its plan name (:data:`PLAN_ROLES`) -> what was passed (None: not given)."""
-        return {PLAN_NAMES.get(role, role): getattr(self, role) for role in ROLES}
+        """Each input, by its name (:data:`ROLES`, the composer's plan uses the same) -> what was passed
+        (None: not given)."""
+        return {role: getattr(self, role) for role in ROLES}
 
     def given_options(self, cols: dict[str, Any]) -> dict[str, Any]:
         """The options as given (those not at their default), with the convention, and the tie rule

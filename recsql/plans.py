@@ -13,14 +13,14 @@ from .conventions import convention as get_convention
 from .dialects import dialect as get_dialect
 from .engines.base import Runner
 from .errors import RecsqlError
-from .inputs import PLAN_ROLES
+from .inputs import ROLES
 from .metrics import Metric
 from .sources import Source
 from .validate import (family, id_cast, order_type, refuse_unnamed_grades, require_number, require_one_type,
                        require_same_ids, resolve_column, resolve_order)
 
 # The optional inputs beside recs and truth (docs/guide/inputs.md), by their plan names (recsql.inputs).
-EXTRA_INPUTS = PLAN_ROLES[2:]
+EXTRA_INPUTS = ROLES[2:]
 
 
 # Items columns read for a metric's needs (recsql/compose/needs.py _REQUIREMENTS): need -> column option.
@@ -74,7 +74,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
     order = resolve_order(recs, cols["score_col"], cols["rank_col"])
     require_number(recs, order, "rank (1 is best)" if cols["rank_col"] else "score (higher is better)")
     # every other input keys rows by user and/or item like recs
-    keyed = {"truth": ("user", "item"), "interactions": ("user", "item"), "baseline": ("user", "item"),
+    keyed = {"truth": ("user", "item"), "interactions": ("user", "item"), "expected_recs": ("user", "item"),
              "items": ("item",), "catalog": ("item",), "item_features": ("item",), "segments": ("user",)}
     require_one_type(recs, user)
     require_one_type(recs, item)
@@ -85,8 +85,8 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
             for _, _, column in ids:
                 require_one_type(src, column)
             require_same_ids(recs, src, ids)
-    if "baseline" in sources:
-        require_number(sources["baseline"], resolve_column(sources["baseline"], order, "rank_col" if cols["rank_col"]
+    if "expected_recs" in sources:
+        require_number(sources["expected_recs"], resolve_column(sources["expected_recs"], order, "rank_col" if cols["rank_col"]
                                                            else "score_col"), "expected_recs' order (the recs' column)")
     relevance = None
     if truth is not None and cols["relevance_col"] and (cols["relevance_col"].lower() in {c.lower() for c in truth.columns}
@@ -124,9 +124,9 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
     relations = {role: sources[role].relation if role in sources else None for role in ("recs", "truth", *EXTRA_INPUTS)}
     orders = {"ord_type": order_type(recs.columns[order], runner.dialect), "id_casts": _id_casts(sources, cols),
               "item_needs": frozenset(needs & set(ITEM_VALUE_INVALID))}
-    if "baseline" in sources:
-        baseline = sources["baseline"]
-        orders["baseline_ord_type"] = order_type(baseline.columns[resolve_column(baseline, order, "score_col")],
+    if "expected_recs" in sources:
+        expected = sources["expected_recs"]
+        orders["expected_ord_type"] = order_type(expected.columns[resolve_column(expected, order, "score_col")],
                                                  runner.dialect)
     return build_plan(relations, cols, runner.dialect, **orders,
                       user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,

@@ -11,7 +11,7 @@ from .compose import Plan, check_inputs, fit_to_inputs
 from .engines import runner_for
 from .engines.base import Runner
 from .errors import RecsqlError
-from .inputs import Inputs, shown
+from .inputs import Inputs
 from .metrics import Metric, parse_metrics
 from .plans import validated_plan
 from .sources import Source, bind
@@ -54,7 +54,7 @@ def bound(request: Request) -> Iterator[tuple[Runner, Plan, dict[str, Source]]]:
         try:
             for role, obj in request.inputs.items():
                 if obj is not None:
-                    sources[role] = bind(shown(role), obj, runner)  # its name in messages
+                    sources[role] = bind(role, obj, runner)  # its name in messages
             yield runner, validated_plan(runner, sources, request.cols, request.metrics), sources
         finally:
             for src in sources.values():

@@ -6,7 +6,7 @@
 --   items_in(item_id, price, probability, category)
 --   interactions_in(user_id, item_id)          training interactions (popularity, novelty)
 --   catalog_in(item_id)                        the catalog (coverage, gini)
---   baseline_in(user_id, item_id, ord)         another recommender's lists (unexpectedness, serendipity)
+--   expected_in(user_id, item_id, ord)         another recommender's lists (unexpectedness, serendipity)
 --   features_in(item_id, feature, value)       item feature vectors as rows (diversity by features)
 -- `run_keys` stands for the run key columns (_run0, _run1, ...); the composer expands it, or
 -- removes it when the recommendations carry no run keys. The lists are judged against truth as it
@@ -185,10 +185,10 @@ truth_max AS (
     SELECT CAST(MAX(relevance) AS DOUBLE) AS max_grade FROM truth_in
     WHERE $negative_unjudged = 'no' OR relevance >= 0
 ),
-baseline_ranked AS (
+expected_ranked AS (
     SELECT user_id, item_id,
-        CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS baseline_rank
-    FROM baseline_in
+        CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS expected_rank
+    FROM expected_in
 ),
 exposure_cuts AS (
     SELECT k FROM cutoffs
@@ -345,13 +345,13 @@ ranked AS (
         s.tie_first, s.tie_last, s.exposure, s.list_users, s.in_catalog, s.exposure_rank,
         s.pair_sign, s.pair_category_dissim, s.pair_feature_dissim, s.corr_rank_x, s.corr_rank_y,
         s.cascade_kind, s.cascade_grade, s.cascade_rel, s.cascade_reach,
-        pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, b.baseline_rank AS baseline_rank,
+        pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, b.expected_rank AS expected_rank,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s
     LEFT JOIN truth_users AS u ON s.run_keys = u.run_keys AND s.user_id = u.user_id
     LEFT JOIN items_in AS i ON s.item_id = i.item_id
     LEFT JOIN item_popularity AS pop ON s.item_id = pop.item_id
-    LEFT JOIN baseline_ranked AS b ON s.user_id = b.user_id AND s.item_id = b.item_id
+    LEFT JOIN expected_ranked AS b ON s.user_id = b.user_id AND s.item_id = b.item_id
     CROSS JOIN interaction_users AS iu
     CROSS JOIN catalog_size AS cs
 )

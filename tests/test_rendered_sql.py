@@ -78,10 +78,10 @@ def _alone(name: str) -> tuple[str, dict]:
     inputs = {"items": "db.items"} if needs & {"price", "probability", "category"} else {}
     if "features" in needs:
         inputs["item_features"] = "db.item_features"
-    if needs & {"interactions", "interactions_or_baseline"}:
+    if needs & {"interactions", "interactions_or_expected_recs"}:
         inputs["interactions"] = "db.interactions"
-    if "baseline" in needs:
-        inputs["expected_recs"] = "db.baseline"
+    if "expected_recs" in needs:
+        inputs["expected_recs"] = "db.expected_recs"
     return str(metric), inputs
 
 

@@ -18,7 +18,7 @@ from .rewrite import union_all
 # the largest k, or the whole list), always 0 under a de-duplicating policy (the query keeps one row
 # per key). One value per input, over every run, copied onto every summary row.
 DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows",
-               "baseline_invalid_rows", "baseline_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
+               "expected_recs_invalid_rows", "expected_recs_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
                "item_features_duplicate_rows", "users_without_segment", "segment_duplicate_users",
                "segment_null_rows")
 
@@ -175,10 +175,10 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
                               ["relevance"], "truth_invalid_rows", also=too_large))
         names.append("truth_invalid_rows")
         duplicates("truth_duplicate_rows", "truth_in", [*truth_runs(plan), "user_id", "item_id"])
-    if plan.baseline is not None and "baseline_in" in read:
-        parts.append(_invalid("baseline_in", ["user_id", "item_id", "ord"], ["ord"], "baseline_invalid_rows"))
-        names.append("baseline_invalid_rows")
-        duplicates("baseline_duplicate_rows", "baseline_in", ["user_id", "item_id"])
+    if plan.expected_recs is not None and "expected_in" in read:
+        parts.append(_invalid("expected_in", ["user_id", "item_id", "ord"], ["ord"], "expected_recs_invalid_rows"))
+        names.append("expected_recs_invalid_rows")
+        duplicates("expected_recs_duplicate_rows", "expected_in", ["user_id", "item_id"])
     if plan.items is not None and "items_in" in read:
         parts.append(_invalid("items_in", ["item_id"], [], "items_invalid_rows",
                               also=exp.or_(*[ITEM_VALUE_INVALID[n](exp.column(n)) for n in ITEM_VALUE_INVALID

@@ -32,8 +32,8 @@ def _wrap(node: exp.Expression) -> exp.Expression:
 
 def metric_expression(metric: Metric, context: dict[str, str] | None = None) -> exp.Expression:
     """The per-user aggregate expression of one metric, parameters bound. ``context``: facts of the
-    plan a template may read: ``$ties`` (the tie rule) and ``$has_baseline`` (yes / no)."""
-    context = {"ties": "item_id", "has_baseline": "no", **(context or {})}
+    plan a template may read: ``$ties`` (the tie rule) and ``$has_expected_recs`` (yes / no)."""
+    context = {"ties": "item_id", "has_expected_recs": "no", **(context or {})}
     options = metric.all_options()
     params = metric.spec.params
     values: dict[str, object] = {"k": metric.k, **context, **{

@@ -145,11 +145,11 @@ def catalog_in(plan: Plan) -> exp.Expression:
     return exp.select(_id(plan, plan.item_col, "item_id", role)).from_(source.copy())
 
 
-def baseline_in(plan: Plan) -> exp.Select:
-    if plan.baseline is None:
+def expected_in(plan: Plan) -> exp.Select:
+    if plan.expected_recs is None:
         return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("ord", "DOUBLE"))
-    return recs_in(dataclasses.replace(plan, recs=plan.baseline, run_cols=(), ord_type=plan.baseline_ord_type),
-                   "baseline")
+    return recs_in(dataclasses.replace(plan, recs=plan.expected_recs, run_cols=(), ord_type=plan.expected_ord_type),
+                   "expected_recs")
 
 
 def features_in(plan: Plan, needed: set[str]) -> exp.Select:

@@ -21,8 +21,8 @@ _REQUIREMENTS: dict[str, tuple[set[str], str]] = {
     "features": ({"items", "item_features"}, "needs item feature vectors: pass items= with an array column {features}, "
                                              "or item_features= with rows ({item}, {feature}, {value})"),
     "interactions": ({"interactions"}, "needs training interactions: pass interactions= with columns {user} and {item}"),
-    "baseline": ({"baseline"}, "needs expected_recs: pass expected_recs= (another recommender's lists, columns like recs)"),
-    "interactions_or_baseline": ({"interactions", "baseline"}, "needs expected_recs= (another recommender's lists) or "
+    "expected_recs": ({"expected_recs"}, "needs expected_recs: pass expected_recs= (another recommender's lists, columns like recs)"),
+    "interactions_or_expected_recs": ({"interactions", "expected_recs"}, "needs expected_recs= (another recommender's lists) or "
                                  "interactions= (its k most popular items are then the expected lists)"),
 }
 
@@ -86,7 +86,7 @@ def _alternatives(metric: Metric, given: set[str], names: dict[str, str]) -> str
 
 def plan_inputs(plan: Plan) -> tuple[set[str], dict[str, str]]:
     """The roles a plan was given and its column names, for :func:`check_inputs`."""
-    given = {role for role in ("truth", "items", "interactions", "catalog", "baseline", "item_features")
+    given = {role for role in ("truth", "items", "interactions", "catalog", "expected_recs", "item_features")
              if getattr(plan, role) is not None}
     return given, dict(item=plan.item_col, user=plan.user_col, price=plan.price_col, probability=plan.probability_col,
                        category=plan.category_col, features=plan.features_col, feature=plan.feature_col,

@@ -80,13 +80,13 @@ class Plan:
     convention: str = "recsql"  # fills in the metric options the user did not write (recsql/conventions.py)
     dialect: str = "duckdb"
     ord_type: str = "DOUBLE"  # the type recs are ranked in (validate.order_type: exact for wide integers/decimals)
-    baseline_ord_type: str = "DOUBLE"
+    expected_ord_type: str = "DOUBLE"
     id_casts: dict[tuple[str, str], str] = field(default_factory=dict)  # (input, internal id) -> _ID_CASTS key
     item_needs: frozenset = frozenset()  # the items' value columns the metrics read (explaining a failed check)
     # Inputs of the beyond-accuracy metrics (docs/guide/metrics.md, "Beyond accuracy and user models"), each optional.
     interactions: exp.Expression | None = None  # (user, item) seen in training
     catalog: exp.Expression | None = None  # items; default: the items input, else truth ∪ recs items
-    baseline: exp.Expression | None = None  # another recommender's lists, ordered like recs
+    expected_recs: exp.Expression | None = None  # another recommender's lists, ordered like recs
     item_features: exp.Expression | None = None  # (item, feature, value) rows
     probability_col: str = "probability"
     category_col: str = "category"

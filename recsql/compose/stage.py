@@ -42,7 +42,7 @@ BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_
 
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
-_JOINS = {"popularity": ("ranked", {"pop"}), "baseline": ("ranked", {"b"}), "interaction_users": ("ranked", {"iu"}),
+_JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b"}), "interaction_users": ("ranked", {"iu"}),
           "catalog": ("ranked", {"cs"}), "categories": ("pair_rows", {"ca", "cb"}),
           "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
 
@@ -194,7 +194,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     ctes = {c.alias: c for c in with_.expressions}
     _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
     _heads(with_, ctes["list_ranked"])
-    _order_ties(ctes["baseline_ranked"].this, plan.ties, _tie_key(plan))
+    _order_ties(ctes["expected_ranked"].this, plan.ties, _tie_key(plan))
     _ideal_order(plan, ctes["truth_ordered"], values)
     if second is not None:
         _ranking(plan, ctes["second_ranked"], second[0], values["second_max_k"], {})

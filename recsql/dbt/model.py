@@ -36,7 +36,7 @@ from .. import __version__
 from ..compose import DIAGNOSTICS, compose, readable
 from ..dialects import render
 from ..errors import RecsqlError
-from ..inputs import ROLES, Inputs, renamed, shown
+from ..inputs import ROLES, Inputs, renamed
 from ..metrics import parse_metrics
 from ..options import yml_keys
 from ..plans import build_plan
@@ -148,7 +148,7 @@ def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
     parsed = parse_metrics(spec.metrics)
     described = Inputs(**{role: _PLACEHOLDER.format(role) for role in spec.inputs}, **spec.options)
     cols = described.options()
-    relations = {role: bind(shown(role), value, None).relation if value is not None else None
+    relations = {role: bind(role, value, None).relation if value is not None else None
                  for role, value in described.given().items()}
     named = {cols["user_col"]: "user_id", cols["item_col"]: "item_id",
              **{c: f"_run{i}" for i, c in enumerate(cols["run_cols"])}}
