@@ -74,7 +74,7 @@ def _legend_in(panel: Panel, runs: Sequence[str], palette: dict[str, str],
     entries = [(isolated(run), palette[run]) for run in runs]
     width = max(18 + text_width(label, SMALL) + 10 for label, _ in entries)
     x, y = _corner(panel, along, width, len(entries) * (SMALL + 5))
-    return legend(x, y, entries)
+    return legend(x, y, entries, backed=True)
 
 
 def curves(frame: pd.DataFrame, runs: Sequence[str]) -> str:

@@ -191,13 +191,18 @@ class Panel:
 
 
 def legend(x: float, y: float, entries: Sequence[tuple[str, str]], size: float = SMALL, columns: int = 1,
-           swatch: str = "line", anchor: str = "start") -> str:
+           swatch: str = "line", anchor: str = "start", backed: bool = False) -> str:
     """Entries (label, color) from (x, y) down (``columns`` > 1: side by side); ``anchor`` end:
-    ending at x. ``swatch``: a short line or a square."""
+    ending at x. ``swatch``: a short line or a square; ``backed``: on a translucent white box (a
+    legend inside a panel stays readable over the lines)."""
     widths = [18 + text_width(label, size) + 10 for label, _ in entries]
     across = sum(widths[:columns]) if columns > 1 else max(widths, default=0.0)
     left = x - across if anchor == "end" else x
     parts, cursor = [], left
+    if backed:
+        rows = math.ceil(len(entries) / columns)
+        parts.append(f'<rect x="{num(left - 3)}" y="{num(y - 2)}" width="{num(across)}" '
+                     f'height="{num(rows * (size + 5) + 4)}" fill="#ffffff" fill-opacity="0.8"/>')
     for i, (label, color) in enumerate(entries):
         row = i // columns if columns > 1 else i
         col_x = cursor if columns > 1 else left
