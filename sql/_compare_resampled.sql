@@ -31,7 +31,7 @@ cmp_units_wide AS (
 cmp_resampled_wide AS (
     SELECT u.run AS run, u.baseline AS baseline, u.grp AS grp, d.resample AS resample,
         SUM(d.w * u.v_slot) AS sum_wv_slot,
-        SUM(CASE WHEN u.v_slot IS NOT NULL THEN d.w END) AS sum_w_slot,
+        CAST(SUM(CASE WHEN u.v_slot IS NOT NULL THEN d.w END) AS BIGINT) AS sum_w_slot,
         SUM(d.s * u.v_slot) AS flipped_slot
     FROM cmp_units_wide AS u
     JOIN cmp_draws AS d ON u.user_idx = d.user_idx
