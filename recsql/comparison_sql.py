@@ -61,7 +61,7 @@ class Values:
     catalog: bool = False
 
 
-def _template(name: str, parameters: dict[str, Any], slots: list[int] = [0]) -> list[exp.CTE]:  # noqa: B006
+def _template(name: str, parameters: dict[str, Any], slots: tuple[int, ...] = (0,)) -> list[exp.CTE]:
     """The CTEs of ``sql/<name>.sql`` with its ``$parameters`` as typed literals, its per-slot
     expressions written once per slot (:func:`expand_slots`) and the mixer's macros expanded."""
     _, body = read_template(name)
@@ -77,7 +77,7 @@ def _template(name: str, parameters: dict[str, Any], slots: list[int] = [0]) -> 
     return list(tree.args["with_"].expressions)
 
 
-def expand_slots(tree: exp.Expression, slots: list[int]) -> exp.Expression:
+def expand_slots(tree: exp.Expression, slots: tuple[int, ...] | list[int]) -> exp.Expression:
     """Each select expression named ``..._slot`` and each CASE branch ``WHEN $slot`` of ``tree``
     written once per slot ``i`` of ``slots``: ``$slot`` as the number i, names ending in ``_slot``
     ending in ``_i`` instead (the per-metric columns of sql/_compare_resampled.sql).
@@ -195,7 +195,8 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         after += list_ctes(values.global_kinds, len(values.metrics), values.runs, values.lists, values.catalog,
                            values.segments is not None)
     return [*segment_ctes, _cte("cmp_keyed", keyed), _cte("cmp_metrics", metric_ids), _cte("cmp_values", present),
-            _cte("cmp_slots", slots), _cte("cmp_runs", runs), _cte("cmp_users", users), _cte("cmp_baselines", baselines), *after]
+            _cte("cmp_slots", slots), _cte("cmp_runs", runs), _cte("cmp_users", users), _cte("cmp_baselines", baselines),
+            *after]
 
 
 RESULT_COLUMNS = {  # table alias -> the columns the statement returns from it
@@ -213,7 +214,7 @@ def statistics(values: Values, settings: Settings, baseline: list[exp.Expression
                   "grain": GRAIN}
     ctes = _inputs(values, baseline)
     tukey = "tukey" in settings.tests
-    slots = [i for i in range(len(values.metrics)) if i not in values.global_kinds] or [0]  # per-user metrics
+    slots = tuple(i for i in range(len(values.metrics)) if i not in values.global_kinds) or (0,)  # per-user metrics
     for name in (*TEMPLATES, *([GLOBAL_TEMPLATE] if values.global_kinds else [])):
         ctes += _template(name, parameters, slots)
     ctes += union_ctes(bool(values.global_kinds))
