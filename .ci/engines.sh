@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the real engines the engine tests start (tests/servers.py, tests/engines.py):
+# Install the real engines the engine tests start (tests/support/servers.py, tests/support/engines.py):
 # PostgreSQL and MariaDB server binaries from Debian, a JRE for Spark if `java` is missing, Chromium
 # for the report's browser test,
 # and the Python clients/engines from PyPI. Debian 12, run as root. Idempotent: when everything

@@ -93,7 +93,7 @@ def summary(runs: list[dict]) -> dict[str, float]:
 def versions() -> dict[str, str]:
     from importlib.metadata import version
     return {"python": platform.python_version(), **{p: version(p) for p in ("duckdb", "sqlglot", "pandas", "numpy",
-                                                                          "scipy", "matplotlib")}}
+                                                                          "scipy")}}
 
 
 def commit() -> str:

@@ -6,7 +6,7 @@
 
 Only the asked subcommand's code is imported (:data:`COMMANDS`): ``recsql --version`` and
 ``recsql metrics`` start without pandas or DuckDB, and an optional dependency (PyYAML for ``dbt``,
-matplotlib for ``report``) is needed only by its own subcommand.
+the engines' drivers) is needed only by its own use.
 """
 from __future__ import annotations
 

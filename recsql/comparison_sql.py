@@ -61,10 +61,11 @@ class Values:
     catalog: bool = False
 
 
-def _template(name: str, parameters: dict[str, Any]) -> list[exp.CTE]:
-    """The CTEs of ``sql/<name>.sql`` with its ``$parameters`` as typed literals and the mixer's macros expanded."""
+def _template(name: str, parameters: dict[str, Any], slots: tuple[int, ...] = (0,)) -> list[exp.CTE]:
+    """The CTEs of ``sql/<name>.sql`` with its ``$parameters`` as typed literals, its per-slot
+    expressions written once per slot (:func:`expand_slots`) and the mixer's macros expanded."""
     _, body = read_template(name)
-    tree = sqlglot.parse_one(body, read="duckdb")
+    tree = expand_slots(sqlglot.parse_one(body, read="duckdb"), slots)
 
     def substitute(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Placeholder):
@@ -74,6 +75,35 @@ def _template(name: str, parameters: dict[str, Any]) -> list[exp.CTE]:
 
     tree = expand_macros(tree.transform(substitute))
     return list(tree.args["with_"].expressions)
+
+
+def expand_slots(tree: exp.Expression, slots: tuple[int, ...] | list[int]) -> exp.Expression:
+    """Each select expression named ``..._slot`` and each CASE branch ``WHEN $slot`` of ``tree``
+    written once per slot ``i`` of ``slots``: ``$slot`` as the number i, names ending in ``_slot``
+    ending in ``_i`` instead (the per-metric columns of sql/_compare_resampled.sql).
+
+    >>> sql = "SELECT MAX(CASE WHEN slot = $slot THEN v END) AS v_slot, CASE slot WHEN $slot THEN v_slot END AS x"
+    >>> expand_slots(sqlglot.parse_one(sql, read="duckdb"), [0, 2]).sql()
+    'SELECT MAX(CASE WHEN slot = 0 THEN v END) AS v_0, MAX(CASE WHEN slot = 2 THEN v END) AS v_2, CASE slot WHEN 0 THEN v_0 WHEN 2 THEN v_2 END AS x'
+    """
+    def one(node: exp.Expression, i: int) -> exp.Expression:
+        node = node.copy()
+        for ident in node.find_all(exp.Identifier):
+            if ident.name.endswith("_slot"):
+                ident.set("this", f"{ident.name[:-len('_slot')]}_{i}")
+        return node.transform(lambda n: exp.Literal.number(i) if isinstance(n, exp.Placeholder) and n.name == "slot"
+                              else n)
+
+    def per_slot(branch: exp.Expression) -> bool:
+        return isinstance(branch.this, exp.Placeholder) and branch.this.name == "slot"
+
+    for select in list(tree.find_all(exp.Select)):
+        select.set("expressions", [c for e in select.expressions for c in
+                                   ([one(e, i) for i in slots] if e.alias_or_name.endswith("_slot") else [e])])
+    for case in list(tree.find_all(exp.Case)):
+        if any(per_slot(b) for b in case.args.get("ifs") or []):
+            case.set("ifs", [c for b in case.args["ifs"] for c in ([one(b, i) for i in slots] if per_slot(b) else [b])])
+    return tree
 
 
 def _cte(name: str, query: exp.Expression) -> exp.CTE:
@@ -148,6 +178,9 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         .where(exp.column("segment", "k") >= 0)
     present = exp.select("run", "user_idx", "metric", "x").from_(unpivoted.subquery("v")) \
         .where(exp.column("x").is_(exp.null()).not_())
+    slots = sqlglot.parse_one(  # each metric index: its segment (grp) and its metric's position (slot)
+        f"SELECT g.segment * {len(values.metrics)} + m.metric AS metric, g.segment AS grp, m.metric AS slot "
+        "FROM (SELECT DISTINCT segment FROM cmp_keyed WHERE segment >= 0) AS g CROSS JOIN cmp_metrics AS m")
     runs = exp.select("run", *keys).distinct().from_("cmp_keyed")
     users = exp.select("user_idx").distinct().from_("cmp_keyed")
     if values.segments is not None:  # none when a user has no segment: that result is refused, so not resampled
@@ -162,7 +195,8 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         after += list_ctes(values.global_kinds, len(values.metrics), values.runs, values.lists, values.catalog,
                            values.segments is not None)
     return [*segment_ctes, _cte("cmp_keyed", keyed), _cte("cmp_metrics", metric_ids), _cte("cmp_values", present),
-            _cte("cmp_runs", runs), _cte("cmp_users", users), _cte("cmp_baselines", baselines), *after]
+            _cte("cmp_slots", slots), _cte("cmp_runs", runs), _cte("cmp_users", users), _cte("cmp_baselines", baselines),
+            *after]
 
 
 RESULT_COLUMNS = {  # table alias -> the columns the statement returns from it
@@ -180,8 +214,9 @@ def statistics(values: Values, settings: Settings, baseline: list[exp.Expression
                   "grain": GRAIN}
     ctes = _inputs(values, baseline)
     tukey = "tukey" in settings.tests
+    slots = tuple(i for i in range(len(values.metrics)) if i not in values.global_kinds) or (0,)  # per-user metrics
     for name in (*TEMPLATES, *([GLOBAL_TEMPLATE] if values.global_kinds else [])):
-        ctes += _template(name, parameters)
+        ctes += _template(name, parameters, slots)
     ctes += union_ctes(bool(values.global_kinds))
     for name in (INTERVAL_TEMPLATE, *(["_compare_tukey"] if tukey else [])):
         ctes += _template(name, parameters)

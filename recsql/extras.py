@@ -1,12 +1,13 @@
 """The optional dependencies: which extra of ``recsql-eval`` installs each, and the one-line error
 when one is missing.
 
-``pip install recsql-eval`` installs what ``evaluate``, ``sql``, ``metrics`` and ``compare`` need;
-the report's figures, the dbt commands and the other engines' drivers come with extras
-(``pip install 'recsql-eval[report]'``). Each is imported where it is used, never when recsql loads.
+``pip install recsql-eval`` installs what ``evaluate``, ``sql``, ``metrics``, ``compare`` and
+``report`` need (the report's figures are SVG recsql writes itself); the dbt commands and the other
+engines' drivers come with extras (``pip install 'recsql-eval[dbt]'``). Each is imported where it
+is used, never when recsql loads.
 
->>> print(MissingExtra("matplotlib", "recsql report"))
-recsql report needs matplotlib, which the report extra installs: pip install 'recsql-eval[report]'
+>>> print(MissingExtra("yaml", "recsql dbt generate"))
+recsql dbt generate needs PyYAML, which the dbt extra installs: pip install 'recsql-eval[dbt]'
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from types import ModuleType
 
 # top-level module -> (the extra that installs it, the package's name on the package index)
 EXTRAS: dict[str, tuple[str, str]] = {
-    "matplotlib": ("report", "matplotlib"),
     "yaml": ("dbt", "PyYAML"),
     "dbt": ("dbt", "dbt-core"),
     "psycopg": ("postgres", "psycopg"),
@@ -38,7 +38,7 @@ class MissingExtra(ModuleNotFoundError):
 
 def require(module: str, needed_by: str) -> ModuleType:
     """Import ``module`` (an optional dependency, a key of :data:`EXTRAS`) for ``needed_by``
-    (e.g. ``"recsql report"``); :class:`MissingExtra` when it is not installed."""
+    (e.g. ``"recsql dbt generate"``); :class:`MissingExtra` when it is not installed."""
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as err:

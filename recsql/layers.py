@@ -46,7 +46,8 @@ LAYERS = (
      ("recsql.plans", "recsql.request", "recsql.explain")),
     ("report", "the report's page and tables, drawn from results already computed (read by their fields, so "
                "the results can offer them)",
-     ("recsql.report", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures")),
+     ("recsql.report", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures",
+      "recsql.report.svg")),
     ("results", "what compare returns, and the comparison of per-user values that Evaluation.compare runs",
      ("recsql.comparison_result", "recsql.comparison_run")),
     ("evaluate", "the first entry points: evaluate, to_sql and the Evaluation they return",

@@ -9,8 +9,8 @@ Each context has its own escaping, and each path that carries user text to it us
   U+2029 as ``\\u`` escapes, so no ``</script``, ``<!--`` or line separator in a name can end or
   change the block (the JSON parses to the same values);
 - plain text drawn by a browser (a figure's labels, the page's ``<title>``): :func:`isolated`
-  wraps text outside ASCII in the Unicode isolates FSI ... PDI (U+2068, U+2069); matplotlib itself
-  draws text as text, never as mathtext or LaTeX (:data:`recsql.report.figures.STYLE`);
+  wraps text outside ASCII in the Unicode isolates FSI ... PDI (U+2068, U+2069); the figures
+  (:mod:`recsql.report.svg`) write text as SVG text, never read as mathtext or LaTeX;
 - a terminal: :func:`for_terminal` writes every character that is not printable (escape
   sequences, carriage returns, bidirectional controls) as its Python escape (``\\x1b``,
   ``\\u202e``), so a name cannot move the cursor, recolour or rewrite the terminal;

@@ -1,8 +1,9 @@
 """Bad input, hostile names and faults (issue: clear errors, nothing lost, nothing injected).
 
 The catalogue runs on every executed engine: each row is an input mistake, the words its
-RecsqlError must contain, and the engines that cannot even store that input (MariaDB has no NaN or
-infinity; SQLite stores NaN as NULL; Arrow-backed engines read a pandas NaN as NULL)."""
+RecsqlError must contain, and the capability an engine needs to store that input at all
+(support/capabilities.py: MariaDB has no NaN or infinity; SQLite stores NaN as NULL; Arrow-backed
+engines read a pandas NaN as NULL)."""
 from __future__ import annotations
 
 from contextlib import ExitStack
@@ -13,7 +14,8 @@ import pandas as pd
 import pytest
 
 import recsql
-from engines import ENGINES, start
+from support.capabilities import engines_with
+from support.engines import ENGINES, start
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
@@ -35,34 +37,34 @@ def with_value(frame: pd.DataFrame, column: str, value) -> pd.DataFrame:
 
 NULL_OR_NAN = ("NULL", "NaN or infinite")
 CATALOGUE = [
-    # id, recs, truth, metrics, options, words (any of a tuple), engines that cannot store it
-    ("null user", with_value(RECS, "user_id", None), TRUTH, {}, ["recs column 'user_id'", "NULL"], ()),
-    ("null item in truth", RECS, with_value(TRUTH, "item_id", None), {}, ["truth column 'item_id'", "NULL"], ()),
-    ("null score", with_value(RECS, "score", None), TRUTH, {}, ["recs column 'score'", "NULL"], ()),
-    ("null relevance", RECS, with_value(TRUTH, "relevance", None), {}, ["truth column 'relevance'", "NULL"], ()),
-    ("nan score", with_value(RECS, "score", float("nan")), TRUTH, {}, ["recs column 'score'", NULL_OR_NAN], ("mysql",)),
-    ("infinite score", with_value(RECS, "score", float("inf")), TRUTH, {}, ["'score'", "NaN or infinite"], ("mysql",)),
+    # id, recs, truth, options, words (any of a tuple), the capability storing it needs (None: any engine)
+    ("null user", with_value(RECS, "user_id", None), TRUTH, {}, ["recs column 'user_id'", "NULL"], None),
+    ("null item in truth", RECS, with_value(TRUTH, "item_id", None), {}, ["truth column 'item_id'", "NULL"], None),
+    ("null score", with_value(RECS, "score", None), TRUTH, {}, ["recs column 'score'", "NULL"], None),
+    ("null relevance", RECS, with_value(TRUTH, "relevance", None), {}, ["truth column 'relevance'", "NULL"], None),
+    ("nan score", with_value(RECS, "score", float("nan")), TRUTH, {}, ["recs column 'score'", NULL_OR_NAN], "non_finite"),
+    ("infinite score", with_value(RECS, "score", float("inf")), TRUTH, {}, ["'score'", "NaN or infinite"], "non_finite"),
     ("minus infinite relevance", RECS, with_value(TRUTH, "relevance", float("-inf")), {},
-     ["truth column 'relevance'", "NaN or infinite"], ("mysql",)),
+     ["truth column 'relevance'", "NaN or infinite"], "non_finite"),
     ("duplicate recs", pd.concat([RECS, RECS.iloc[:1]], ignore_index=True), TRUTH, {},
-     ["recs has 1 duplicated", "duplicates='best'"], ()),
+     ["recs has 1 duplicated", "duplicates='best'"], None),
     ("duplicate truth", RECS, pd.concat([TRUTH, TRUTH.iloc[:1]], ignore_index=True), {},
-     ["truth has 1 duplicated", "duplicates='max'"], ()),
-    ("text score", RECS.assign(score=["a", "b", "c"]), TRUTH, {}, ["'score'", "must be a number"], ()),
-    ("text relevance", RECS, TRUTH.assign(relevance=["x", "y"]), {}, ["'relevance'", "must be a number"], ()),
-    ("id types differ", RECS, TRUTH.assign(item_id=["1", "3"]), {}, ["item ids differ in type", "Cast one side"], ()),
-    ("missing column", RECS.rename(columns={"score": "points"}), TRUTH, {}, ["has no column 'score'", "score_col="], ()),
-    ("renamed rank column missing", RECS, TRUTH, {"rank_col": "position"}, ["'position'", "rank_col="], ()),
-    ("k is zero", RECS, TRUTH, {"metrics": ["ndcg@0"]}, ["k must be >= 1"], ()),
-    ("k is not whole", RECS, TRUTH, {"metrics": ["ndcg@2.5"]}, ["whole number"], ()),
-    ("unknown option", RECS, TRUTH, {"metrics": ["map(denom=k)@3"]}, ["unknown option 'denom'"], ()),
+     ["truth has 1 duplicated", "duplicates='max'"], None),
+    ("text score", RECS.assign(score=["a", "b", "c"]), TRUTH, {}, ["'score'", "must be a number"], None),
+    ("text relevance", RECS, TRUTH.assign(relevance=["x", "y"]), {}, ["'relevance'", "must be a number"], None),
+    ("id types differ", RECS, TRUTH.assign(item_id=["1", "3"]), {}, ["item ids differ in type", "Cast one side"], None),
+    ("missing column", RECS.rename(columns={"score": "points"}), TRUTH, {}, ["has no column 'score'", "score_col="], None),
+    ("renamed rank column missing", RECS, TRUTH, {"rank_col": "position"}, ["'position'", "rank_col="], None),
+    ("k is zero", RECS, TRUTH, {"metrics": ["ndcg@0"]}, ["k must be >= 1"], None),
+    ("k is not whole", RECS, TRUTH, {"metrics": ["ndcg@2.5"]}, ["whole number"], None),
+    ("unknown option", RECS, TRUTH, {"metrics": ["map(denom=k)@3"]}, ["unknown option 'denom'"], None),
     ("float id not whole", with_value(RECS.astype({"item_id": float}), "item_id", 1.5), TRUTH, {},
-     ["recs column 'item_id' holds floating-point ids", "not a whole number", "Cast the column to BIGINT"], ()),
+     ["recs column 'item_id' holds floating-point ids", "not a whole number", "Cast the column to BIGINT"], None),
     ("nan id", with_value(RECS.astype({"user_id": float}), "user_id", float("nan")), TRUTH, {},
-     ["recs column 'user_id'", ("NULL", "not a whole number within ±2^53 (or NaN")], ("mysql",)),
+     ["recs column 'user_id'", ("NULL", "not a whole number within ±2^53 (or NaN")], "non_finite"),
     ("relevance too large for exponential gains", RECS, TRUTH.assign(relevance=[2000.0, 1.0]),
-     {"metrics": ["ndcg(gain=exponential)@3"]}, ["'relevance'", "above 1000", "gain=linear"], ()),
-    ("k_slots beyond its limit", RECS, TRUTH, {"metrics": ["ndcg(ideal=k_slots)@20000"]}, ["k <= 10000"], ()),
+     {"metrics": ["ndcg(gain=exponential)@3"]}, ["'relevance'", "above 1000", "gain=linear"], None),
+    ("k_slots beyond its limit", RECS, TRUTH, {"metrics": ["ndcg(ideal=k_slots)@20000"]}, ["k <= 10000"], None),
 ]
 
 
@@ -74,8 +76,8 @@ def engine(request):
 
 @pytest.mark.parametrize("row", CATALOGUE, ids=[r[0] for r in CATALOGUE])
 def test_catalogue(engine, row):
-    _, recs, truth, options, words, unable = row
-    if engine.name in unable:
+    _, recs, truth, options, words, needs = row
+    if needs and not engine.can(needs):
         with pytest.raises(Exception):  # the engine itself refuses to store the value
             engine.load(recs if recs is not RECS else truth)
         return
@@ -121,7 +123,7 @@ HOSTILE_TABLES = ["my recs", "trüth; DROP TABLE x --"]
 def test_hostile_names_work_as_names(engine):
     recs = RECS.rename(columns=HOSTILE_COLUMNS)
     truth = TRUTH.rename(columns=HOSTILE_COLUMNS)
-    if engine.name == "spark":  # Spark's temporary views take identifier names only; columns are free
+    if not engine.can("any_table_name"):  # Spark's temporary views take identifier names only; columns are free
         r, t = engine.load(recs), engine.load(truth)
     else:
         r, t = engine.load(recs, name=HOSTILE_TABLES[0]), engine.load(truth, name=HOSTILE_TABLES[1])
@@ -143,7 +145,7 @@ def test_injection_attempt_evaluates_nothing_harmful(engine):
 def test_failing_and_interrupted_runs_leave_nothing_behind(engine, monkeypatch):
     import recsql.engines as engines_module
     r, t = engine.load(RECS), engine.load(TRUTH)
-    before = _objects(engine)
+    before = engine.tables()
     original = engines_module.runner_for
 
     def failing(con, **kw):
@@ -153,31 +155,10 @@ def test_failing_and_interrupted_runs_leave_nothing_behind(engine, monkeypatch):
         monkeypatch.setattr(runner, "fetch", boom)
         return runner
     monkeypatch.setattr("recsql.request.runner_for", failing)
-    frames = (engine.con.createDataFrame(RECS), engine.con.createDataFrame(TRUTH)) if engine.name == "spark" \
-        else (RECS, TRUTH) if engine.name == "duckdb" else (r, t)
+    frames = (engine.frame(RECS), engine.frame(TRUTH)) if engine.can("dataframes") else (r, t)
     with pytest.raises(KeyboardInterrupt):
         recsql.evaluate(*frames, ["ndcg@3"], con=engine.con)
-    assert _objects(engine) == before
-
-
-def _objects(engine) -> list:
-    if engine.name == "spark":
-        return sorted(t.name for t in engine.con.catalog.listTables())
-    if engine.name == "duckdb":
-        return engine.con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()
-    if engine.name == "sqlite":
-        return engine.con.execute("SELECT name FROM sqlite_master ORDER BY 1").fetchall()
-    if engine.name == "clickhouse":
-        return engine.con.query("SHOW TABLES", "DataFrame").values.tolist()
-    if engine.name == "datafusion":
-        return sorted(engine.con.catalog().schema().names())
-    with engine.con.cursor() as cursor:
-        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema NOT IN "
-                       "('information_schema', 'pg_catalog', 'mysql', 'performance_schema', 'sys') ORDER BY 1")
-        rows = cursor.fetchall()
-    if engine.name == "postgres":
-        engine.con.rollback()
-    return rows
+    assert engine.tables() == before
 
 
 @pytest.mark.parametrize("type_name,family", [
@@ -193,15 +174,12 @@ def test_type_names_of_every_engine_are_recognised(type_name, family):
     assert family_of(type_name) == family
 
 
-@pytest.mark.parametrize("name", ["duckdb", "sqlite", "postgres", "mysql", "clickhouse"])
+@pytest.mark.parametrize("name", engines_with("closable"))
 def test_a_closed_connection_is_a_clear_error(name):
-    """(Spark's session and DataFusion's context have no 'closed' state a user can hand over.)"""
     with ExitStack() as stack:
         engine = start(name, stack)
         r, t = engine.load(RECS), engine.load(TRUTH)
         engine.con.close()
-        if name == "mysql":  # PyMySQL refuses a second close: reconnect for the harness's own close at exit
-            stack.callback(engine.con.connect)
         with pytest.raises(recsql.RecsqlError, match=r"^con: the .* cannot be used \(.*\); pass an open"):
             recsql.evaluate(r, t, ["ndcg@3"], con=engine.con)
 
@@ -209,31 +187,13 @@ def test_a_closed_connection_is_a_clear_error(name):
 # Ids of two kinds: a timestamp or a date never equals a string or a number on every engine alike
 # (DuckDB casts '2024-01-01' to a date and matches it; PostgreSQL refuses to compare): refused on
 # every engine, before any statement runs. SQLite has no date type (dates are text there).
-TIME_IDS = {"duckdb": ("TIMESTAMP", "VARCHAR"), "postgres": ("timestamp", "text"), "mysql": ("DATETIME", "VARCHAR(40)"),
-            "clickhouse": ("DateTime", "String")}
-
-
-@pytest.mark.parametrize("name", [*TIME_IDS, "datafusion"])
+@pytest.mark.parametrize("name", engines_with("time_ids"))
 def test_ids_of_two_kinds_are_refused(name):
     with ExitStack() as stack:
         engine = start(name, stack)
-        if name == "datafusion":
-            import pyarrow as pa
-            engine.con.register_record_batches("trecs", [pa.table({"user_id": [1], "item_id": pa.array(
-                [pd.Timestamp("2024-01-01")], pa.timestamp("us")), "score": [1.0]}).to_batches()])
-            engine.con.register_record_batches("ttruth", [pa.table({"user_id": [1], "item_id": ["2024-01-01"]}).to_batches()])
-            engine.con.register_record_batches("ntruth", [pa.table({"user_id": [1], "item_id": [20240101]}).to_batches()])
-        else:
-            stamp, text = TIME_IDS[name]
-            options = engine.table_options
-            engine.execute(f"CREATE TABLE trecs (user_id INT, item_id {stamp}, score DOUBLE){options}"
-                           .replace("INT,", "Int32,").replace("DOUBLE", "Float64") if name == "clickhouse" else
-                           f"CREATE TABLE trecs (user_id INT, item_id {stamp}, score {engine.kinds['float']}){options}")
-            engine.execute("INSERT INTO trecs VALUES (1, '2024-01-01 00:00:00', 1.0)")
-            engine.execute(f"CREATE TABLE ttruth (user_id {'Int32' if name == 'clickhouse' else 'INT'}, item_id {text})"
-                           f"{options}")
-            engine.execute("INSERT INTO ttruth VALUES (1, '2024-01-01 00:00:00')")
-            engine.load(pd.DataFrame({"user_id": [1], "item_id": [20240101]}), name="ntruth")
+        engine.load(pd.DataFrame({"user_id": [1], "item_id": [pd.Timestamp("2024-01-01")], "score": [1.0]}), name="trecs")
+        engine.load(pd.DataFrame({"user_id": [1], "item_id": ["2024-01-01 00:00:00"]}), name="ttruth")
+        engine.load(pd.DataFrame({"user_id": [1], "item_id": [20240101]}), name="ntruth")
         for truth in ("ttruth", "ntruth"):
             with pytest.raises(recsql.RecsqlError, match=r"item ids differ in type: recs column 'item_id' is .* \(dates "
                                r"or times\) but truth column 'item_id' is .*Cast one side"):
@@ -276,7 +236,7 @@ def test_two_columns_of_one_name_are_refused(tmp_path):
 @pytest.mark.parametrize("name", ["r?x", "r*x", "r[1]"])
 def test_a_name_with_glob_characters_is_a_table(name):
     """Without a file ending it names no file recsql reads: to_sql and evaluate take it as a table."""
-    sql = recsql.to_sql(["hit_rate@1"], name, "truth")
+    sql = recsql.to_sql(name, "truth", ["hit_rate@1"])
     assert f'"{name}"' in sql and "read_" not in sql.lower()
     con = duckdb.connect()
     con.execute(f'CREATE TABLE "{name}" AS SELECT 1 AS user_id, 1 AS item_id, 1.0 AS score')
@@ -286,7 +246,7 @@ def test_a_name_with_glob_characters_is_a_table(name):
         recsql.evaluate("x?y", "truth", ["hit_rate@1"], con=con)
 
 
-@pytest.mark.parametrize("name", ["duckdb", "sqlite"])
+@pytest.mark.parametrize("name", engines_with("outliving_views"))
 def test_a_view_whose_table_was_dropped_is_named_broken(name):
     """(PostgreSQL and MariaDB keep such a view from arising: DROP TABLE needs CASCADE, or the view
     stays and fails as a missing table there.)"""

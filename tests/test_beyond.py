@@ -1,6 +1,6 @@
 """Beyond-accuracy and user-model metrics (docs/guide/metrics.md, "Beyond accuracy and user models"): hand-computed fixture cases
 (fixtures/worked/beyond.json, each with its arithmetic written out in `derivation`), the seeds'
-worked examples (novelty, accuracy), and the plain-Python reference (tests/reference_beyond.py)
+worked examples (novelty, accuracy), and the plain-Python reference (tests/support/reference_beyond.py)
 agreeing with both."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import recsql
-from cases import load, metric_of, per_user, run
-from reference_beyond import parse_metric as reference_parse
-from reference_beyond import reference_beyond, summary
+from support.cases import load, metric_of, per_user, run
+from support.reference_beyond import parse_metric as reference_parse
+from support.reference_beyond import reference_beyond, summary
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
@@ -93,7 +93,7 @@ def test_novelty_reads_the_items_probability_when_no_interactions_are_given():
     got = recsql.evaluate(recs, None, ["novelty@2"], items=items, interactions=interactions).summary
     assert got["novelty@2"].iloc[0] == pytest.approx((0 + 1) / 2)
     # to_sql picks the same default from the inputs it is given
-    assert '"probability"' in recsql.to_sql(["novelty@2"], truth=None, items="items")
+    assert '"probability"' in recsql.to_sql(metrics=["novelty@2"], truth=None, items="items")
     with pytest.raises(recsql.RecsqlError, match=r"needs training interactions.*or write p=items, which needs item "
                                                  r"probabilities"):
         recsql.evaluate(recs, None, ["novelty@2"])

@@ -1,4 +1,4 @@
-"""Beyond-accuracy metrics == the plain-Python reference (tests/reference_beyond.py) on random
+"""Beyond-accuracy metrics == the plain-Python reference (tests/support/reference_beyond.py) on random
 inputs: tied scores, users with one item or none, items missing from items / features /
 interactions, baselines that miss users, catalogs that miss recommended items; plus the
 invariants of their definitions (docs/guide/metrics.md, "Beyond accuracy and user models")."""
@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recsql
-from reference_beyond import METRICS, personalization_pairwise, reference_beyond, summary
-from strategies import ITEMS, USERS, recs_rows, truth_rows
+from support.reference_beyond import METRICS, personalization_pairwise, reference_beyond, summary
+from support.strategies import ITEMS, USERS, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
-BEYOND = sorted(METRICS)  # every metric tests/reference_beyond.py implements (test_registry_complete.py)
+BEYOND = sorted(METRICS)  # every metric tests/support/reference_beyond.py implements (test_registry_complete.py)
 OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}],
            "err": [{}, {"max_grade": 3}], "pfound": [{}, {"max_grade": 4, "p_break": 0.5}]}
 CATEGORIES = ["a", "b", "c"]

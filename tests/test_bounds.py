@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import recsql
 from recsql.conventions import CONVENTIONS, resolve_metric
 from recsql.metrics import Param
-from strategies import ITEMS, USERS, recs_rows, truth_rows
+from support.strategies import ITEMS, USERS, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
@@ -61,8 +61,8 @@ def with_cutoff_if_needed(metric: recsql.Metric, convention: str) -> recsql.Metr
     if metric.k is not None:
         return metric
     try:
-        recsql.to_sql([metric], items="items", interactions="interactions", catalog="catalog",
-                      baseline="baseline", item_features="item_features", convention=convention)
+        recsql.to_sql(metrics=[metric], items="items", interactions="interactions", catalog="catalog",
+                      expected_recs="baseline", item_features="item_features", convention=convention)
     except recsql.RecsqlError as err:
         if "needs a cutoff" not in str(err):
             raise

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import recsql
-from cases import TREC_EVAL as TREC
+from support.cases import TREC_EVAL as TREC
 from recsql.cli import main
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
@@ -323,7 +323,7 @@ def test_the_old_python_spellings_warn_and_give_the_same_results():
         old = recsql.evaluate(recs, TRUTH, ["unexpectedness@5"], run_cols="model", baseline=popular)
     pd.testing.assert_frame_equal(old.summary, new.summary, rtol=1e-12)
     with pytest.warns(FutureWarning, match="baseline= is renamed expected_recs="):
-        assert recsql.to_sql(["unexpectedness@5"], baseline="popular") == recsql.to_sql(["unexpectedness@5"],
+        assert recsql.to_sql(metrics=["unexpectedness@5"], baseline="popular") == recsql.to_sql(metrics=["unexpectedness@5"],
                                                                                          expected_recs="popular")
     with pytest.raises(recsql.RecsqlError, match="pass expected_recs= only"):
         recsql.evaluate(recs, TRUTH, ["unexpectedness@5"], expected_recs=popular, baseline=popular)

@@ -22,7 +22,7 @@ from sqlglot import exp
 from statsmodels.stats.multitest import multipletests
 
 import recsql
-from engines import ENGINES, start
+from support.engines import ENGINES, start
 from recsql.comparison import Settings, compare_per_user
 from recsql.dialects import render
 from recsql.engines import runner_for
@@ -480,7 +480,7 @@ def test_to_sql_compare_runs_in_another_engine_and_finishes_in_python():
     con = sqlite3.connect(":memory:")
     recs.astype(object).to_sql("recs", con, index=False)
     truth.astype(object).to_sql("truth", con, index=False)
-    sql = recsql.to_sql(["ndcg@5", "hit_rate@3"], run_cols="model", dialect="sqlite", text_ids=["user_id"],
+    sql = recsql.to_sql(metrics=["ndcg@5", "hit_rate@3"], run_cols="model", dialect="sqlite", text_ids=["user_id"],
                         relevance_col=None, compare={"baseline": "B", "resamples": 80, "seed": 1})
     rows = pd.read_sql_query(sql, con)
     assert (rows[["recs_invalid_rows", "recs_duplicate_rows"]] == 0).all().all()
@@ -490,16 +490,16 @@ def test_to_sql_compare_runs_in_another_engine_and_finishes_in_python():
         for column in mine.columns:
             assert all(a == b if isinstance(b, str) else close(a, b) for a, b in zip(mine[column], theirs[column])), column
     with pytest.raises(recsql.RecsqlError, match="unknown option 'seeds'"):
-        recsql.to_sql(["ndcg@5"], run_cols="model", compare={"seeds": 1})
+        recsql.to_sql(metrics=["ndcg@5"], run_cols="model", compare={"seeds": 1})
 
 
 def test_every_dialect_renders_the_statistics():
     from recsql.dialects import DIALECTS
     for name in DIALECTS:
-        sql = recsql.to_sql(["ndcg@10", "mrr@10"], run_cols=["model", "day"], dialect=name,
+        sql = recsql.to_sql(metrics=["ndcg@10", "mrr@10"], run_cols=["model", "day"], dialect=name,
                             compare={"baseline": ("A", 1), "resamples": 500})
         assert "cmp_draws" in sql and "cmp_interval" in sql, name
-        sql = recsql.to_sql(["coverage@10", "gini@10", "personalization@10", "ndcg@10"], run_cols="model",
+        sql = recsql.to_sql(metrics=["coverage@10", "gini@10", "personalization@10", "ndcg@10"], run_cols="model",
                             dialect=name, compare={"segments": "cohorts", "segment_cols": ["cohort"]})
         assert "cmp_global_sides" in sql and "cohorts" in sql, name
 
@@ -874,13 +874,13 @@ def test_segments_in_evaluation_compare_and_to_sql_give_compare_numbers():
     con = sqlite3.connect(":memory:")
     for name, table in (("recs", recs), ("truth", truth), ("cohorts", segments)):
         table.astype(object).to_sql(name, con, index=False)
-    sql = recsql.to_sql(["ndcg@5", "recall@5"], run_cols="model", dialect="sqlite", text_ids=["user_id", "model"],
+    sql = recsql.to_sql(metrics=["ndcg@5", "recall@5"], run_cols="model", dialect="sqlite", text_ids=["user_id", "model"],
                         relevance_col=None, compare={**options, "segments": "cohorts", "segment_cols": "cohort"})
     rows = pd.read_sql_query(sql, con)
     again = finish_rows(rows, ["ndcg@5", "recall@5"], "model", segment_cols="cohort", **options)
     assert_same_tables(again, want, "to_sql on SQLite")
     with pytest.raises(recsql.RecsqlError, match="segment columns"):
-        recsql.to_sql(["ndcg@5"], run_cols="model", compare={"segments": "cohorts"})
+        recsql.to_sql(metrics=["ndcg@5"], run_cols="model", compare={"segments": "cohorts"})
     with pytest.raises(recsql.RecsqlError, match="no row in segments"):
         evaluation.compare(segments=segments.iloc[1:], resamples=10)
 

@@ -1,4 +1,4 @@
-"""Tie rules and conventions against the plain-Python reference (tests/reference.py), on random
+"""Tie rules and conventions against the plain-Python reference (tests/support/reference.py), on random
 inputs with tied scores, graded and negative relevance and users missing from either input.
 
 Each convention is restated here, independently of recsql/conventions.py, as the reference's
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import recsql
 from recsql.conventions import CONVENTIONS as DECLARED
-from reference import ranked_groups, reference
-from strategies import ACCURACY, TEXT_ORDER_ITEMS, check, frame, metrics, python_options, recs_rows, truth_rows
+from support.reference import ranked_groups, reference
+from support.strategies import ACCURACY, TEXT_ORDER_ITEMS, check, frame, metrics, python_options, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
@@ -169,12 +169,12 @@ def test_text_tie_order_renders_for_every_dialect():
     cast = {"postgres": 'AS VARCHAR) COLLATE "C"', "mysql": "AS BINARY)", "tsql": "AS VARCHAR(8000)) COLLATE Latin1_General_BIN2",
             "duckdb": "AS TEXT)", "spark": "AS STRING)", "clickhouse": "AS Nullable(String))", "oracle": "AS VARCHAR2(4000))"}
     for dialect, spec in DIALECTS.items():
-        sql = recsql.to_sql(asked, dialect=dialect, convention="ir_measures")
+        sql = recsql.to_sql(metrics=asked, dialect=dialect, convention="ir_measures")
         assert len(sqlglot.parse(sql, read=spec.sqlglot)) == 1, dialect
         if dialect in cast:
             assert f"CAST(item_id {cast[dialect]}" in sql, dialect
-        assert "CAST(item_id" not in recsql.to_sql(asked, dialect=dialect, convention="ir_measures", text_ids=["item_id"])
+        assert "CAST(item_id" not in recsql.to_sql(metrics=asked, dialect=dialect, convention="ir_measures", text_ids=["item_id"])
         if dialect in ("duckdb", "sqlite", "postgres", "spark"):
             got = con.execute(sqlglot.transpile(sql, read=spec.sqlglot, write="duckdb")[0]).df()
             assert got[list(want.columns)].iloc[0].tolist() == pytest.approx(want.iloc[0].tolist()), dialect
-    assert "CAST(item_id" not in recsql.to_sql(asked, convention="msr")  # Microsoft Recommenders: the ids' own order
+    assert "CAST(item_id" not in recsql.to_sql(metrics=asked, convention="msr")  # Microsoft Recommenders: the ids' own order

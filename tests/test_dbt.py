@@ -21,12 +21,12 @@ import pytest
 import yaml
 
 import recsql
-from frames import assert_same_values
+from support.frames import assert_same_values
 from recsql.compose import DIAGNOSTICS
 from recsql.dbt import generate, read_config
 from recsql.dbt.model import ModelSpec, relation_name
 from recsql.dbt.names import output_name
-from servers import postgres_server
+from support.servers import postgres_server
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "dbt"

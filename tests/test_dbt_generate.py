@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 import recsql
-from frames import assert_same_values
+from support.frames import assert_same_values
 from recsql.dbt import generate
 from recsql.dbt.model import DBT_BUILTINS
 

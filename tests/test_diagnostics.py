@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import recsql
-from engines import ENGINES, start
+from support.engines import ENGINES, start
 from recsql.compose import DIAGNOSTICS
 from recsql.engines import runner_for
 
@@ -49,7 +49,7 @@ def engine(request):
 def summary_in_engine(engine, recs: pd.DataFrame, truth: pd.DataFrame, **kw) -> dict:
     r, t = engine.load(recs), engine.load(truth)
     with runner_for(engine.con) as runner:
-        fetched = runner.fetch(recsql.to_sql(ASKED, recs=r, truth=t, dialect=runner.dialect, **kw))
+        fetched = runner.fetch(recsql.to_sql(r, t, ASKED, dialect=runner.dialect, **kw))
     frame = fetched.to_pandas() if hasattr(fetched, "to_pandas") else fetched
     assert len(frame) == 1
     return frame.iloc[0].to_dict()
@@ -83,14 +83,14 @@ def test_recs_duplicates_are_counted_where_a_metric_reads_them():
     con = duckdb.connect()
     con.register("r", recs)
     con.register("t", pd.concat([TRUTH, TRUTH.iloc[[0]]], ignore_index=True))
-    at_1 = con.execute(recsql.to_sql(["precision@1"], recs="r", truth="t")).df()
+    at_1 = con.execute(recsql.to_sql("r", "t", ["precision@1"])).df()
     assert at_1[["recs_duplicate_rows", "truth_duplicate_rows"]].iloc[0].tolist() == [0, 1]
-    whole = con.execute(recsql.to_sql(["auc"], recs="r", truth="t")).df()
+    whole = con.execute(recsql.to_sql("r", "t", ["auc"])).df()
     assert whole["recs_duplicate_rows"].iloc[0] == 1
 
 
 def test_per_user_sql_has_no_diagnostics():
-    sql = recsql.to_sql(ASKED, output="per_user")
+    sql = recsql.to_sql(metrics=ASKED, output="per_user")
     assert not any(name in sql for name in DIAGNOSTICS)
 
 
@@ -187,7 +187,7 @@ def test_rendered_summary_counts_invalid_item_values_in_every_engine(engine):
     r, t, i = engine.load(RECS), engine.load(TRUTH), engine.load(items)
     with runner_for(engine.con) as runner:
         def run(metrics: list[str]) -> dict:
-            fetched = runner.fetch(recsql.to_sql(metrics, recs=r, truth=t, items=i, dialect=runner.dialect))
+            fetched = runner.fetch(recsql.to_sql(r, t, metrics, items=i, dialect=runner.dialect))
             frame = fetched.to_pandas() if hasattr(fetched, "to_pandas") else fetched
             return {name: int(v) for name, v in frame.iloc[0].items() if name.startswith("items_")}
         assert run(["money_precision@3"]) == {"items_invalid_rows": 2, "items_duplicate_rows": 1}

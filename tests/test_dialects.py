@@ -27,7 +27,7 @@ CASES = {
     "beyond": dict(metrics=["novelty@10", "surprisal@10", "arp@10", "unexpectedness@10", "serendipity@10",
                             "diversity@10", "coverage@10", "gini@10", "personalization@10", "auc@10", "accuracy@10",
                             "err@10", "pfound@5", "spearman@5", "kendall@5"],
-                   items="analytics.items", interactions="analytics.truth", baseline="analytics.recs",
+                   items="analytics.items", interactions="analytics.truth", expected_recs="analytics.recs",
                    duplicates="best", run_cols=["model"]),
 }
 
@@ -35,7 +35,7 @@ CASES = {
 def rendered(dialect: str, case: str, **extra) -> str:
     options = dict(CASES[case])
     metrics = options.pop("metrics")
-    return recsql.to_sql(metrics, recs="analytics.recs", truth="analytics.truth", dialect=dialect,
+    return recsql.to_sql(metrics=metrics, recs="analytics.recs", truth="analytics.truth", dialect=dialect,
                          **options, **extra)
 
 
@@ -117,4 +117,4 @@ def test_what_sqlglot_cannot_write_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(statements, "_cache", OrderedDict())  # compose anew, not the memoised text
     monkeypatch.setenv("RECSQL_CACHE_DIR", "off")  # nor the text kept on disk
     with pytest.raises(recsql.RecsqlError, match="cannot be written in mysql: 'NULLS LAST'"):
-        recsql.to_sql(["bpref@10"], recs="analytics.recs", truth="analytics.truth", dialect="mysql")
+        recsql.to_sql("analytics.recs", "analytics.truth", ["bpref@10"], dialect="mysql")

@@ -329,11 +329,11 @@ def test_ir_measures_rr_at_k_and_judged_order_ties_ascending():
 def test_ir_measures_two_tie_rules_render_as_one_statement():
     """RR (docno descending) and RR@10 (ascending) in ONE query: the list is ranked a second time
     (src 9) only because RR@10 is asked."""
-    both = recsql.to_sql(["RR", "RR@10"], convention="ir_measures")
-    one = recsql.to_sql(["RR"], convention="ir_measures")
+    both = recsql.to_sql(metrics=["RR", "RR@10"], convention="ir_measures")
+    one = recsql.to_sql(metrics=["RR"], convention="ir_measures")
     assert len(sqlglot.parse(one, read="duckdb")) == len(sqlglot.parse(both, read="duckdb")) == 1  # comments hold ';'
     assert "second_ranked" in both and "src = 9" in both
-    assert "second_ranked" not in recsql.to_sql(["RR", "P@10"], convention="ir_measures")
+    assert "second_ranked" not in recsql.to_sql(metrics=["RR", "P@10"], convention="ir_measures")
 
 
 def test_ir_measures_explicit_tie_rule_applies_to_every_measure():

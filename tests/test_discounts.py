@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import recsql
-from engines import ENGINES, start
+from support.engines import ENGINES, start
 from recsql.discounts import CHECKED_RANKS, MAX_DEPTH, MAX_LENGTH, discount_expression, normalize_discount
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")

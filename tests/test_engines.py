@@ -1,5 +1,5 @@
 """The same numbers on seven real engines: DuckDB, SQLite, PostgreSQL, MariaDB, Spark SQL,
-ClickHouse (chdb) and DataFusion. Each engine is started for real (servers by tests/servers.py);
+ClickHouse (chdb) and DataFusion. Each engine is started for real (servers by tests/support/servers.py);
 a missing engine FAILS here, it is never skipped.
 
 Every check compares the engine's result, computed by the rendered query running there, with the
@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import recsql
-from cases import TREC_EVAL as TREC, load, metric_of
-from engines import ENGINES, start
+from support.cases import TREC_EVAL as TREC, load, metric_of
+from support.engines import ENGINES, start
 from recsql.engines import runner_for
-from strategies import SELF_CONTAINED, metrics, recs_rows, truth_rows
+from support.strategies import SELF_CONTAINED, metrics, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
@@ -190,7 +190,7 @@ def test_summary_sql_runs_in_the_engine(engine):
     r, t = engine.load(recs), engine.load(truth)
     asked = ["ndcg@2", "map@2", "ndcg(ideal=list)@2", "ndcg(ideal=k_slots)@3", "precision(denominator=list)@3"]
     with runner_for(engine.con) as runner:
-        fetched = runner.fetch(recsql.to_sql(asked, recs=r, truth=t, dialect=runner.dialect, run_cols=["model"]))
+        fetched = runner.fetch(recsql.to_sql(r, t, asked, dialect=runner.dialect, run_cols=["model"]))
     in_engine = fetched.to_pandas() if hasattr(fetched, "to_pandas") else fetched
     want = recsql.evaluate(recs, truth, asked, run_cols=["model"]).summary
     # the rendered SQL carries the input checks (0 on clean input); evaluate's summary leaves them out
@@ -220,9 +220,8 @@ def test_text_ids_tie_and_case_like_duckdb(engine):
     recs = pd.DataFrame({"user_id": ["u", "u", "u", "U"], "item_id": ["a", "B", "A", "a"], "score": [1.0, 1.0, 1.0, 2.0]})
     truth = pd.DataFrame({"user_id": ["u", "U"], "item_id": ["a", "A"], "relevance": [1.0, 1.0]})
     asked = ["mrr@3", "ndcg@2", "hr@1"]
-    if engine.name in ("mysql", "postgres"):  # a column with the server's usual case-insensitive / locale collation
-        text = "VARCHAR(255) COLLATE utf8mb4_general_ci" if engine.name == "mysql" else 'TEXT COLLATE "und-x-icu"'
-        names = {role: engine.load(frame, text=text) for role, frame in (("recs", recs), ("truth", truth))}
+    if engine.can("collations"):  # a column with the server's usual case-insensitive / locale collation
+        names = {role: engine.load(frame, text=engine.loose_text) for role, frame in (("recs", recs), ("truth", truth))}
         got = recsql.evaluate(names["recs"], names["truth"], asked, con=engine.con)
         want = recsql.evaluate(recs, truth, asked)
     else:
@@ -241,12 +240,28 @@ def test_dataframe_inputs(engine):
     with the fix (load it into a table) instead of failing inside the driver."""
     recs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.5, 0.7]})
     truth = pd.DataFrame({"user_id": [1], "item_id": [1], "relevance": [1.0]})
-    if engine.name == "spark":
-        result = recsql.evaluate(engine.con.createDataFrame(recs), engine.con.createDataFrame(truth), ["mrr@2"], con=engine.con)
+    if engine.can("dataframes"):
+        before = engine.tables()
+        result = recsql.evaluate(engine.frame(recs), engine.frame(truth), ["mrr@2"], con=engine.con)
         assert result.summary["mrr@2"].iloc[0] == 0.5
-        assert not [t for t in engine.con.catalog.listTables() if t.name.startswith("__recsql")]
-    elif engine.name == "duckdb":
-        assert recsql.evaluate(recs, truth, ["mrr@2"], con=engine.con).summary["mrr@2"].iloc[0] == 0.5
+        assert engine.tables() == before  # no view of the frames left behind
     else:
         with pytest.raises(recsql.RecsqlError, match="load it into a table there"):
             recsql.evaluate(recs, truth, ["mrr@2"], con=engine.con)
+
+
+def test_the_capability_table_has_a_harness_for_each_engine_and_a_test_for_each_flag():
+    """support/capabilities.py names each engine the harness starts (one class each) and no flag
+    that no test reads: a flag is asked for by name, ``engines_with("x")`` or ``engine.can("x")``."""
+    from support import capabilities, engines as harness
+    classes, found = [harness.Engine], set()
+    while classes:
+        cls = classes.pop()
+        classes += cls.__subclasses__()
+        found.add(cls.name)
+    assert set(capabilities.ENGINES) <= found
+    assert all(flags <= set(capabilities.FLAGS) for flags in capabilities.CAPABILITIES.values())
+    tests = "".join(path.read_text(encoding="utf-8") for path in Path(__file__).parent.glob("test_*.py"))
+    unread = [flag for flag in capabilities.FLAGS
+              if f'engines_with("{flag}")' not in tests and f'can("{flag}")' not in tests and f'"{flag}"),' not in tests]
+    assert unread == []

@@ -112,12 +112,12 @@ def test_user_data_is_not_changed():
 
 def test_to_sql_refuses_dialects_it_cannot_vouch_for():
     with pytest.raises(recsql.RecsqlError, match="dialect 'druid' is not supported: recsql renders for athena, bigquery"):
-        recsql.to_sql(["ndcg@10"], dialect="druid")
+        recsql.to_sql(metrics=["ndcg@10"], dialect="druid")
 
 
 def test_hostile_table_names_are_quoted_identifiers():
     hostile = 'recs"; DROP TABLE truth; --'
-    sql = recsql.to_sql(["ndcg@10"], recs=hostile, truth="truth")
+    sql = recsql.to_sql(hostile, "truth", ["ndcg@10"])
     import sqlglot
     from sqlglot import exp
     statements = sqlglot.parse(sql, read="duckdb")
@@ -128,19 +128,19 @@ def test_hostile_table_names_are_quoted_identifiers():
 
 def test_to_sql_argument_mistakes_are_clear_errors():
     with pytest.raises(recsql.RecsqlError, match="dialect must be a dialect's name .* got None"):
-        recsql.to_sql(["ndcg@10"], dialect=None)
+        recsql.to_sql(metrics=["ndcg@10"], dialect=None)
     with pytest.raises(recsql.RecsqlError, match="dialect must be a dialect's name"):
-        recsql.to_sql(["ndcg@10"], dialect=3)
+        recsql.to_sql(metrics=["ndcg@10"], dialect=3)
     with pytest.raises(recsql.RecsqlError, match="user_col must be a column name"):
-        recsql.to_sql(["ndcg@10"], user_col=None)
+        recsql.to_sql(metrics=["ndcg@10"], user_col=None)
     with pytest.raises(recsql.RecsqlError, match="text_ids: 'score' is not an id column"):
-        recsql.to_sql(["ndcg@10"], text_ids="score")
+        recsql.to_sql(metrics=["ndcg@10"], text_ids="score")
 
 
 def test_a_plain_string_text_ids_is_one_column():
-    one = recsql.to_sql(["ndcg@10"], dialect="postgres", text_ids="item_id")
-    assert one == recsql.to_sql(["ndcg@10"], dialect="postgres", text_ids=["item_id"])
-    assert one != recsql.to_sql(["ndcg@10"], dialect="postgres")
+    one = recsql.to_sql(metrics=["ndcg@10"], dialect="postgres", text_ids="item_id")
+    assert one == recsql.to_sql(metrics=["ndcg@10"], dialect="postgres", text_ids=["item_id"])
+    assert one != recsql.to_sql(metrics=["ndcg@10"], dialect="postgres")
 
 
 @pytest.mark.parametrize("threshold", [np.int64(2), np.int32(2), np.float64(2.0), np.float32(2.0), 2, 2.0])
@@ -148,7 +148,7 @@ def test_numpy_numbers_are_numbers(threshold):
     got = run(threshold=threshold)
     assert got.summary["n_users"].tolist() == [1]  # only user 2's relevance 2 is >= 2
     plain = threshold.item() if isinstance(threshold, np.generic) else threshold  # the same Python number
-    assert recsql.to_sql(["ndcg@10"], threshold=threshold) == recsql.to_sql(["ndcg@10"], threshold=plain)
+    assert recsql.to_sql(metrics=["ndcg@10"], threshold=threshold) == recsql.to_sql(metrics=["ndcg@10"], threshold=plain)
 
 
 def test_numpy_bool_is_not_a_threshold():

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 
 import recsql
-from engines import ENGINES, start
+from support.capabilities import engines_with
+from support.engines import ENGINES, start
 
 BIG = 2**53  # the first integer after it is the first a DOUBLE cannot hold
 
@@ -60,8 +61,8 @@ def test_rendered_sql_ranks_exactly_with_order_type(order_type, literal):
     con.execute(f"CREATE TABLE recs AS SELECT * FROM (VALUES (1, 1, CAST('{low}' AS {kind})), "
                 f"(1, 2, CAST('{literal}' AS {kind}))) t(user_id, item_id, score)")
     con.execute("CREATE TABLE truth AS SELECT 1 AS user_id, 2 AS item_id, 1 AS relevance")
-    exact = con.execute(recsql.to_sql(["ndcg@1"], order_type=order_type)).df()
-    rounded = con.execute(recsql.to_sql(["ndcg@1"])).df()
+    exact = con.execute(recsql.to_sql(metrics=["ndcg@1"], order_type=order_type)).df()
+    rounded = con.execute(recsql.to_sql(metrics=["ndcg@1"])).df()
     assert exact["ndcg@1"].iloc[0] == 1.0 and rounded["ndcg@1"].iloc[0] == 0.0
 
 
@@ -288,7 +289,7 @@ DECIMAL_PAIRS = {
 }
 
 
-@pytest.mark.parametrize("name", ["postgres", "mysql"])
+@pytest.mark.parametrize("name", engines_with("wide_decimals"))
 def test_server_decimal_scores_rank_exactly(name):
     """hit_rate@1 is 1: the larger of two decimals that differ in their last digit ranks first, with no
     overflow for numbers of any size the column holds (DECIMAL(18, 3) tied 0.1231 and 0.1234 and failed

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import recsql
-from reference import mean, reference
+from support.reference import mean, reference
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
@@ -84,7 +84,7 @@ def test_no_files_left_in_the_working_directory(tmp_path, monkeypatch):
 
 def test_a_connection_dropped_mid_run_is_a_clear_error():
     import psycopg
-    from servers import postgres_server
+    from support.servers import postgres_server
     from recsql.engines.postgres import PostgresRunner
     with postgres_server() as params, psycopg.connect(**params) as admin, psycopg.connect(**params) as con:
         admin.autocommit = True

@@ -90,7 +90,7 @@ def test_unnamed_grade_on_the_command_line_names_the_flags(tmp_path, capsys):
 
 @pytest.mark.parametrize("call", [
     lambda: recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_col="model"),
-    lambda: recsql.to_sql(["ndcg@10"], run_col="model"),
+    lambda: recsql.to_sql(metrics=["ndcg@10"], run_col="model"),
     lambda: recsql.compare(RECS, TRUTH, ["ndcg@10"], run_cols="model", run_col="model"),
 ])
 def test_a_keyword_close_to_a_real_one_is_named(call):

@@ -29,16 +29,16 @@ def test_one_run_column_as_a_string_is_one_column():
 
 def test_to_sql_takes_one_run_column_as_a_string():
     for truth_has_run_cols in (False, True):
-        as_list = recsql.to_sql(["ndcg@10"], run_cols=["model"], truth_has_run_cols=truth_has_run_cols)
-        assert recsql.to_sql(["ndcg@10"], run_cols="model", truth_has_run_cols=truth_has_run_cols) == as_list
+        as_list = recsql.to_sql(metrics=["ndcg@10"], run_cols=["model"], truth_has_run_cols=truth_has_run_cols)
+        assert recsql.to_sql(metrics=["ndcg@10"], run_cols="model", truth_has_run_cols=truth_has_run_cols) == as_list
     assert '"model"' in as_list and '"m"' not in as_list
-    assert recsql.to_sql(["ndcg@10"], run_cols=None) == recsql.to_sql(["ndcg@10"])  # None: no run keys
+    assert recsql.to_sql(metrics=["ndcg@10"], run_cols=None) == recsql.to_sql(metrics=["ndcg@10"])  # None: no run keys
 
 
 @pytest.mark.parametrize("bad", [1, 2.5, b"model", {"model": 1}, [1], ["model", None], [""]])
 def test_run_columns_that_are_not_names_are_refused_with_the_fix(bad):
     for call in (lambda: recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_cols=bad),
-                 lambda: recsql.to_sql(["ndcg@10"], run_cols=bad)):
+                 lambda: recsql.to_sql(metrics=["ndcg@10"], run_cols=bad)):
         with pytest.raises(RecsqlError) as err:
             call()
         assert "run_cols" in str(err.value) and "run_cols='model'" in str(err.value)

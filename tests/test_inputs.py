@@ -102,7 +102,7 @@ def test_result_columns_are_named_as_asked():
     # one relevant item at position 2: P@2 = 1/2, nDCG@2 = (1/log2 3) / 1, AP@2 = 1/2, RR = 1/2, HR@1 = 0
     assert result.summary[["P@2", "map@2", "mrr@2", "hr@1"]].iloc[0].tolist() == [0.5, 0.5, 0.5, 0.0]
     assert math.isclose(result.summary["NDCG@2"].iloc[0], 1 / math.log2(3))
-    assert 'AS "P@2"' in recsql.to_sql(["P@2"])
+    assert 'AS "P@2"' in recsql.to_sql(metrics=["P@2"])
 
 
 def test_truth_without_relevance_column_means_relevance_one():
@@ -190,7 +190,7 @@ def test_money_metrics_read_prices_from_items():
 
 
 def test_one_statement_reads_each_input_once():
-    sql = recsql.to_sql(["ndcg@10", "map@10", "recall@50", "precision@5"], recs="db.s.recs", truth="db.s.truth")
+    sql = recsql.to_sql("db.s.recs", "db.s.truth", ["ndcg@10", "map@10", "recall@50", "precision@5"])
     import sqlglot
     from sqlglot import exp
     tree = sqlglot.parse_one(sql, read="duckdb")
@@ -241,7 +241,7 @@ def test_inputs_checks_options_in_one_place():
     with pytest.raises(recsql.RecsqlError, match="duplicates='maybe' is not valid"):
         recsql.Inputs(recs="r", duplicates="maybe").options()
     with pytest.raises(recsql.RecsqlError, match="duplicates='maybe' is not valid"):
-        recsql.to_sql(["ndcg@10"], duplicates="maybe")
+        recsql.to_sql(metrics=["ndcg@10"], duplicates="maybe")
     with pytest.raises(recsql.RecsqlError, match="duplicates='maybe' is not valid"):
         recsql.evaluate(pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]}), None, ["coverage@5"],
                         duplicates="maybe")

@@ -30,7 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recsql
-from cases import TREC_EVAL
+from support.cases import TREC_EVAL
 from recsql import names
 from recsql.conventions import resolve_metric
 from recsql.metrics import is_recsql_name, parse_metrics

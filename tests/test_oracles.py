@@ -9,7 +9,7 @@ import pytest
 
 import recsql
 
-from cases import load, metric_of, per_user, run
+from support.cases import load, metric_of, per_user, run
 
 CASES = [c for name in ("ranx", "pytrec_eval", "ir_measures") for c in load(f"oracles/{name}.json")]
 

@@ -1,4 +1,4 @@
-"""recsql == the plain-Python reference (tests/reference.py) on random inputs, plus invariants."""
+"""recsql == the plain-Python reference (tests/support/reference.py) on random inputs, plus invariants."""
 from __future__ import annotations
 
 import math
@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recsql
-from reference import reference
-from strategies import ACCURACY, check, frame, metrics, python_options, recs_rows, truth_rows
+from support.reference import reference
+from support.strategies import ACCURACY, check, frame, metrics, python_options, recs_rows, truth_rows
 
 BOUNDED = {"hit_rate", "precision", "recall", "f1", "map", "mrr", "r_precision", "money_precision", "money_recall"}
 # Random inputs often have no relevant truth at all: the empty-population warning is expected here

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from reference import mean, reference
+from support.reference import mean, reference
 
 L2 = math.log2
 

@@ -1,7 +1,7 @@
 """Every metric of the registry is complete: written once in its SQL file and checked three ways.
 
-A metric is one SQL file (sql/<name>.sql), one reference function (tests/reference.py or
-tests/reference_beyond.py) and one worked example (fixtures/worked/*.json). The property tests draw
+A metric is one SQL file (sql/<name>.sql), one reference function (tests/support/reference.py or
+tests/support/reference_beyond.py) and one worked example (fixtures/worked/*.json). The property tests draw
 their metrics and option values from these tables, so a metric or an option missing from them would
 silently never be compared with its reference; these tests fail instead.
 """
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 import recsql
-import reference
-import reference_beyond
-import strategies
+from support import reference
+from support import reference_beyond
+from support import strategies
 import test_beyond_properties
-from cases import load, metric_of
+from support.cases import load, metric_of
 from recsql.templates import read_template, template_names
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,8 +41,8 @@ def _drawn_options(name: str) -> dict[str, list]:
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_the_metric_has_a_reference_function(name):
     assert name in reference.METRICS or name in reference_beyond.METRICS, (
-        f"sql/{name}.sql has no reference function: add one to tests/reference.py (a metric that needs "
-        f"truth) or tests/reference_beyond.py, written from the formula")
+        f"sql/{name}.sql has no reference function: add one to tests/support/reference.py (a metric that needs "
+        f"truth) or tests/support/reference_beyond.py, written from the formula")
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))

@@ -41,7 +41,7 @@ def ctes(tree: exp.Expression) -> dict[str, exp.Expression]:
 
 
 def test_ndcg_and_map_have_a_header_named_columns_and_their_formulas():
-    sql = recsql.to_sql(["ndcg@10", "map@10"], recs="db.recs", truth="db.truth")
+    sql = recsql.to_sql("db.recs", "db.truth", ["ndcg@10", "map@10"])
     lines = sql.splitlines()
     assert lines[:3] == [
         f"/* recsql {VERSION}: ndcg@10, map@10 (summary: one row per run) */",
@@ -61,7 +61,7 @@ def test_ndcg_and_map_have_a_header_named_columns_and_their_formulas():
 
 
 def test_the_header_names_the_options_in_force():
-    sql = recsql.to_sql(["P_10", "ndcg@5"], recs="db.recs", truth="db.truth", threshold=2, population="judged",
+    sql = recsql.to_sql(metrics=["P_10", "ndcg@5"], recs="db.recs", truth="db.truth", threshold=2, population="judged",
                         ties="item_id_desc", convention="ir_measures", dialect="postgres", output="per_user")
     assert comments(sql)[:3] == [
         f"recsql {VERSION}: P_10, ndcg@5 (per_user: one row per user of the population)",
@@ -146,7 +146,7 @@ def test_every_metric_alone_has_no_empty_cte_and_nothing_unread(dialect, output)
         metric, inputs = _alone(name)
         if recsql.registry()[name].population == "global" and output == "per_user":
             continue  # one number per run: not a per-user column
-        sql = recsql.to_sql([metric], recs="db.recs", truth="db.truth", dialect=dialect, output=output, **inputs)
+        sql = recsql.to_sql("db.recs", "db.truth", [metric], dialect=dialect, output=output, **inputs)
         tree = sqlglot.parse_one(sql, read=DIALECTS[dialect].sqlglot)
         empty: set[str] = set()
         for alias, body in ctes(tree).items():
@@ -160,7 +160,7 @@ def test_every_metric_alone_has_no_empty_cte_and_nothing_unread(dialect, output)
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
 def test_the_comments_survive_every_dialect(dialect):
-    sql = recsql.to_sql(["ndcg@10", "map@10"], recs="db.recs", truth="db.truth", dialect=dialect)
+    sql = recsql.to_sql("db.recs", "db.truth", ["ndcg@10", "map@10"], dialect=dialect)
     found = comments(sql)
     assert found[0] == f"recsql {VERSION}: ndcg@10, map@10 (summary: one row per run)"
     assert found[2].endswith(f"dialect: {dialect}")
@@ -174,14 +174,14 @@ def test_user_text_cannot_leave_its_comment():
     one (PostgreSQL nests them); the statement runs and the discount is the one asked."""
     asked = "ndcg(discount=1/rank/* x\nDROP TABLE recs; -- */)@3"
     for dialect in ("duckdb", "postgres", "mysql"):
-        sql = recsql.to_sql([asked], recs="recs", truth="truth", dialect=dialect)
+        sql = recsql.to_sql("recs", "truth", [asked], dialect=dialect)
         assert all("/*" not in c for c in comments(sql)), sql
         assert sql.splitlines()[0] == (f"/* recsql {VERSION}: ndcg(discount=1/rank/ * x\\nDROP TABLE recs; -- * /)@3 "
                                        "(summary: one row per run) */")
     con = duckdb.connect()
     con.execute("CREATE TABLE recs AS SELECT * FROM (VALUES (1, 10, 0.9), (1, 11, 0.8)) AS t(user_id, item_id, score)")
     con.execute("CREATE TABLE truth AS SELECT * FROM (VALUES (1, 11, 1.0)) AS t(user_id, item_id, relevance)")
-    row = con.execute(recsql.to_sql([asked], recs="recs", truth="truth")).fetchone()
+    row = con.execute(recsql.to_sql("recs", "truth", [asked])).fetchone()
     assert row[1] == pytest.approx(0.5)  # (1/2) / (1/1): the relevant item at rank 2
     assert con.execute("SELECT COUNT(*) FROM recs").fetchone()[0] == 2
 
@@ -240,7 +240,7 @@ def test_the_statement_runs_on_duckdb_and_sqlite_with_the_same_numbers():
         con.execute("CREATE TABLE truth (user_id INTEGER, item_id TEXT, relevance DOUBLE)")
         con.executemany("INSERT INTO recs VALUES (?, ?, ?)", RECS)
         con.executemany("INSERT INTO truth VALUES (?, ?, ?)", TRUTH)
-    rows = {dialect: _run(con, recsql.to_sql(["ndcg@10", "map@10"], recs="recs", truth="truth", dialect=dialect))
+    rows = {dialect: _run(con, recsql.to_sql("recs", "truth", ["ndcg@10", "map@10"], dialect=dialect))
             for dialect, con in (("duckdb", duck), ("sqlite", lite))}
     assert rows["duckdb"].keys() == rows["sqlite"].keys()
     assert rows["sqlite"] == {name: pytest.approx(value, abs=1e-12) for name, value in rows["duckdb"].items()}

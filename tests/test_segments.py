@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recsql
-from frames import assert_same_values
+from support.frames import assert_same_values
 from recsql.dbt import generate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,7 +165,7 @@ def test_to_sql_renders_the_same_evaluation():
     con = _duckdb_tables(recs=RECS, truth=TRUTH, segs=SEGMENTS, catalog=CATALOG, interactions=INTERACTIONS)
     result = recsql.evaluate(RECS, TRUTH, METRICS, run_cols="model", segments=SEGMENTS, **SIDE)
     for output, want in (("summary", result.summary), ("per_user", result.per_user)):
-        sql = recsql.to_sql(METRICS, recs="recs", truth="truth", catalog="catalog", interactions="interactions",
+        sql = recsql.to_sql(metrics=METRICS, recs="recs", truth="truth", catalog="catalog", interactions="interactions",
                             segments="segs", segment_cols=["country"], run_cols="model", output=output)
         got = con.sql(sql).df()
         if output == "summary":
@@ -173,10 +173,10 @@ def test_to_sql_renders_the_same_evaluation():
         assert_same_values(got[list(want.columns)], want, output)
     # a user without a segment: the rendered statement counts it
     con = _duckdb_tables(recs=RECS, truth=TRUTH, segs=SEGMENTS[SEGMENTS["user_id"] > 2])
-    got = con.sql(recsql.to_sql(["ndcg@10"], segments="segs", segment_cols="country", run_cols="model")).df()
+    got = con.sql(recsql.to_sql(metrics=["ndcg@10"], segments="segs", segment_cols="country", run_cols="model")).df()
     assert (got["users_without_segment"] == 2).all()
     with pytest.raises(recsql.RecsqlError, match="segment_cols=\\['country'\\]"):
-        recsql.to_sql(["ndcg@10"], segments="segs", run_cols="model")
+        recsql.to_sql(metrics=["ndcg@10"], segments="segs", run_cols="model")
 
 
 @pytest.mark.parametrize("dialect", sorted(__import__("recsql.dialects", fromlist=["x"]).DIALECTS))
@@ -186,7 +186,7 @@ def test_every_dialect_renders_segments_and_parses_back(dialect):
     import sqlglot
     from recsql.dialects import dialect as spec
     for output in ("summary", "per_user"):
-        sql = recsql.to_sql(["ndcg@10", "recall@5"], recs="db.recs", truth="db.truth", segments="db.users",
+        sql = recsql.to_sql(metrics=["ndcg@10", "recall@5"], recs="db.recs", truth="db.truth", segments="db.users",
                             segment_cols=["country"], run_cols="model", output=output, dialect=dialect)
         assert sqlglot.parse_one(sql, read=spec(dialect).sqlglot) is not None
 

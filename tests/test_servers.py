@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from servers import mariadb_server, postgres_server, spark_session
+from support.servers import mariadb_server, postgres_server, spark_session
 
 WINDOW = ("SELECT g, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC) AS rn "
           "FROM (SELECT 'a' AS g, 1 AS v UNION ALL SELECT 'a', 2 UNION ALL SELECT 'b', 3) AS t "
@@ -100,7 +100,7 @@ def test_mariadb_stops_and_cleans_up():
 
 
 def test_missing_server_binary_is_a_clear_error(monkeypatch):
-    import servers
+    from support import servers
 
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setattr(servers.glob, "glob", lambda pattern: [])
@@ -160,7 +160,7 @@ def test_datafusion_select_1():
 _OWNER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-import servers
+from support import servers
 with getattr(servers, sys.argv[2])() as params:
     print(json.dumps(params), flush=True)
     time.sleep(600)
@@ -183,7 +183,7 @@ def _server_pid(prefix: str, port: int) -> tuple[int, Path]:
 @pytest.mark.parametrize("server, prefix", [("postgres_server", "recsql-pg-"), ("mariadb_server", "recsql-mariadb-")])
 def test_a_killed_owner_leaves_no_server_behind(server, prefix):
     """kill -9 of the process that started a server runs no teardown: its reaper SIGKILLs the
-    server and deletes its directory (tests/servers.py, reap_when_gone)."""
+    server and deletes its directory (tests/support/servers.py, reap_when_gone)."""
     owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(Path(__file__).parent), server],
                              stdout=subprocess.PIPE, text=True)
     try:

@@ -2,7 +2,7 @@
 count of hits only when map is asked, bpref's running count of judged non-relevant items only when
 bpref is, the list cut at the largest cutoff of the metrics on it. These tests put metrics that read
 different parts in ONE query, under each tie rule, with negative judgments unjudged or not, and
-compare every user's value with the plain-Python reference (tests/reference.py), which ranks whole
+compare every user's value with the plain-Python reference (tests/support/reference.py), which ranks whole
 lists and never cuts; and they check in the SQL that a running count nobody reads is not there."""
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import sqlglot
 from sqlglot import exp
 
 import recsql
-from reference import reference
-from strategies import check, frame, metrics, python_options, recs_rows, truth_rows
+from support.reference import reference
+from support.strategies import check, frame, metrics, python_options, recs_rows, truth_rows
 
 # the metrics that read the stage's cut parts, and neighbours that read none of them
 READERS = ["map", "bpref", "ndcg", "idcg", "money_recall", "mrr", "dcg", "recall"]
@@ -94,7 +94,7 @@ def test_users_without_recommendations_stay_when_no_metric_reads_truth_rows():
 def test_a_running_count_nobody_reads_is_not_computed(asked, windows, dialect):
     """MAP's running count of hits only for map, bpref's running count of judged non-relevant items
     only for bpref: each is a window over the whole list."""
-    sql = recsql.to_sql(asked, recs="recs", truth="truth", dialect=dialect)
+    sql = recsql.to_sql("recs", "truth", asked, dialect=dialect)
     assert sql.count("ROWS BETWEEN UNBOUNDED PRECEDING") == windows, sql
 
 
@@ -105,7 +105,7 @@ def test_lists_are_judged_against_truth_as_it_is(dialect, truth_has_run_cols):
     truth as it is (truth_in, for truth_judged passes it on unchanged: no copy per run) on user and
     item only; truth carrying the run keys joins on them too. The counts per run (truth_users) still
     read shared truth copied to every run."""
-    sql = recsql.to_sql(["map@10", "ndcg@10"], run_cols=["model"], dialect=dialect,
+    sql = recsql.to_sql(metrics=["map@10", "ndcg@10"], run_cols=["model"], dialect=dialect,
                         truth_has_run_cols=truth_has_run_cols)
     ctes = {c.alias: c.this for c in sqlglot.parse_one(sql, read=dialect).find_all(exp.CTE)}
     (join,) = ctes["list_judged"].args["joins"]
@@ -129,7 +129,7 @@ def test_the_truth_order_is_cut_where_no_metric_reads_further(asked, cut, dialec
     numbers are those of the uncut order: tests above against the reference, and tests/test_engines.py
     across engines that run the portable SQL."""
     items = "items" if any(m.startswith("money") for m in asked) else None
-    sql = recsql.to_sql(asked, dialect=dialect, items=items)
+    sql = recsql.to_sql(metrics=asked, dialect=dialect, items=items)
     ctes = {c.alias: c.this for c in sqlglot.parse_one(sql, read=dialect).find_all(exp.CTE)}
     # uncut, truth_rows passes truth_ordered on unchanged, and the stage reads truth_ordered itself
     where = ctes["truth_rows"].args.get("where") if "truth_rows" in ctes else None
@@ -162,7 +162,7 @@ def test_the_truth_heap_gives_the_sorted_orders_gains_with_ties_and_runs():
         recs.to_sql("recs", con, index=False)
         t.to_sql("truth", con, index=False)
         portable = recsql.evaluate("recs", "truth", asked, run_cols="model", con=con).per_user
-        assert "ROW_NUMBER" in _cte_sql(recsql.to_sql(asked, dialect="sqlite", run_cols="model",
+        assert "ROW_NUMBER" in _cte_sql(recsql.to_sql(metrics=asked, dialect="sqlite", run_cols="model",
                                                       truth_has_run_cols=not shared), "truth_ordered", "sqlite")
         pd.testing.assert_frame_equal(heap.sort_values(["model", "user_id"]).reset_index(drop=True),
                                       portable.sort_values(["model", "user_id"]).reset_index(drop=True),
@@ -196,7 +196,7 @@ def test_the_heaps_count_recs_invalid_rows_and_duplicates_as_the_rows_do(rows, k
             return
     truth = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2], "relevance": [1.0, 1.0]})
     asked = [f"ndcg@{k}", f"map@{k}"]
-    sql = recsql.to_sql(asked, dialect="duckdb", run_cols="model")
+    sql = recsql.to_sql(metrics=asked, dialect="duckdb", run_cols="model")
     assert "list_heads" in sql and "recs_in AS NOT MATERIALIZED" in sql
     con = duckdb.connect()
     con.execute("CREATE TABLE recs (model VARCHAR, user_id BIGINT, item_id BIGINT, score DOUBLE)")
@@ -226,7 +226,7 @@ def test_rows_with_a_null_item_are_invalid_and_the_heaps_do_not_rank_them(dialec
     con.executemany("INSERT INTO recs VALUES (?, ?, ?)", rows)
     con.execute("CREATE TABLE truth (user_id BIGINT, item_id BIGINT, relevance DOUBLE)")
     con.execute("INSERT INTO truth VALUES (1, 5, 1.0)")
-    sql = recsql.to_sql(["ndcg@5", "precision@5"], dialect=dialect)
+    sql = recsql.to_sql(metrics=["ndcg@5", "precision@5"], dialect=dialect)
     assert ("list_heads" in sql) == (dialect == "duckdb")
     cursor = con.execute(sql)
     names = [d[0] for d in cursor.description]

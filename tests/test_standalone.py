@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from cases import FIXTURES, TREC_EVAL
+from support.cases import FIXTURES, TREC_EVAL
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -104,10 +104,10 @@ _FIXTURE_PATH = re.compile(r"^(?:worked|oracles)/[\w.-]+\.json$")  # cases.load(
 
 def _string_literals() -> list[tuple[str, int, str]]:
     out = []
-    for path in sorted((REPO / "tests").glob("*.py")):
+    for path in sorted((REPO / "tests").rglob("*.py")):  # the test modules and tests/support/
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                out.append((f"tests/{path.name}", node.lineno, node.value))
+                out.append((path.relative_to(REPO).as_posix(), node.lineno, node.value))
     return out
 
 

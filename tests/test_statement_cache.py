@@ -47,11 +47,11 @@ def files(folder: Path) -> list[Path]:
 
 
 def test_a_statement_is_written_once_and_read_back_as_composed(cache):
-    sql = recsql.to_sql(METRICS, recs="db.recs", truth="db.truth", run_cols="model")
+    sql = recsql.to_sql("db.recs", "db.truth", METRICS, run_cols="model")
     written = files(cache)
     assert len(written) == 1 and written[0].parent == statements.cache_dir()
     # another process (nothing in memory) reads it from disk: the same text
-    code = ("import recsql, sys; sys.stdout.write(recsql.to_sql(%r, recs='db.recs', truth='db.truth', run_cols='model'))"
+    code = ("import recsql, sys; sys.stdout.write(recsql.to_sql('db.recs', 'db.truth', %r, run_cols='model'))"
             % (METRICS,))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
@@ -59,8 +59,8 @@ def test_a_statement_is_written_once_and_read_back_as_composed(cache):
     assert files(cache) == written
     # and it is what composing from scratch gives, for other relations too
     statements._cache.clear()
-    again = recsql.to_sql(METRICS, recs="other.recs_b", truth="x.truth", run_cols="model")
-    plan_sql = recsql.to_sql(METRICS, recs="other.recs_b", truth="x.truth", run_cols="model", pretty=False)
+    again = recsql.to_sql("other.recs_b", "x.truth", METRICS, run_cols="model")
+    plan_sql = recsql.to_sql("other.recs_b", "x.truth", METRICS, run_cols="model", pretty=False)
     assert '"other"."recs_b"' in again and '"x"."truth"' in again and statements._TOKEN not in again
     assert plan_sql != again  # the layout is part of the key
 
@@ -148,21 +148,21 @@ def test_the_digest_covers_the_python_sources_and_sqlglot(monkeypatch, tmp_path)
 
 
 def test_a_damaged_or_foreign_file_is_ignored(cache):
-    sql = recsql.to_sql(["mrr@10"], recs="r", truth="t")
+    sql = recsql.to_sql("r", "t", ["mrr@10"])
     [path] = files(cache)
     record = json.loads(path.read_text())
     for damaged in ("{not json", json.dumps({**record, "key": record["key"] + " "}),
                     json.dumps({**record, "between": ["SELECT 1"]}), json.dumps([1, 2])):
         path.write_text(damaged)
         statements._cache.clear()
-        assert recsql.to_sql(["mrr@10"], recs="r", truth="t") == sql
+        assert recsql.to_sql("r", "t", ["mrr@10"]) == sql
     # the file is what a cold call reads: with this key, its text is used (so the tests above read the disk)
     path.write_text(json.dumps({**record, "between": ["SELECT 42 FROM ", ""], "order": ["recs"]}))
     statements._cache.clear()
-    assert recsql.to_sql(["mrr@10"], recs="r", truth="t") == 'SELECT 42 FROM "r"'
+    assert recsql.to_sql("r", "t", ["mrr@10"]) == 'SELECT 42 FROM "r"'
     path.unlink()
     statements._cache.clear()
-    assert recsql.to_sql(["mrr@10"], recs="r", truth="t") == sql
+    assert recsql.to_sql("r", "t", ["mrr@10"]) == sql
 
 
 def test_an_unwritable_cache_is_not_used(tmp_path, monkeypatch):
@@ -228,18 +228,18 @@ def test_a_full_folder_evicts_the_least_recently_used(cache, monkeypatch):
     by_k, texts = {}, {}
     for k in (1, 2, 3, 4):
         before = set(files(cache))
-        texts[k] = recsql.to_sql([f"map@{k}"], recs="r", truth="t")
+        texts[k] = recsql.to_sql("r", "t", [f"map@{k}"])
         (by_k[k],) = set(files(cache)) - before
         os.utime(by_k[k], (1_000_000 + k, 1_000_000 + k))  # written in this order, long ago
     statements._cache.clear()  # a new process: map@1 is read from disk, which marks it used
-    assert recsql.to_sql(["map@1"], recs="r", truth="t") == texts[1]
+    assert recsql.to_sql("r", "t", ["map@1"]) == texts[1]
     assert by_k[1].stat().st_mtime > by_k[4].stat().st_mtime
-    recsql.to_sql(["map@5"], recs="r", truth="t")  # the folder is full: map@2, the least recently used, goes
+    recsql.to_sql("r", "t", ["map@5"])  # the folder is full: map@2, the least recently used, goes
     left = set(files(cache))
     assert len(left) == 4 and by_k[1] in left and by_k[2] not in left and {by_k[3], by_k[4]} <= left
     monkeypatch.setenv("RECSQL_CACHE_DIR", "off")  # the texts read back are the texts composed
     statements._cache.clear()
-    assert texts == {k: recsql.to_sql([f"map@{k}"], recs="r", truth="t") for k in (1, 2, 3, 4)}
+    assert texts == {k: recsql.to_sql("r", "t", [f"map@{k}"]) for k in (1, 2, 3, 4)}
 
 
 def test_a_new_folder_prunes_old_ones(cache):
@@ -251,7 +251,7 @@ def test_a_new_folder_prunes_old_ones(cache):
         (folder / "x.json").write_text("{}")
         os.utime(folder, (1_000_000 + i * 1000, 1_000_000 + i * 1000) if i == 0 else None)
         old.append(folder)
-    recsql.to_sql(["ndcg@10"], recs="r", truth="t")
+    recsql.to_sql("r", "t", ["ndcg@10"])
     left = sorted(p.name for p in cache.glob("statements-*"))
     assert statements.cache_dir().name in left
     assert not old[0].exists()  # written long ago

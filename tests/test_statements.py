@@ -19,7 +19,7 @@ from recsql.metrics import registry
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
 SIDE = dict(items="analytics.items", interactions="analytics.interactions", catalog="analytics.catalog",
-            baseline="analytics.baseline", item_features="analytics.features")
+            expected_recs="analytics.baseline", item_features="analytics.features")
 
 
 def every_metric() -> list[str]:
@@ -53,7 +53,7 @@ def assert_uncached_equal(seen) -> None:
 def test_every_metric_every_dialect(calls, dialect):
     for output in ("summary", "per_user"):
         for pretty in (True, False):
-            recsql.to_sql(every_metric(), recs="analytics.recs", truth="analytics.truth", dialect=dialect,
+            recsql.to_sql(metrics=every_metric(), recs="analytics.recs", truth="analytics.truth", dialect=dialect,
                           output=output, pretty=pretty, run_cols=["model"], duplicates="best", **SIDE)
     assert_uncached_equal(calls)
 
@@ -61,9 +61,9 @@ def test_every_metric_every_dialect(calls, dialect):
 @pytest.mark.parametrize("dialect", ["duckdb", "postgres", "bigquery", "tsql", "spark"])
 def test_a_cache_hit_pastes_the_other_call_relations(calls, dialect):
     metrics = ["ndcg@10", "map(denominator=relevant)@10", "novelty@10", "coverage@10"]
-    first = recsql.to_sql(metrics, recs="a.recs", truth="a.truth", items="a.items", interactions="a.seen",
+    first = recsql.to_sql(metrics=metrics, recs="a.recs", truth="a.truth", items="a.items", interactions="a.seen",
                           dialect=dialect, run_cols="model", text_ids="item_id")
-    second = recsql.to_sql(metrics, recs='"we""ird"."recs table"', truth="b.truth", items="b.items",
+    second = recsql.to_sql(metrics=metrics, recs='"we""ird"."recs table"', truth="b.truth", items="b.items",
                            interactions="b.seen", dialect=dialect, run_cols="model", text_ids="item_id")
     assert first != second and "a.recs" not in second
     assert_uncached_equal(calls)
@@ -71,14 +71,14 @@ def test_a_cache_hit_pastes_the_other_call_relations(calls, dialect):
 
 def test_relations_that_span_lines_are_composed_from_scratch(calls, tmp_path):
     long = tmp_path / ("x" * 120) / "recs.parquet"
-    sql = recsql.to_sql(["ndcg@10"], recs=str(long), truth="truth.parquet")
+    sql = recsql.to_sql(str(long), "truth.parquet", ["ndcg@10"])
     assert str(long) in sql
     assert_uncached_equal(calls)
 
 
 def test_options_change_the_statement(calls):
     """A cache key misses nothing the statement depends on: each option gives its own text."""
-    texts = {recsql.to_sql(["ndcg@10"], recs="r", truth="t", **options) for options in (
+    texts = {recsql.to_sql("r", "t", ["ndcg@10"], **options) for options in (
         {}, {"threshold": 2}, {"population": "judged"}, {"ties": "item_id_desc"}, {"convention": "trec"},
         {"run_cols": "model"}, {"text_ids": "item_id"}, {"order_type": "BIGINT"}, {"duplicates": "best"},
         {"user_col": "uid"}, {"relevance_col": None})}

@@ -12,7 +12,7 @@ import re
 import pytest
 
 import recsql
-from cases import TREC_EVAL as TREC
+from support.cases import TREC_EVAL as TREC
 
 # trec_eval measure -> recsql metric (value transform for unj_k: 1 - judged@k)
 FIXED = {

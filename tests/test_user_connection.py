@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 import recsql
-from engines import start
+from support.capabilities import engines_with
+from support.engines import start
 
 RECS = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [0.9, 0.1]})  # hit_rate@1 = 1 on truth
 TRUTH = pd.DataFrame({"user_id": [1], "item_id": [1]})
@@ -22,7 +23,7 @@ def hit(recs, con, truth="truth", **options) -> float:
     return recsql.evaluate(recs, truth, ["hit_rate@1"], con=con, **options).summary["hit_rate@1"].iloc[0]
 
 
-@pytest.fixture(scope="module", params=["duckdb", "sqlite", "postgres", "mysql"])
+@pytest.fixture(scope="module", params=engines_with("transactions"))
 def engine(request):
     with ExitStack() as stack:
         engine = start(request.param, stack)
@@ -45,51 +46,20 @@ def test_a_temporary_table_is_read_as_the_user_reads_it(engine):
     try:
         assert hit("recs", engine.con) == 1.0
     finally:
-        engine.execute("DROP TABLE temp.recs" if engine.name in ("duckdb", "sqlite") else
-                       "DROP TEMPORARY TABLE recs" if engine.name == "mysql" else "DROP TABLE pg_temp.recs")
+        engine.drop_temporary("recs")
     assert hit("recs", engine.con) == 0.0
-
-
-def _begin(engine) -> None:
-    if engine.name == "duckdb":
-        engine.con.begin()
-    elif engine.name == "sqlite":
-        engine.con.commit()  # the test's own inserts opened one
-        engine.con.execute("BEGIN")
-    # psycopg and PyMySQL open a transaction with the first statement
-
-
-def _in_transaction(engine) -> bool:
-    if engine.name == "duckdb":  # one transaction id for two statements
-        return engine.con.execute("SELECT txid_current()").fetchone() == engine.con.execute("SELECT txid_current()").fetchone()
-    if engine.name == "sqlite":
-        return engine.con.in_transaction
-    if engine.name == "postgres":
-        return engine.con.info.transaction_status.name == "INTRANS"
-    with engine.con.cursor() as cursor:
-        cursor.execute("SELECT @@in_transaction")
-        return cursor.fetchone()[0] == 1
-
-
-def _uncommitted(engine, sql: str) -> None:
-    """A statement of the user's open transaction, not committed."""
-    if engine.name in ("duckdb", "sqlite"):
-        engine.con.execute(sql)
-    else:
-        with engine.con.cursor() as cursor:
-            cursor.execute(sql)
 
 
 def test_the_open_transaction_is_read_and_left_open(engine):
     """Rows the user's transaction changed are read as changed; after evaluate (and after a failed
     evaluate) the transaction is still open, usable and holds the change; rolled back, it is gone."""
-    _begin(engine)
-    _uncommitted(engine, "UPDATE recs SET score = 1 - score")
-    assert _in_transaction(engine)
+    engine.begin()
+    engine.execute_uncommitted("UPDATE recs SET score = 1 - score")
+    assert engine.in_transaction()
     assert hit("recs", engine.con) == 1.0
     with pytest.raises(recsql.RecsqlError, match="no_such_table"):
         hit("no_such_table", engine.con)
-    assert _in_transaction(engine)
+    assert engine.in_transaction()
     assert hit("recs", engine.con) == 1.0
     engine.con.rollback()
     assert hit("recs", engine.con) == 0.0

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from cases import load, metric_of, per_user, run
+from support.cases import load, metric_of, per_user, run
 
 CASES = [c for c in load("worked/seeds.json") if c["issue"] == 2] + load("worked/recsql.json")
 

@@ -6,7 +6,7 @@ returns a :class:`Report`; ``Evaluation.report(path)`` and ``Comparison.report(p
 from results already computed. The page's figures are drawn from the results' frames
 (:mod:`recsql.report.data`), which it also carries as JSON.
 
-Modules: ``data`` (the frames), ``figures`` (matplotlib, inline SVG), ``tables`` (HTML, Markdown,
+Modules: ``data`` (the frames), ``figures`` (inline SVG, drawn by ``svg``), ``tables`` (HTML, Markdown,
 LaTeX), ``html`` (the page), ``build`` (:func:`build_report`, a layer above: it runs evaluate and
 compare), ``cli`` (``recsql report``).
 """
@@ -33,9 +33,7 @@ class Report:
 
     @property
     def html(self) -> str:
-        from ..extras import require
         from .html import page
-        require("matplotlib", "the report's figures (recsql report, .report())")
         return page(self.data)
 
     def write(self, path: str, option: str | None = None) -> str:

@@ -102,9 +102,9 @@ def _check_out(args: argparse.Namespace) -> None:
     check_outputs({}, {"--out": args.out}, [], files, db=args.db)
 
 
-# Imported ahead, while the engine computes (:func:`import_ahead`): the figures' matplotlib and the
-# special functions of the tests' tails.
-AHEAD = ("scipy.special", "matplotlib.figure", "matplotlib.backends.backend_svg")
+# Imported ahead, while the engine computes (:func:`import_ahead`): the special functions of the
+# tests' tails.
+AHEAD = ("scipy.special",)
 
 
 def import_ahead(modules: tuple[str, ...] = AHEAD) -> threading.Thread:
@@ -127,10 +127,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..cli_inputs import recs_and_truth as _recs_and_truth
     from ..cli_output import is_terminal as _is_terminal
     from ..comparison_cli import keywords
-    from ..extras import require
     from . import report as make_report
     _check_out(args)
-    require("matplotlib", "recsql report")  # the figures: before the inputs are read
     import_ahead()
     recs, truth = _recs_and_truth(args)
     started = time.perf_counter()

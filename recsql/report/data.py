@@ -296,20 +296,14 @@ def report_date(date: bool | str | None) -> str:
 
 
 def versions(engine: str) -> dict[str, str]:
-    """The versions that produced the numbers and the page."""
-    from importlib.metadata import PackageNotFoundError, version
-
+    """The versions that produced the numbers and the page (its figures are recsql's own SVG)."""
     import duckdb
     import scipy
 
     from .. import __version__
-    try:
-        drawing = version("matplotlib")  # the page's figures; the tables need no matplotlib
-    except PackageNotFoundError:
-        drawing = "not installed"
     return {"recsql": __version__, "engine": engine, "duckdb": duckdb.__version__,
             "python": platform.python_version(), "pandas": pd.__version__, "numpy": np.__version__,
-            "scipy": scipy.__version__, "matplotlib": drawing}
+            "scipy": scipy.__version__}
 
 
 def fingerprint(inputs: dict[str, Any], data: ReportData) -> tuple[list[dict[str, str]], str]:

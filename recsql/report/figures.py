@@ -1,34 +1,31 @@
-"""The report's figures, drawn with matplotlib from the frames of :mod:`recsql.report.data` and
-written as inline SVG.
+"""The report's figures, drawn from the frames of :mod:`recsql.report.data` as inline SVG
+(:mod:`recsql.report.svg`: written directly, no plotting library).
 
-No pyplot and no backend switch: each figure is a ``matplotlib.figure.Figure`` saved as SVG, so a
-report drawn in Jupyter leaves the user's plotting state alone. The SVG is deterministic: its ids
-are salted with the figure's name (unique on the page), it carries no date, and text stays text
-(``svg.fonttype = none``), so the same frames give the same bytes. Text is drawn as it is written:
-never as mathtext (``$...$``) or LaTeX, whatever the user's rcParams say, and every name (run,
+The SVG is deterministic (no id, date or random part: the same frames give the same bytes) and
+its text stays text. Text is drawn as it is written: a run named ``$5 vs $6`` is that text (there
+is no mathtext or LaTeX to read it), every text is escaped for the page, and every name (run,
 metric, segment) outside ASCII is isolated (:func:`recsql.safe_text.isolated`), so a right-to-left
 override in one label cannot reorder the rest of it.
 """
 from __future__ import annotations
 
-import io
 import math
-import re
-from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..safe_text import isolated
+from .svg import FONT, SMALL, TITLE, Axis, Panel, circle, figure, legend, line, rect, text, text_width
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
 DIRECTION_COLORS = {1: "#1a7f37", -1: "#cf222e", 0: "#6e7781"}  # higher, lower, not significant
-STYLE = {"svg.fonttype": "none", "font.family": "sans-serif", "font.size": 9, "axes.titlesize": 10,
-         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#e5e5e5",
-         "legend.frameon": False,
-         "text.parse_math": False, "text.usetex": False}  # a run named "$5 vs $6" or "$\\frac$" is that text
+WIDTH = 756.0  # points: 10.5 inches, the page's width for figures
+TOP = TITLE + 12  # room for a panel's title
+BOTTOM = 5.5 + FONT + 4 + FONT + 6  # the x tick labels and the x axis label
+RIGHT = 14.0
+GAP = 6.0  # between a panel's cell and its tick labels
 
 
 def colors(runs: Sequence[str]) -> dict[str, str]:
@@ -36,39 +33,48 @@ def colors(runs: Sequence[str]) -> dict[str, str]:
     return {run: PALETTE[i % len(PALETTE)] for i, run in enumerate(runs)}
 
 
-@contextmanager
-def _style(name: str) -> Iterator[None]:
-    import matplotlib
-    with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"recsql-{name}"}):
-        yield
-
-
-def _grid(panels: int, columns: int, width: float, height: float, sharex: bool = False) -> tuple[Any, list[Any]]:
-    """A figure with ``panels`` axes in rows of ``columns`` (unused cells hidden; ``sharex``: one x axis)."""
-    from matplotlib.figure import Figure
+def _cells(panels: int, columns: int, row_height: float, left: float) -> tuple[list[tuple[float, float, float, float]],
+                                                                              float]:
+    """The plot area (left, top, width, height) of each of ``panels`` in rows of ``columns``, each
+    cell ``row_height`` points high with ``left`` points for its y labels; and the figure's height."""
     cols = max(1, min(columns, panels))
     rows = math.ceil(panels / cols)
-    fig = Figure(figsize=(width, height * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False, sharex="all" if sharex else "none").ravel().tolist()
-    for ax in axes[panels:]:
-        ax.set_visible(False)
-    return fig, axes[:panels]
+    cell = WIDTH / cols
+    areas = [((i % cols) * cell + left, (i // cols) * row_height + TOP, cell - left - RIGHT,
+              row_height - TOP - BOTTOM) for i in range(panels)]
+    return areas, rows * row_height
 
 
-def svg(fig: Any, name: str) -> str:
-    """The figure as an ``<svg>`` element for inline HTML (no XML prolog, DOCTYPE or metadata).
+def _y_room(axes: Sequence[Axis], ylabel: bool = False) -> float:
+    """The points left of a plot area for its y tick labels (and a y axis label)."""
+    widest = max((text_width(label) for axis in axes for label in axis.labels()), default=0.0)
+    return GAP + widest + 8 + (FONT + 8 if ylabel else 0)
 
-    Printed by the SVG canvas itself in one draw, which lays the figure out first (constrained
-    layout, text measured by the SVG renderer) and then draws it: the bytes ``savefig`` writes, for
-    which it draws the figure twice (a dry run to lay it out, then the real one)."""
-    from matplotlib.backends.backend_svg import FigureCanvasSVG
-    buffer = io.StringIO()
-    with _style(name):
-        FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    text = buffer.getvalue()
-    text = text[text.index("<svg"):]
-    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)
-    return text.replace("<svg ", f'<svg role="img" aria-label="{name}" data-figure="{name}" ', 1)
+
+def _finite(value: Any) -> bool:
+    return value is not None and not pd.isna(value) and math.isfinite(float(value))
+
+
+def _corner(panel: Panel, points: list[tuple[float, float]], width: float, height: float) -> tuple[float, float]:
+    """The corner of ``panel`` (upper left, upper right, lower left, lower right) where a legend box
+    of ``width`` x ``height`` points covers the fewest ``points``, as matplotlib's "best" does."""
+    right, bottom = panel.left + panel.width, panel.top + panel.height
+    corners = [(panel.left + 6, panel.top + 4), (right - 6 - width, panel.top + 4),
+               (panel.left + 6, bottom - 4 - height), (right - 6 - width, bottom - 4 - height)]
+    covered = [sum(x0 <= x <= x0 + width and y0 <= y <= y0 + height for x, y in points) for x0, y0 in corners]
+    return corners[covered.index(min(covered))]
+
+
+def _legend_in(panel: Panel, runs: Sequence[str], palette: dict[str, str],
+               lines: list[list[tuple[float, float]]]) -> str:
+    """The runs' legend inside ``panel``, in the corner its ``lines`` (each a list of vertices)
+    cross least."""
+    along = [(x0 + (x1 - x0) * t / 8, y0 + (y1 - y0) * t / 8) for points in lines
+             for (x0, y0), (x1, y1) in zip(points, points[1:]) for t in range(8)] + [p for ps in lines for p in ps[-1:]]
+    entries = [(isolated(run), palette[run]) for run in runs]
+    width = max(18 + text_width(label, SMALL) + 10 for label, _ in entries)
+    x, y = _corner(panel, along, width, len(entries) * (SMALL + 5))
+    return legend(x, y, entries, backed=True)
 
 
 def curves(frame: pd.DataFrame, runs: Sequence[str]) -> str:
@@ -77,18 +83,37 @@ def curves(frame: pd.DataFrame, runs: Sequence[str]) -> str:
     if frame.empty or frame.groupby("family")["k"].nunique().max() < 2:
         return ""
     palette = colors(runs)
-    with _style("curves"):
-        fig, axes = _grid(len(families), 3, 10.5, 2.8)
-        for ax, family in zip(axes, families):
-            part = frame[frame["family"] == family]
-            for run in runs:
-                line = part[part["run"] == run].sort_values("k")
-                ax.plot(line["k"], line["value"].astype(float), color=palette[run], label=isolated(run), linewidth=1.6,
-                        marker="o" if len(line) <= 20 else None, markersize=2.5)
-            ax.set_title(f"{isolated(family)}@k")
-            ax.set_xlabel("k")
-        axes[0].legend(fontsize=8)
-        return svg(fig, "curves")
+    height = 2.8 * 72
+    inner = height - TOP - BOTTOM
+    ys = {f: Axis.fit(frame.loc[frame["family"] == f, "value"].tolist(), inner, 2 * FONT) for f in families}
+    areas, total = _cells(len(families), 3, height, _y_room(list(ys.values())))
+    panels, points = [], []
+    for (left, top, width, high), family in zip(areas, families):
+        part = frame[frame["family"] == family]
+        panel = Panel(left, top, width, high, Axis.fit(part["k"].tolist(), width, 3 * FONT, integer=True), ys[family])
+        panel.frame(title=f"{isolated(family)}@k", xlabel="k")
+        for run in runs:
+            drawn = part[part["run"] == run].sort_values("k")
+            xy = [(panel.px(k), panel.py(float(v)) if _finite(v) else None) for k, v in zip(drawn["k"], drawn["value"])]
+            for segment in _runs_of(xy):  # a missing value breaks the line
+                panel.marks.append(line(segment, palette[run], 1.6))
+            if len(drawn) <= 20:
+                panel.marks.extend(circle(x, y, 1.4, palette[run], width=0.6) for x, y in xy if y is not None)
+            if not panels:
+                points += _runs_of(xy)
+        panels.append(panel)
+    return figure(WIDTH, total, "curves", panels, [_legend_in(panels[0], runs, palette, points)])
+
+
+def _runs_of(xy: list[tuple[float, float | None]]) -> list[list[tuple[float, float]]]:
+    """The stretches of ``xy`` without a missing y."""
+    out: list[list[tuple[float, float]]] = [[]]
+    for x, y in xy:
+        if y is None:
+            out.append([])
+        else:
+            out[-1].append((x, y))
+    return [s for s in out if s]
 
 
 def distributions(items: list[dict[str, Any]], runs: Sequence[str]) -> str:
@@ -98,18 +123,31 @@ def distributions(items: list[dict[str, Any]], runs: Sequence[str]) -> str:
     if not metrics:
         return ""
     palette = colors(runs)
-    with _style("distributions"):
-        fig, axes = _grid(len(metrics), 3, 10.5, 2.6)
-        for ax, metric in zip(axes, metrics):
-            for d in (d for d in items if d["metric"] == metric):
-                share = [c / d["n"] if d["n"] else 0.0 for c in d["counts"]]
-                ax.stairs(share, d["edges"], color=palette[d["run"]], label=isolated(d["run"]), linewidth=1.4)
-                if d["mean"] is not None:
-                    ax.axvline(d["mean"], color=palette[d["run"]], linestyle="--", linewidth=1)
-            ax.set_title(isolated(metric))
-            ax.set_ylabel("share of users")
-        axes[0].legend(fontsize=8)
-        return svg(fig, "distributions")
+    height = 2.6 * 72
+    inner = height - TOP - BOTTOM
+    shares = {id(d): [c / d["n"] if d["n"] else 0.0 for c in d["counts"]] for d in items}
+    ys = {m: Axis.fit([0.0, *(s for d in items if d["metric"] == m for s in shares[id(d)])], inner, 2 * FONT,
+                      floor=0.0) for m in metrics}
+    areas, total = _cells(len(metrics), 3, height, _y_room(list(ys.values()), ylabel=True))
+    panels, points = [], []
+    for (left, top, width, high), metric in zip(areas, metrics):
+        mine = [d for d in items if d["metric"] == metric]
+        edges = mine[0]["edges"]
+        panel = Panel(left, top, width, high, Axis.fit([edges[0], edges[-1]], width, 3 * FONT, tight=True), ys[metric])
+        panel.frame(title=isolated(metric), ylabel="share of users")
+        for d in mine:
+            share, xs = shares[id(d)], d["edges"]
+            steps = [(xs[0], 0.0)] + [p for i, s in enumerate(share) for p in ((xs[i], s), (xs[i + 1], s))] + \
+                [(xs[-1], 0.0)]
+            xy = [(panel.px(x), panel.py(y)) for x, y in steps]
+            panel.marks.append(line(xy, palette[d["run"]], 1.4))
+            if d["mean"] is not None:
+                x = panel.px(d["mean"])
+                panel.marks.append(line([(x, top), (x, top + high)], palette[d["run"]], 1.0, dash="3.7,1.6"))
+            if not panels:
+                points.append(xy)
+        panels.append(panel)
+    return figure(WIDTH, total, "distributions", panels, [_legend_in(panels[0], runs, palette, points)])
 
 
 def _pair(row: pd.Series, one_baseline: bool) -> str:
@@ -125,27 +163,28 @@ def wins(tests: pd.DataFrame) -> str:
         return ""
     one = tests["baseline"].nunique() == 1
     labels = [f"{_pair(r, one)} · {isolated(r['metric'])}" for _, r in tests.iterrows()]
-    from matplotlib.figure import Figure
-    with _style("wins"):
-        fig = Figure(figsize=(10.5, 0.9 + 0.32 * len(tests)), layout="constrained")
-        ax = fig.subplots()
-        counts = tests[["wins", "ties", "losses"]].astype(float).to_numpy()
-        total = counts.sum(axis=1).clip(min=1)
-        left = np.zeros(len(tests))
-        for i, (column, color) in enumerate((("wins", DIRECTION_COLORS[1]), ("ties", "#d0d7de"),
-                                             ("losses", DIRECTION_COLORS[-1]))):
-            share = counts[:, i] / total
-            ax.barh(labels, share, left=left, color=color, label=column, height=0.6)
-            for y, (x0, w, count) in enumerate(zip(left, share, tests[column])):
-                if w >= 0.06:
-                    ax.text(x0 + w / 2, y, f"{int(count)}", ha="center", va="center", fontsize=7,
-                            color="white" if column != "ties" else "black")
-            left = left + share
-        ax.invert_yaxis()
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("share of paired users (run better / equal / worse than baseline)")
-        ax.legend(ncols=3, loc="lower right", bbox_to_anchor=(1, 1), fontsize=8)
-        return svg(fig, "wins")
+    height = (0.9 + 0.32 * len(tests)) * 72
+    left = GAP + max(text_width(label) for label in labels) + 8
+    top = SMALL + 14  # the legend, above the bars
+    panel = Panel(left, top, WIDTH - left - RIGHT, height - top - BOTTOM, Axis(0.0, 1.0), categories=labels)
+    panel.x = Axis.fit([0.0, 1.0], panel.width, 3 * FONT, tight=True)
+    panel.frame(xlabel="share of paired users (run better / equal / worse than baseline)")
+    counts = tests[["wins", "ties", "losses"]].astype(float).to_numpy()
+    total = counts.sum(axis=1).clip(min=1)
+    start = np.zeros(len(tests))
+    bar = 0.6 * panel.height / len(tests)
+    parts = (("wins", DIRECTION_COLORS[1]), ("ties", "#d0d7de"), ("losses", DIRECTION_COLORS[-1]))
+    for i, (column, color) in enumerate(parts):
+        share = counts[:, i] / total
+        for row, (x0, w, count) in enumerate(zip(start, share, tests[column])):
+            y = panel.py(row)
+            panel.marks.append(rect(panel.px(x0), y - bar / 2, panel.px(x0 + w) - panel.px(x0), bar, color))
+            if w >= 0.06:
+                panel.marks.append(text(panel.px(x0 + w / 2), y, f"{int(count)}", size=7.0,
+                                        color="#ffffff" if column != "ties" else "#000000"))
+        start = start + share
+    key = legend(left + panel.width, 4, [(c, color) for c, color in parts], columns=3, swatch="box", anchor="end")
+    return figure(WIDTH, height, "wins", [panel], [key])
 
 
 def forest(tests: pd.DataFrame, name: str = "forest", by: str = "metric", panels_per_row: int = 3) -> str:
@@ -157,22 +196,29 @@ def forest(tests: pd.DataFrame, name: str = "forest", by: str = "metric", panels
     one = tests["baseline"].nunique() == 1
     rows = max(len(tests[tests[by] == g]) for g in groups)
     label = lambda r: _pair(r, one) if by == "metric" else f"{_pair(r, one)} · {isolated(r['metric'])}"  # noqa: E731
-    longest = max(len(label(r)) for _, r in tests.iterrows())
-    with _style(name):  # long labels (several run columns, every pair): one panel per row
-        fig, axes = _grid(len(groups), panels_per_row if longest <= 28 else 1, 10.5, 0.9 + 0.3 * rows,
-                          sharex=by != "metric")
-        for ax, group in zip(axes, groups):
-            part = tests[tests[by] == group].reset_index(drop=True)
-            labels = [label(r) for _, r in part.iterrows()]
-            for y, row in part.iterrows():
-                color = DIRECTION_COLORS[int(row["direction"])]
-                ax.plot([row["ci_low"], row["ci_high"]], [y, y], color=color, linewidth=2)
-                ax.plot([row["mean_diff"]], [y], marker="o", markersize=5, color=color,
-                        markerfacecolor=color if row["significant"] else "white")
-            ax.axvline(0, color="black", linewidth=0.8)
-            ax.set_yticks(range(len(part)), labels)
-            ax.set_ylim(len(part) - 0.5, -0.5)
-            ax.set_title(isolated(group))
-            ax.set_xlabel("difference (run − baseline)")
-            ax.xaxis.set_tick_params(labelbottom=True)
-        return svg(fig, name)
+    labels = {g: [label(r) for _, r in tests[tests[by] == g].iterrows()] for g in groups}
+    longest = max(len(x) for ls in labels.values() for x in ls)
+    columns = panels_per_row if longest <= 28 else 1  # long labels (several run columns, every pair): one per row
+    left = GAP + max(text_width(x) for ls in labels.values() for x in ls) + 8
+    areas, total = _cells(len(groups), columns, (0.9 + 0.3 * rows) * 72, left)
+    spans = lambda part: [0.0, *part["ci_low"], *part["ci_high"], *part["mean_diff"]]  # noqa: E731
+    shared = by != "metric"  # segments: one x axis for every panel
+    panels = []
+    for (x0, top, width, high), group in zip(areas, groups):
+        part = tests[tests[by] == group].reset_index(drop=True)
+        axis = Axis.fit(spans(tests) if shared else spans(part), width, 3 * FONT)
+        panel = Panel(x0, top, width, high, axis, categories=labels[group])
+        panel.frame(title=isolated(group), xlabel="difference (run − baseline)")
+        panel.axes += [line([(x0, panel.py(y)), (x0 + width, panel.py(y))], "#e5e5e5", 0.8) for y in range(len(part))]
+        zero = panel.px(0.0)
+        panel.marks.append(line([(zero, top), (zero, top + high)], "#000000", 0.8))
+        for y, row in part.iterrows():
+            color = DIRECTION_COLORS[int(row["direction"])]
+            yy = panel.py(y)
+            if _finite(row["ci_low"]) and _finite(row["ci_high"]):
+                panel.marks.append(line([(panel.px(row["ci_low"]), yy), (panel.px(row["ci_high"]), yy)], color, 2.0))
+            if _finite(row["mean_diff"]):
+                panel.marks.append(circle(panel.px(row["mean_diff"]), yy, 2.5, color,
+                                          fill=color if row["significant"] else "#ffffff"))
+        panels.append(panel)
+    return figure(WIDTH, total, name, panels)

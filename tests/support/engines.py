@@ -1,17 +1,22 @@
 """Test harness: load small pandas tables into each real engine and hand out its connection.
 
-Each engine class creates tables with explicit column types (BIGINT / DOUBLE / text) from a
-DataFrame and returns the name to pass to ``recsql.evaluate(..., con=engine.con)``."""
+Each engine class creates tables with explicit column types (BIGINT / DOUBLE / text / timestamp)
+from a DataFrame and returns the name to pass to ``recsql.evaluate(..., con=engine.con)``. How each
+engine is reached, loaded, listed and held in a transaction lives here, in its class; what each can
+do is in support/capabilities.py (``engine.can(flag)``)."""
 from __future__ import annotations
 
 import itertools
 import math
 import sqlite3
 from contextlib import ExitStack
+from datetime import datetime
 from typing import Any
 
 import duckdb
 import pandas as pd
+
+from support.capabilities import ENGINES, has
 
 _names = itertools.count()
 
@@ -25,6 +30,8 @@ def sql_type(series: pd.Series, kinds: dict[str, str]) -> str:
         return kinds["int"]
     if pd.api.types.is_float_dtype(series):
         return kinds["float"]
+    if pd.api.types.is_datetime64_any_dtype(series):
+        return kinds["time"]
     return kinds["text"]
 
 
@@ -42,6 +49,8 @@ def literal(value: Any, floats: dict[str, str] | None = None) -> str:
         return floats[key]
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, datetime):  # pandas' Timestamp too
+        return value.strftime("'%Y-%m-%d %H:%M:%S'")
     return repr(value.item() if hasattr(value, "item") else value)
 
 
@@ -50,12 +59,16 @@ class Engine:
 
     name = "engine"
     dialect = "duckdb"
-    kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR"}
+    kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "time": "TIMESTAMP"}
     floats: dict[str, str] = {"nan": "CAST('NaN' AS DOUBLE)", "inf": "CAST('Infinity' AS DOUBLE)",
                               "-inf": "CAST('-Infinity' AS DOUBLE)"}
 
     def __init__(self, con: Any) -> None:
         self.con = con
+
+    def can(self, flag: str) -> bool:
+        """Whether this engine has capability ``flag`` (support/capabilities.py)."""
+        return has(self.name, flag)
 
     def new_name(self) -> str:
         return f"t{next(_names)}"
@@ -102,17 +115,55 @@ class Engine:
     def execute(self, sql: str) -> None:
         self.con.execute(sql)
 
+    def execute_uncommitted(self, sql: str) -> None:
+        """A statement of the user's open transaction, not committed ("transactions")."""
+        self.con.execute(sql)
+
+    def tables(self) -> list:
+        """The tables and views there are, sorted: to tell that recsql left nothing behind."""
+        return self.con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()
+
+    def frame(self, frame: pd.DataFrame) -> Any:
+        """``frame`` as this engine's own DataFrame, for the engines with "dataframes"."""
+        raise NotImplementedError(f"{self.name} takes no DataFrames")
+
 
 class DuckDBEngine(Engine):
     name = "duckdb"
     dialect = "duckdb"
 
+    def frame(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame
+
+    def begin(self) -> None:
+        self.con.begin()
+
+    def in_transaction(self) -> bool:
+        """One transaction id for two statements."""
+        return self.con.execute("SELECT txid_current()").fetchone() == self.con.execute("SELECT txid_current()").fetchone()
+
+    def drop_temporary(self, name: str) -> None:
+        self.execute(f"DROP TABLE temp.{name}")
+
 
 class SQLiteEngine(Engine):
     name = "sqlite"
     dialect = "sqlite"
-    kinds = {"int": "INTEGER", "float": "REAL", "text": "TEXT"}
+    kinds = {"int": "INTEGER", "float": "REAL", "text": "TEXT", "time": "TEXT"}  # no date type: dates are text
     floats = {"nan": "NULL", "inf": "9e999", "-inf": "-9e999"}  # SQLite itself stores a NaN as NULL
+
+    def tables(self) -> list:
+        return self.con.execute("SELECT name FROM sqlite_master ORDER BY 1").fetchall()
+
+    def begin(self) -> None:
+        self.con.commit()  # the test's own inserts opened one
+        self.con.execute("BEGIN")
+
+    def in_transaction(self) -> bool:
+        return self.con.in_transaction
+
+    def drop_temporary(self, name: str) -> None:
+        self.execute(f"DROP TABLE temp.{name}")
 
 
 class DBAPIEngine(Engine):
@@ -123,19 +174,53 @@ class DBAPIEngine(Engine):
             cursor.execute(sql)
         self.con.commit()
 
+    def execute_uncommitted(self, sql: str) -> None:
+        with self.con.cursor() as cursor:
+            cursor.execute(sql)
+
+    def tables(self) -> list:
+        with self.con.cursor() as cursor:
+            cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema NOT IN "
+                           "('information_schema', 'pg_catalog', 'mysql', 'performance_schema', 'sys') ORDER BY 1")
+            return cursor.fetchall()
+
+    def begin(self) -> None:
+        """psycopg and PyMySQL open a transaction with the first statement."""
+
 
 class PostgresEngine(DBAPIEngine):
     name = "postgres"
     dialect = "postgres"
-    kinds = {"int": "BIGINT", "float": "DOUBLE PRECISION", "text": "TEXT"}
+    kinds = {"int": "BIGINT", "float": "DOUBLE PRECISION", "text": "TEXT", "time": "timestamp"}
     floats = {"nan": "'NaN'::float8", "inf": "'Infinity'::float8", "-inf": "'-Infinity'::float8"}
+    loose_text = 'TEXT COLLATE "und-x-icu"'  # a locale collation ("collations")
+
+    def tables(self) -> list:
+        rows = super().tables()
+        self.con.rollback()
+        return rows
+
+    def in_transaction(self) -> bool:
+        return self.con.info.transaction_status.name == "INTRANS"
+
+    def drop_temporary(self, name: str) -> None:
+        self.execute(f"DROP TABLE pg_temp.{name}")
 
 
 class MariaDBEngine(DBAPIEngine):
     name = "mysql"
     dialect = "mysql"
-    kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR(255)"}
+    kinds = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR(255)", "time": "DATETIME"}
     floats: dict[str, str] = {}  # MariaDB cannot store NaN or infinity
+    loose_text = "VARCHAR(255) COLLATE utf8mb4_general_ci"  # case-insensitive ("collations")
+
+    def in_transaction(self) -> bool:
+        with self.con.cursor() as cursor:
+            cursor.execute("SELECT @@in_transaction")
+            return cursor.fetchone()[0] == 1
+
+    def drop_temporary(self, name: str) -> None:
+        self.execute(f"DROP TEMPORARY TABLE {name}")
 
 
 class SparkEngine(Engine):
@@ -148,9 +233,15 @@ class SparkEngine(Engine):
     def drop(self, name: str) -> None:
         self.con.catalog.dropTempView(name)
 
+    def tables(self) -> list:
+        return sorted(t.name for t in self.con.catalog.listTables())
+
+    def frame(self, frame: pd.DataFrame) -> Any:
+        return self.con.createDataFrame(frame)
+
     def load(self, frame: pd.DataFrame, text: str | None = None, name: str | None = None) -> str:
         from pyspark.sql import types as T
-        kinds = {"int": T.LongType(), "float": T.DoubleType(), "text": T.StringType()}
+        kinds = {"int": T.LongType(), "float": T.DoubleType(), "text": T.StringType(), "time": T.TimestampType()}
         schema = T.StructType([T.StructField(c, kinds[{v: k for k, v in self.kinds.items()}[sql_type(frame[c], self.kinds)]])
                                for c in frame.columns])
         rows = [tuple(None if v is pd.NA else v.item() if hasattr(v, "item") else v for v in row)
@@ -163,10 +254,13 @@ class SparkEngine(Engine):
 class ClickHouseEngine(Engine):
     name = "clickhouse"
     dialect = "clickhouse"
-    kinds = {"int": "Int64", "float": "Float64", "text": "String"}
+    kinds = {"int": "Int64", "float": "Float64", "text": "String", "time": "DateTime"}
     floats = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
 
     table_options = " ENGINE = Memory"
+
+    def tables(self) -> list:
+        return self.con.query("SHOW TABLES", "DataFrame").values.tolist()
 
     def column_type(self, series: pd.Series, text: str | None) -> str:
         kind = sql_type(series, self.kinds)
@@ -182,6 +276,9 @@ class DataFusionEngine(Engine):
 
     def drop(self, name: str) -> None:
         self.con.deregister_table(name)
+
+    def tables(self) -> list:
+        return sorted(self.con.catalog().schema().names())
 
     def load(self, frame: pd.DataFrame, text: str | None = None, name: str | None = None) -> str:
         import pyarrow as pa
@@ -203,18 +300,18 @@ def start(name: str, stack: ExitStack) -> Engine:
         return SQLiteEngine(con)
     if name == "postgres":
         import psycopg
-        from servers import postgres_server
+        from support.servers import postgres_server
         con = psycopg.connect(**stack.enter_context(postgres_server()))
         stack.callback(con.close)
         return PostgresEngine(con)
     if name == "mysql":
         import pymysql
-        from servers import mariadb_server
+        from support.servers import mariadb_server
         con = pymysql.connect(**stack.enter_context(mariadb_server()))
-        stack.callback(con.close)
+        stack.callback(lambda: con.open and con.close())  # PyMySQL refuses a second close: a test may close it
         return MariaDBEngine(con)
     if name == "spark":
-        from servers import spark_session
+        from support.servers import spark_session
         return SparkEngine(stack.enter_context(spark_session("recsql-tests", 2)))
     if name == "clickhouse":
         from chdb import session
@@ -227,4 +324,4 @@ def start(name: str, stack: ExitStack) -> Engine:
     raise ValueError(name)
 
 
-ENGINES = ["duckdb", "sqlite", "postgres", "mysql", "spark", "clickhouse", "datafusion"]
+__all__ = ["ENGINES", "Engine", "start"]

@@ -1,5 +1,5 @@
 """Hypothesis strategies: small random recommendation runs and truth with ties and gaps; the
-typed frames they become and the check of a recsql result against tests/reference.py."""
+typed frames they become and the check of a recsql result against tests/support/reference.py."""
 from __future__ import annotations
 
 import math
@@ -8,11 +8,11 @@ import pandas as pd
 from hypothesis import strategies as st
 
 import recsql
-from reference import METRICS as REFERENCE_METRICS
-from reference import summarize
+from support.reference import METRICS as REFERENCE_METRICS
+from support.reference import summarize
 
-# The accuracy metrics tests/reference.py implements (the default draw); the beyond-accuracy ones
-# have their own reference (tests/reference_beyond.py) and property tests.
+# The accuracy metrics tests/support/reference.py implements (the default draw); the beyond-accuracy ones
+# have their own reference (tests/support/reference_beyond.py) and property tests.
 ACCURACY = sorted(REFERENCE_METRICS)
 # Every metric that runs on recs, truth and an items table with a price column (no other input).
 SELF_CONTAINED = sorted(n for n, spec in recsql.registry().items() if set(spec.needs) <= {"price"})
@@ -78,7 +78,7 @@ def truth_rows(draw, items: list = ITEMS) -> list[dict]:
 
 def python_options(metric: recsql.Metric) -> dict:
     """The options the metric was given, defaults written out included (they win over a convention,
-    as in recsql), for tests/reference.py; a custom discount as a Python callable."""
+    as in recsql), for tests/support/reference.py; a custom discount as a Python callable."""
     given = {o: v for o, v in metric.all_options().items() if o in metric.explicit}
     options = {o: float(v) if metric.spec.params[o].kind == "number" else v for o, v in given.items()}
     if options.get("discount") not in (None, "log2", "jarvelin"):

@@ -8,7 +8,7 @@ import pandas as pd
 
 import recsql
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 # trec_eval's own test files (qrels, runs, expected outputs), copied into the repository with
 # their licence: fixtures/trec_eval/README.md. A missing file fails the test that reads it.
 TREC_EVAL = FIXTURES / "trec_eval"
