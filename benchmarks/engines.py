@@ -77,15 +77,19 @@ def metrics() -> list[str]:
 
 
 class PeakMemory:
-    """The largest resident memory of this process and its descendants, sampled every 50 ms."""
+    """The largest resident memory of this process, its descendants and ``roots`` (a server not started
+    as a child) with theirs, sampled every 50 ms. Shared memory (PostgreSQL's buffers) counts once per
+    process that maps it, so a server's figure is an upper bound."""
 
-    def __init__(self) -> None:
+    def __init__(self, roots: tuple = ()) -> None:
         import psutil
-        self.process, self.peak, self._stop = psutil.Process(), 0, threading.Event()
+        self.roots = [psutil.Process(), *roots]
+        self.peak, self._stop = 0, threading.Event()
 
     def _total(self) -> int:
         total = 0
-        for proc in [self.process, *self.process.children(recursive=True)]:
+        processes = {p.pid: p for root in self.roots for p in [root, *root.children(recursive=True)]}
+        for proc in processes.values():
             try:
                 total += proc.memory_info().rss
             except Exception:  # noqa: BLE001 (a child that ended between the listing and the read)
@@ -122,7 +126,12 @@ def worker(name: str) -> dict:
             engine.con = SessionContext(SessionConfig(), RuntimeEnvBuilder().with_fair_spill_pool(LIMIT_GB * 2**30))
         tables = {role: engine.load(frame) for role, frame in frames.items()}
         asked = metrics()
-        with PeakMemory() as memory:
+        roots = ()
+        if name == "postgres":  # started by pg_ctl, so not our child: the postmaster serving this connection
+            import psutil
+            backend = engine.con.execute("SELECT pg_backend_pid()").fetchone()[0]
+            roots = (psutil.Process(backend).parent(),)
+        with PeakMemory(roots) as memory:
             started = time.perf_counter()
             result = recsql.evaluate(tables["recs"], tables["truth"], asked, con=engine.con,
                                      **{role: tables[role] for role in frames if role not in ("recs", "truth")})
@@ -133,11 +142,14 @@ def worker(name: str) -> dict:
                            for m in asked}}
 
 
-def run_worker(name: str, cache: Path) -> dict:
+def run_worker(name: str, cache: Path, timeout: float) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
            "RECSQL_CACHE_DIR": str(cache / name)}
-    done = subprocess.run([sys.executable, __file__, "--worker", name], cwd=REPO, env=env, capture_output=True,
-                          text=True)
+    try:
+        done = subprocess.run([sys.executable, __file__, "--worker", name], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"engine": name, "error": f"stopped after {timeout:.0f} s (--timeout)"}
     if done.returncode != 0:
         return {"engine": name, "error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -174,6 +186,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--out", default=str(HERE / "results"))
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per engine (start, load and query)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -188,7 +201,7 @@ def main() -> None:
         results = []
         for name in names:
             print(f"{name} ...", flush=True)
-            results.append(run_worker(name, Path(cache)))
+            results.append(run_worker(name, Path(cache), args.timeout))
             print("  " + (results[-1].get("error") or f"{results[-1]['seconds']:.2f} s, {results[-1]['peak_mb']:,.0f} MB"),
                   flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
