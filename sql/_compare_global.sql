@@ -56,13 +56,37 @@ cmp_global_list_owners AS (
     FROM cmp_global_owners AS o
     JOIN cmp_global_metrics AS m ON o.metric = m.metric
 ),
-cmp_global_drawn AS (
-    SELECT l.run AS run, l.lists AS lists, d.resample AS resample, l.item_id AS item_id,
-        MAX(l.in_catalog) AS in_catalog, CAST(SUM(d.w) AS BIGINT) AS c, CAST(SUM(d.w * d.w) AS BIGINT) AS d,
-        CAST(SUM(CASE WHEN d.s = 1 THEN 1 ELSE 0 END) AS BIGINT) AS plus, CAST(COUNT(*) AS BIGINT) AS n
+cmp_global_entries AS (
+    SELECT run, lists, item_id, MAX(in_catalog) AS in_catalog, CAST(COUNT(*) AS BIGINT) AS n
+    FROM cmp_lists
+    GROUP BY run, lists, item_id
+),
+cmp_global_numbered AS (
+    SELECT run, lists, item_id, in_catalog, n, CAST(ROW_NUMBER() OVER (ORDER BY run, lists, item_id) AS BIGINT) AS entry
+    FROM cmp_global_entries
+),
+cmp_global_list_entries AS (
+    SELECT l.user_idx AS user_idx, e.entry AS entry
     FROM cmp_lists AS l
+    JOIN cmp_global_numbered AS e ON l.run = e.run AND l.lists = e.lists AND l.item_id = e.item_id
+),
+cmp_global_cells AS (
+    SELECT CAST(l.entry * ($resamples + 1) + d.resample AS BIGINT) AS cell,
+        CAST(SUM(d.w) AS BIGINT) AS c, CAST(SUM(d.w * d.w) AS BIGINT) AS d,
+        CAST(SUM(CASE WHEN d.s = 1 THEN 1 ELSE 0 END) AS BIGINT) AS plus
+    FROM cmp_global_list_entries AS l
     JOIN cmp_draws AS d ON l.user_idx = d.user_idx
-    GROUP BY l.run, l.lists, d.resample, l.item_id
+    GROUP BY CAST(l.entry * ($resamples + 1) + d.resample AS BIGINT)
+),
+cmp_global_drawn AS (
+    SELECT e.run AS run, e.lists AS lists, x.resample AS resample, e.item_id AS item_id, e.in_catalog AS in_catalog,
+        x.c AS c, x.d AS d, x.plus AS plus, e.n AS n
+    FROM (
+        SELECT cell % ($resamples + 1) AS resample,
+            CAST((cell - cell % ($resamples + 1)) / ($resamples + 1) AS BIGINT) AS entry, c, d, plus
+        FROM cmp_global_cells
+    ) AS x
+    JOIN cmp_global_numbered AS e ON x.entry = e.entry
 ),
 cmp_global_users_drawn AS (
     SELECT u.run AS run, u.lists AS lists, d.resample AS resample,
@@ -83,9 +107,8 @@ cmp_global_swapped AS (
 ),
 cmp_global_counts AS (
     SELECT run, CAST(0 AS BIGINT) AS baseline, lists, CAST(0 AS BIGINT) AS resample, CAST(3 AS BIGINT) AS side,
-        MAX(in_catalog) AS in_catalog, CAST(COUNT(*) AS BIGINT) AS c, CAST(COUNT(*) AS BIGINT) AS d
-    FROM cmp_lists
-    GROUP BY run, lists, item_id
+        in_catalog, n AS c, n AS d
+    FROM cmp_global_entries
     UNION ALL
     SELECT run, CAST(0 AS BIGINT) AS baseline, lists, resample, CAST(3 AS BIGINT) AS side, in_catalog, c, d
     FROM cmp_global_drawn

@@ -68,17 +68,22 @@ def expand_sums(tree: exp.Expression, sums: dict[str, exp.Expression]) -> exp.Ex
 
 @lru_cache(maxsize=None)
 def resampling_refusal(name: str) -> str | None:
-    """Why ``recsql.compare`` cannot resample the global metric ``name`` (None: it can): its
-    expression must read the exposure sums only, so that compare can put its own in."""
-    spec = registry()[name]
-    select = parse(spec.sql, read="duckdb")
+    """Why ``recsql.compare`` cannot resample the registry's global metric ``name`` (None: it can)."""
+    return template_refusal(name, registry()[name].sql)
+
+
+def template_refusal(name: str, sql: str) -> str | None:
+    """Why a global metric's template body ``sql`` (``SELECT user_id, <expression> AS name ...``) cannot
+    be resampled, or None: its expression must read the exposure sums only (with literals and its
+    parameters), so that compare can put in its own counts."""
+    select = parse(sql, read="duckdb")
     tree = next(e.this for e in select.expressions if e.alias_or_name == name).copy()
     for call in _calls(tree):
         if call.expressions:
             return f"sql/{name}.sql calls {call.name}() with arguments; an exposure sum takes none"
         call.replace(exp.Literal.number(0))
     columns = sorted({c.name for c in tree.find_all(exp.Column)})
-    other = sorted({type(n).__name__.upper() if not isinstance(n, exp.Anonymous) else n.name
+    other = sorted({n.name if isinstance(n, exp.Anonymous) else type(n).__name__.upper()
                     for n in tree.find_all(exp.AggFunc, exp.Window, exp.Anonymous)})
     if not columns and not other:
         return None
