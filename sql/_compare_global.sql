@@ -51,10 +51,25 @@ cmp_global_owners AS (
         CASE WHEN k.role = 1 THEN p.run ELSE p.baseline END AS owner
     FROM cmp_global_pairs AS p CROSS JOIN (SELECT 1 AS role UNION ALL SELECT 2 AS role) AS k
 ),
+cmp_global_list_pairs AS (
+    SELECT run, baseline, lists, CAST(ROW_NUMBER() OVER (ORDER BY run, baseline, lists) AS BIGINT) AS pair
+    FROM (
+        SELECT DISTINCT p.run AS run, p.baseline AS baseline, m.lists AS lists
+        FROM cmp_global_pairs AS p
+        JOIN cmp_global_metrics AS m ON p.metric = m.metric
+    ) AS p
+),
 cmp_global_list_owners AS (
-    SELECT DISTINCT o.run AS run, o.baseline AS baseline, m.lists AS lists, o.owner AS owner
-    FROM cmp_global_owners AS o
-    JOIN cmp_global_metrics AS m ON o.metric = m.metric
+    SELECT p.run AS run, p.baseline AS baseline, p.lists AS lists, p.pair AS pair,
+        CASE WHEN k.role = 1 THEN p.run ELSE p.baseline END AS owner
+    FROM cmp_global_list_pairs AS p CROSS JOIN (SELECT 1 AS role UNION ALL SELECT 2 AS role) AS k
+),
+cmp_global_items AS (
+    SELECT lists, item_id, in_catalog, CAST(ROW_NUMBER() OVER (ORDER BY lists, item_id) AS BIGINT) AS item
+    FROM (SELECT lists, item_id, MAX(in_catalog) AS in_catalog FROM cmp_lists GROUP BY lists, item_id) AS i
+),
+cmp_global_item_count AS (
+    SELECT CAST(COUNT(*) + 1 AS BIGINT) AS items FROM cmp_global_items
 ),
 cmp_global_entries AS (
     SELECT run, lists, item_id, MAX(in_catalog) AS in_catalog, CAST(COUNT(*) AS BIGINT) AS n
@@ -62,8 +77,10 @@ cmp_global_entries AS (
     GROUP BY run, lists, item_id
 ),
 cmp_global_numbered AS (
-    SELECT run, lists, item_id, in_catalog, n, CAST(ROW_NUMBER() OVER (ORDER BY run, lists, item_id) AS BIGINT) AS entry
-    FROM cmp_global_entries
+    SELECT e.run AS run, e.lists AS lists, e.item_id AS item_id, e.in_catalog AS in_catalog, e.n AS n,
+        i.item AS item, CAST(ROW_NUMBER() OVER (ORDER BY e.run, e.lists, e.item_id) AS BIGINT) AS entry
+    FROM cmp_global_entries AS e
+    JOIN cmp_global_items AS i ON e.lists = i.lists AND e.item_id = i.item_id
 ),
 cmp_global_list_entries AS (
     SELECT l.user_idx AS user_idx, e.entry AS entry
@@ -79,7 +96,7 @@ cmp_global_cells AS (
     GROUP BY CAST(l.entry * ($resamples + 1) + d.resample AS BIGINT)
 ),
 cmp_global_drawn AS (
-    SELECT e.run AS run, e.lists AS lists, x.resample AS resample, e.item_id AS item_id, e.in_catalog AS in_catalog,
+    SELECT e.run AS run, e.lists AS lists, x.resample AS resample, e.item AS item, e.in_catalog AS in_catalog,
         x.c AS c, x.d AS d, x.plus AS plus, e.n AS n
     FROM (
         SELECT cell % ($resamples + 1) AS resample,
@@ -96,14 +113,30 @@ cmp_global_users_drawn AS (
     JOIN cmp_draws AS d ON u.user_idx = d.user_idx
     GROUP BY u.run, u.lists, d.resample
 ),
-cmp_global_swapped AS (
-    SELECT o.run AS run, o.baseline AS baseline, o.lists AS lists, g.resample AS resample,
-        MAX(g.in_catalog) AS in_catalog,
+cmp_global_swap_cells AS (
+    SELECT CAST((o.pair * z.items + g.item) * ($resamples + 1) + g.resample AS BIGINT) AS cell,
         CAST(SUM(CASE WHEN o.owner = o.run THEN g.plus ELSE g.n - g.plus END) AS BIGINT) AS c1,
         CAST(SUM(g.n) AS BIGINT) AS total
     FROM cmp_global_list_owners AS o
     JOIN cmp_global_drawn AS g ON g.run = o.owner AND g.lists = o.lists
-    GROUP BY o.run, o.baseline, o.lists, g.resample, g.item_id
+    CROSS JOIN cmp_global_item_count AS z
+    GROUP BY CAST((o.pair * z.items + g.item) * ($resamples + 1) + g.resample AS BIGINT)
+),
+cmp_global_swapped AS (
+    SELECT p.run AS run, p.baseline AS baseline, p.lists AS lists, x.resample AS resample,
+        i.in_catalog AS in_catalog, x.c1 AS c1, x.total AS total
+    FROM (
+        SELECT y.resample AS resample, CAST((y.rest - y.rest % z.items) / z.items AS BIGINT) AS pair,
+            y.rest % z.items AS item, y.c1 AS c1, y.total AS total
+        FROM (
+            SELECT cell % ($resamples + 1) AS resample,
+                CAST((cell - cell % ($resamples + 1)) / ($resamples + 1) AS BIGINT) AS rest, c1, total
+            FROM cmp_global_swap_cells
+        ) AS y
+        CROSS JOIN cmp_global_item_count AS z
+    ) AS x
+    JOIN cmp_global_list_pairs AS p ON x.pair = p.pair
+    JOIN cmp_global_items AS i ON x.item = i.item
 ),
 cmp_global_counts AS (
     SELECT run, CAST(0 AS BIGINT) AS baseline, lists, CAST(0 AS BIGINT) AS resample, CAST(3 AS BIGINT) AS side,
