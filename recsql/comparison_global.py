@@ -1,15 +1,23 @@
-"""Global metrics in :func:`recsql.compare`: coverage, Gini and personalization, one number per run.
+"""Global metrics in :func:`recsql.compare`: one number per run (coverage, Gini, personalization, and any
+metric whose header says ``population: global``).
 
 They have no per-user values to pair, so they are resampled through their item exposure counts:
 each user's list weighted by the user's Poisson weight for the bootstrap, and each user's lists
-swapped between the two runs (the user's sign) for the randomization test; the formulas are in
-``sql/_compare_global.sql``. This module builds that template's inputs from the evaluation
-query: ``cmp_lists`` (each user's top k of each global metric, from the ranked stage's
-``list_rows``) and ``cmp_global_metrics`` (each global metric's kind, cutoff and catalog size),
-and the unions through which the result reads per-user and global units alike.
+swapped between the two runs (the user's sign) for the randomization test; the counting is in
+``sql/_compare_global.sql``. A global metric's formula is its own template's expression over the
+exposure sums (``sql/_exposure.sql``, :mod:`recsql.compose.exposure`): compare puts the sums of its
+weighted counts into that same expression (:func:`stat_expression`), so there is no list of the
+metrics compare knows and no second copy of a formula. A global metric whose expression reads more
+than the sums is refused, with the reason (:func:`global_metrics`).
 
->>> [kind for kind in GLOBAL_KINDS]
-['coverage', 'gini', 'personalization']
+This module builds the template's inputs from the evaluation query: ``cmp_lists`` (each user's top k
+of each global metric, from the ranked stage's ``list_rows``) and ``cmp_global_metrics`` (each
+global metric's slot, cutoff and catalog size), and the unions through which the result reads
+per-user and global units alike.
+
+>>> from recsql.metrics import parse_metric
+>>> sorted(global_metrics([parse_metric("ndcg@10"), parse_metric("gini@5")]))
+[1]
 """
 from __future__ import annotations
 
@@ -19,61 +27,75 @@ import sqlglot
 from sqlglot import exp
 
 from .compose import union_all
+from .compose.exposure import resampling_refusal, weighted_sums
+from .compose.expressions import metric_expression
 from .errors import RecsqlError
 from .metrics import Metric
 from .resampling import bigint
 
-# The global metrics compare resamples, by name: the kind number sql/_compare_global.sql switches on.
-GLOBAL_KINDS = {"coverage": 1, "gini": 2, "personalization": 3}
-# Metrics whose exposure counts read the catalog (in_catalog, n_catalog).
-CATALOG_KINDS = {"coverage", "gini"}
 
-
-def global_metrics(metrics: Sequence[Metric]) -> dict[int, tuple[int, int]]:
-    """Position in ``metrics`` -> (kind, k) of each global metric; a global metric without a
-    resampled form is refused by name."""
+def global_metrics(metrics: Sequence[Metric]) -> dict[int, Metric]:
+    """Position in ``metrics`` -> the metric, for each global metric; one that compare cannot resample
+    (its expression reads more than the exposure sums) is refused with the reason."""
     found = {}
     for i, m in enumerate(metrics):
         if m.spec.population != "global":
             continue
-        if m.name not in GLOBAL_KINDS:
-            raise RecsqlError(f"compare: metric {str(m)!r} is global (one number per run) and recsql has no "
-                              f"resampled form of it; global metrics compare supports: {', '.join(GLOBAL_KINDS)}")
-        found[i] = (GLOBAL_KINDS[m.name], int(m.k))
+        reason = resampling_refusal(m.name)
+        if reason:
+            raise RecsqlError(f"compare: metric {str(m)!r} is global (one number per run) and has no resampled "
+                              f"form: {reason}; evaluate computes it, compare cannot")
+        found[i] = m
     return found
 
 
-def list_ctes(kinds: dict[int, tuple[int, int]], n_metrics: int, runs: list[str], lists: str, catalog: bool,
+def stat_expression(metrics: dict[int, Metric]) -> exp.Expression:
+    """``CASE slot WHEN i THEN <metric i's expression over compare's exposure sums> END``: each global
+    metric's value from the columns of ``cmp_global_terms`` (``sql/_compare_global.sql``'s ``$stat``)."""
+    return exp.Case(this=exp.column("slot"),
+                    ifs=[exp.If(this=bigint(i), true=metric_expression(m, sums=weighted_sums()))
+                         for i, m in metrics.items()])
+
+
+def list_ctes(found: dict[int, Metric], n_metrics: int, runs: list[str], lists: str, catalog: bool,
               segmented: bool) -> list[exp.CTE]:
-    """``cmp_lists(run, user_idx, metric, item_id, in_catalog, first)``: the top k of every user of
-    ``cmp_keyed`` (its ``cmp_user`` column) for each global metric, read from ``lists`` (the ranked
+    """``cmp_lists(run, user_idx, lists, item_id, in_catalog)``: the top k of every user of ``cmp_keyed``
+    (its ``cmp_user`` column) for each cutoff of the global metrics, read from ``lists`` (the ranked
     stage's list rows: run columns ``runs``, user_id, item_id, rank); ``cmp_global_metrics(metric,
-    kind, k, n_catalog)``. ``catalog``: the statement has ``catalog_items`` / ``catalog_size``;
-    ``segmented``: metric ids are segment·M + metric (``cmp_segments``)."""
-    ks = union_all([exp.select(exp.alias_(bigint(i), "metric"), exp.alias_(bigint(kind), "kind"),
-                            exp.alias_(bigint(k), "k")) for i, (kind, k) in kinds.items()])
+    lists, slot, n_catalog)``: each global metric's id, the id of the lists it reads, its position
+    (slot: the keys of ``found``) and the catalog's size. The global metrics with the same cutoff read
+    the same lists, counted once. ``catalog``: the statement has ``catalog_items`` / ``catalog_size``;
+    ``segmented``: metric ids are segment·M + metric and list ids segment·K + cutoff's index
+    (``cmp_segments``)."""
+    cuts = list(dict.fromkeys(int(m.k) for m in found.values()))
+    ks = union_all([exp.select(exp.alias_(bigint(i), "metric"), exp.alias_(bigint(cuts.index(int(m.k))), "lists"))
+                    for i, m in found.items()])
+    cut_rows = union_all([exp.select(exp.alias_(bigint(j), "lists"), exp.alias_(bigint(k), "k"))
+                          for j, k in enumerate(cuts)])
     keys = [f"_k{i}" for i in range(len(runs))]
     on = exp.and_(*[exp.column(r, "l").eq(exp.column(k, "p")) for r, k in zip(runs, keys)],
                   exp.column("user_id", "l").eq(exp.column("cmp_user", "p")))
     in_catalog = (sqlglot.parse_one("CASE WHEN c.item_id IS NULL THEN 0 ELSE 1 END") if catalog else bigint(1))
-    metric = exp.Add(this=exp.Mul(this=exp.column("segment", "p"), expression=bigint(n_metrics)),
-                     expression=exp.column("metric", "g"))
+
+    def within(segment: exp.Expression, count: int, column: exp.Expression) -> exp.Expression:
+        return exp.Add(this=exp.Mul(this=segment, expression=bigint(count)), expression=column)
+
     rows = exp.select(exp.alias_(exp.column("run", "p"), "run"), exp.alias_(exp.column("user_idx", "p"), "user_idx"),
-                      exp.alias_(metric, "metric"), exp.alias_(exp.column("item_id", "l"), "item_id"),
-                      exp.alias_(exp.cast(in_catalog, "BIGINT"), "in_catalog"),
-                      exp.alias_(sqlglot.parse_one("CAST(CASE WHEN l.rank = 1 THEN 1 ELSE 0 END AS BIGINT)"), "first")) \
+                      exp.alias_(within(exp.column("segment", "p"), len(cuts), exp.column("lists", "g")), "lists"),
+                      exp.alias_(exp.column("item_id", "l"), "item_id"),
+                      exp.alias_(exp.cast(in_catalog, "BIGINT"), "in_catalog")) \
         .from_(exp.alias_(exp.to_table(lists), "l")) \
         .join(exp.alias_(exp.to_table("cmp_keyed"), "p"), on=on) \
-        .join(exp.alias_(exp.to_table("cmp_global_ks"), "g"), on=exp.column("rank", "l") <= exp.column("k", "g")) \
+        .join(exp.alias_(exp.to_table("cmp_global_cuts"), "g"), on=exp.column("rank", "l") <= exp.column("k", "g")) \
         .where(exp.column("segment", "p") >= 0)
     if catalog:
         rows = rows.join(exp.alias_(exp.to_table("catalog_items"), "c"), join_type="left",
                          on=exp.column("item_id", "l").eq(exp.column("item_id", "c")))
     size = exp.column("n_catalog", "z") if catalog else bigint(0)
     segment = exp.column("segment", "s") if segmented else bigint(0)
-    metrics = exp.select(exp.alias_(exp.Add(this=exp.Mul(this=segment, expression=bigint(n_metrics)),
-                                            expression=exp.column("metric", "g")), "metric"),
-                         exp.alias_(exp.column("kind", "g"), "kind"), exp.alias_(exp.column("k", "g"), "k"),
+    metrics = exp.select(exp.alias_(within(segment, n_metrics, exp.column("metric", "g")), "metric"),
+                         exp.alias_(within(segment.copy(), len(cuts), exp.column("lists", "g")), "lists"),
+                         exp.alias_(exp.column("metric", "g"), "slot"),
                          exp.alias_(exp.cast(size, "BIGINT"), "n_catalog")) \
         .from_(exp.alias_(exp.to_table("cmp_global_ks"), "g"))
     if segmented:
@@ -81,6 +103,7 @@ def list_ctes(kinds: dict[int, tuple[int, int]], n_metrics: int, runs: list[str]
     if catalog:
         metrics = metrics.join(exp.alias_(exp.to_table("catalog_size"), "z"), join_type="cross")
     return [exp.CTE(this=ks, alias=exp.to_identifier("cmp_global_ks")),
+            exp.CTE(this=cut_rows, alias=exp.to_identifier("cmp_global_cuts")),
             exp.CTE(this=rows, alias=exp.to_identifier("cmp_lists")),
             exp.CTE(this=metrics, alias=exp.to_identifier("cmp_global_metrics"))]
 

@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from . import run_labels
-from .comparison_global import global_metrics, list_ctes, union_ctes
+from .comparison_global import global_metrics, list_ctes, stat_expression, union_ctes
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable
 from .compose.checks import SEGMENT_CHECKS
@@ -28,7 +28,7 @@ from .templates import read_template
 
 # The statistics' templates, in the order their CTEs are appended (each reads the ones before).
 TEMPLATES = ("_compare_draws", "_compare_observed", "_compare_wilcoxon", "_compare_resampled")
-GLOBAL_TEMPLATE = "_compare_global"  # global metrics (coverage, gini, personalization): recsql/comparison_global.py
+GLOBAL_TEMPLATE = "_compare_global"  # global metrics (population: global): recsql/comparison_global.py
 INTERVAL_TEMPLATE = "_compare_interval"  # after the unions of recsql/comparison_global.py
 # Randomization: a flipped sum counts as extreme down to this fraction of Σ|v| below the observed one
 # (sums whose exact values are equal may round apart; scipy's permutation_test allows for the same).
@@ -54,22 +54,24 @@ class Values:
     segments: exp.Expression | None = None  # a relation (user, segment columns): each user's segment
     segment_user: str = "user_id"
     segment_cols: list[str] = field(default_factory=list)
-    # global metrics (recsql/comparison_global.py): metric position -> (kind, k); the relation of the
+    # global metrics (recsql/comparison_global.py): metric position -> the metric; the relation of the
     # users' ranked list rows (run columns ``runs``, user_id, item_id, rank); whether the statement has the catalog
-    global_kinds: dict[int, tuple[int, int]] = field(default_factory=dict)
+    global_kinds: dict[int, Metric] = field(default_factory=dict)
     lists: str = "list_rows"
     catalog: bool = False
 
 
 def _template(name: str, parameters: dict[str, Any], slots: tuple[int, ...] = (0,)) -> list[exp.CTE]:
-    """The CTEs of ``sql/<name>.sql`` with its ``$parameters`` as typed literals, its per-slot
-    expressions written once per slot (:func:`expand_slots`) and the mixer's macros expanded."""
+    """The CTEs of ``sql/<name>.sql`` with its ``$parameters`` as typed literals (or the expression given),
+    its per-slot expressions written once per slot (:func:`expand_slots`) and the mixer's macros expanded."""
     _, body = read_template(name)
     tree = expand_slots(sqlglot.parse_one(body, read="duckdb"), slots)
 
     def substitute(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Placeholder):
             value = parameters[node.name]
+            if isinstance(value, exp.Expression):
+                return value.copy()
             return bigint(value) if isinstance(value, int) else exp.Literal.number(repr(float(value)))
         return node
 
@@ -212,6 +214,8 @@ def statistics(values: Values, settings: Settings, baseline: list[exp.Expression
     ones defining ``values``."""
     parameters = {**draw_parameters(settings.seed, settings.resamples), **settings.quantiles(), "tolerance": TOLERANCE,
                   "grain": GRAIN}
+    if values.global_kinds:
+        parameters["stat"] = stat_expression(values.global_kinds)
     ctes = _inputs(values, baseline)
     tukey = "tukey" in settings.tests
     slots = tuple(i for i in range(len(values.metrics)) if i not in values.global_kinds) or (0,)  # per-user metrics

@@ -1,18 +1,16 @@
--- The global metrics of recsql.compare (README, "Comparing runs"): coverage, Gini and personalization, one number
--- per run computed from item exposure counts, resampled by weighting each user's list and randomized by swapping
--- a user's lists between two runs.
+-- The global metrics of recsql.compare (README, "Comparing runs"): each one number per run computed from item exposure
+-- counts, resampled by weighting each user's list and randomized by swapping a user's lists between two runs.
 --
 -- formula: a user u with a list L_u (its top k) in a run has the weight w_u: 1 for the observed value, the Poisson(1)
 --   weight of sql/_compare_draws.sql for resample b (shared by every run, so a pair's resample is paired).
 --   Per item i: C_i = Σ_{u : i ∈ L_u} w_u (weighted exposure), D_i = Σ_{u : i ∈ L_u} w_u²; W = Σ_u w_u and
---   W2 = Σ_u w_u² over the users with a list; m = #catalog, s = #{catalog items with C_i > 0}.
---   coverage@k = s / m;
---   gini@k = (2·Σ_{r=1..s} r·C_(r) + (m − 2s − 1)·Σ C) / (m·Σ C), C_(r) the catalog items' C ascending (the
---     m − s items with C = 0 come first: sql/gini.sql);
---   personalization@k = 1 − Σ_i (C_i² − D_i) / ((W² − W2)·k): the pairs u ≠ v weighted w_u·w_v, since
---     Σ_{u≠v} w_u·w_v·#(L_u ∩ L_v) = Σ_i ((Σ_{u∋i} w_u)² − Σ_{u∋i} w_u²) and Σ_{u≠v} w_u·w_v = W² − W2
---     (with every w = 1: 1 − Σ_i c_i(c_i − 1) / (U(U − 1)·k), sql/personalization.sql);
---   each NULL as its template's (m = 0, Σ C = 0, W² − W2 = 0). Every sum is of integers, so exact on every engine.
+--   W2 = Σ_u w_u² over the users with a list. From them the exposure sums of sql/_exposure.sql (shown_items,
+--   total_exposure, ranked_exposure, shared_pairs, list_users, user_pairs, n_catalog), the columns of
+--   cmp_global_terms; each metric's value is its own template's expression over those sums ($stat: recsql puts in
+--   `CASE slot WHEN i THEN <the expression of sql/<metric>.sql> END`, recsql/comparison_global.py), so a formula
+--   is written once, in the metric's file, and evaluate and compare differ only in how they count. Pairs of users
+--   are weighted w_u·w_v (u ≠ v): Σ_{u≠v} w_u·w_v·#(L_u ∩ L_v) = Σ_i (C_i² − D_i) and Σ_{u≠v} w_u·w_v = W² − W2.
+--   Every sum is of integers, so exact on every engine.
 --   Interval: the stat_b of a run, or stat_b(run) − stat_b(baseline) for a pair, through sql/_compare_interval.sql.
 --   Randomization, per pair and resample b: a user whose sign s (stream 2) is −1 swaps its lists between the two
 --   runs (side 1 holds the run's lists of the users with s = +1 and the baseline's of those with s = −1, side 2
@@ -20,24 +18,29 @@
 --   extreme = #{b : |flipped_b| ≥ |stat(run) − stat(baseline)| − $tolerance·(|stat(run)| + |stat(baseline)|)}
 --   (a resample whose statistic is undefined on a side is not extreme); p = (1 + extreme) / ($resamples + 1).
 --   n: the users with a list in the run (a pair: in either run).
---   One pass over groups of weighted lists, each group's metric computed from its counts: per run and resample b
---   (0: the observed, every weight 1) the run's lists with the bootstrap weights (side 3), computed once and read
---   by the run's own unit (side 3) and by every pair it is in (side 3 for the run, 4 for the baseline); per pair
---   and resample b > 0 the swapped lists (sides 1 and 2). Σ_r r·C_(r) is summed per level of C: the n items with
---   C = c after `below` items with a smaller C hold the ranks below + 1..below + n, so they add
---   c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
+--   How it is counted: one pass joins each run's lists with the draws and groups them per (run, lists, item,
+--   resample): the item's weighted count C and D (the bootstrap, side 3) and its count among the users with
+--   s = +1 (P); its count N (every user is in every draw) is the observed one. A pair's sides follow per item
+--   without reading the users again: side 1 = P_run + (N_baseline − P_baseline), side 2 = (N_run + N_baseline)
+--   − side 1. Both groupings are on one integer, a cell number entry·($resamples + 1) + resample (entry: the
+--   (run, lists, item) or (pair, item) numbered from 1), decoded after (integers below 2^53, exact on every
+--   engine); grouping on one column is about twice as fast as on four. The global metrics with one cutoff
+--   (`lists`, within a segment) share their counts. A run's bootstrap groups are read by the run's own unit
+--   (side 3) and by every pair it is in (side 3 for the run, 4 for the baseline). Σ_r r·C_(r) is summed per
+--   level of C: the n items with C = c after `below` items with a smaller C hold the ranks below + 1..below + n,
+--   so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
 -- cite: Poisson bootstrap: Hanley & MacGibbon 2006; weighted U-statistics (pairs weighted w_u·w_v, u ≠ v):
 --   Janssen, "Weighted bootstrapping of U-statistics", Journal of Statistical Planning and Inference 38(1), 1994;
 --   randomization by swapping a unit's treatments: Fisher 1935, §21; Smucker, Allan & Carterette, CIKM 2007.
 --
--- Inputs: cmp_lists(run, user_idx, metric, item_id, in_catalog, first) (a user's top k of one global metric; first:
--- 1 on its first item, so that Σ over items of w·first = Σ over users of w),
--- cmp_global_metrics(metric, kind, k, n_catalog) (kind 1 coverage, 2 gini, 3 personalization), cmp_draws,
+-- Inputs: cmp_lists(run, user_idx, lists, item_id, in_catalog) (a user's top k at one cutoff of the global metrics,
+-- within one segment: `lists`), cmp_global_metrics(metric, lists, slot, n_catalog) (slot: the metric's position
+-- among those asked), cmp_draws,
 -- cmp_runs, cmp_baselines. Output: cmp_global_observed(run, baseline, metric, n, mean, extreme),
 -- cmp_global_bootstrap(run, baseline, metric, resample, stat).
 WITH
 cmp_list_users AS (
-    SELECT DISTINCT run, metric, user_idx FROM cmp_lists
+    SELECT DISTINCT run, lists, user_idx FROM cmp_lists
 ),
 cmp_global_pairs AS (
     SELECT a.run AS run, b.run AS baseline, m.metric AS metric
@@ -51,67 +54,170 @@ cmp_global_owners AS (
         CASE WHEN k.role = 1 THEN p.run ELSE p.baseline END AS owner
     FROM cmp_global_pairs AS p CROSS JOIN (SELECT 1 AS role UNION ALL SELECT 2 AS role) AS k
 ),
-cmp_global_weights AS (
-    SELECT run, CAST(0 AS BIGINT) AS baseline, metric, CAST(0 AS BIGINT) AS resample, CAST(3 AS BIGINT) AS side,
-        run AS owner, user_idx, CAST(1 AS BIGINT) AS w
-    FROM cmp_list_users
-    UNION ALL
-    SELECT u.run AS run, CAST(0 AS BIGINT) AS baseline, u.metric AS metric, d.resample AS resample,
-        CAST(3 AS BIGINT) AS side, u.run AS owner, u.user_idx AS user_idx, d.w AS w
-    FROM cmp_list_users AS u JOIN cmp_draws AS d ON u.user_idx = d.user_idx
-    WHERE d.w > 0
-    UNION ALL
-    SELECT o.run AS run, o.baseline AS baseline, o.metric AS metric, d.resample AS resample,
-        CASE WHEN (o.owner = o.run AND d.s = 1) OR (o.owner <> o.run AND d.s = -1) THEN 1 ELSE 2 END AS side,
-        o.owner AS owner, u.user_idx AS user_idx, CAST(1 AS BIGINT) AS w
-    FROM cmp_global_owners AS o
-    JOIN cmp_list_users AS u ON u.metric = o.metric AND u.run = o.owner
+cmp_global_list_pairs AS (
+    SELECT run, baseline, lists, CAST(ROW_NUMBER() OVER (ORDER BY run, baseline, lists) AS BIGINT) AS pair
+    FROM (
+        SELECT DISTINCT p.run AS run, p.baseline AS baseline, m.lists AS lists
+        FROM cmp_global_pairs AS p
+        JOIN cmp_global_metrics AS m ON p.metric = m.metric
+    ) AS p
+),
+cmp_global_list_owners AS (
+    SELECT p.run AS run, p.baseline AS baseline, p.lists AS lists, p.pair AS pair,
+        CASE WHEN k.role = 1 THEN p.run ELSE p.baseline END AS owner
+    FROM cmp_global_list_pairs AS p CROSS JOIN (SELECT 1 AS role UNION ALL SELECT 2 AS role) AS k
+),
+cmp_global_items AS (
+    SELECT lists, item_id, in_catalog, CAST(ROW_NUMBER() OVER (ORDER BY lists, item_id) AS BIGINT) AS item
+    FROM (SELECT lists, item_id, MAX(in_catalog) AS in_catalog FROM cmp_lists GROUP BY lists, item_id) AS i
+),
+cmp_global_item_count AS (
+    SELECT CAST(COUNT(*) + 1 AS BIGINT) AS items FROM cmp_global_items
+),
+cmp_global_entries AS (
+    SELECT run, lists, item_id, MAX(in_catalog) AS in_catalog, CAST(COUNT(*) AS BIGINT) AS n
+    FROM cmp_lists
+    GROUP BY run, lists, item_id
+),
+cmp_global_numbered AS (
+    SELECT e.run AS run, e.lists AS lists, e.item_id AS item_id, e.in_catalog AS in_catalog, e.n AS n,
+        i.item AS item, CAST(ROW_NUMBER() OVER (ORDER BY e.run, e.lists, e.item_id) AS BIGINT) AS entry
+    FROM cmp_global_entries AS e
+    JOIN cmp_global_items AS i ON e.lists = i.lists AND e.item_id = i.item_id
+),
+cmp_global_list_entries AS (
+    SELECT l.user_idx AS user_idx, e.entry AS entry
+    FROM cmp_lists AS l
+    JOIN cmp_global_numbered AS e ON l.run = e.run AND l.lists = e.lists AND l.item_id = e.item_id
+),
+cmp_global_cells AS (
+    SELECT CAST(l.entry * ($resamples + 1) + d.resample AS BIGINT) AS cell,
+        CAST(SUM(d.w) AS BIGINT) AS c, CAST(SUM(d.w * d.w) AS BIGINT) AS d,
+        CAST(SUM(CASE WHEN d.s = 1 THEN 1 ELSE 0 END) AS BIGINT) AS plus
+    FROM cmp_global_list_entries AS l
+    JOIN cmp_draws AS d ON l.user_idx = d.user_idx
+    GROUP BY CAST(l.entry * ($resamples + 1) + d.resample AS BIGINT)
+),
+cmp_global_drawn AS (
+    SELECT e.run AS run, e.lists AS lists, x.resample AS resample, e.item AS item, e.in_catalog AS in_catalog,
+        x.c AS c, x.d AS d, x.plus AS plus, e.n AS n
+    FROM (
+        SELECT cell % ($resamples + 1) AS resample,
+            CAST((cell - cell % ($resamples + 1)) / ($resamples + 1) AS BIGINT) AS entry, c, d, plus
+        FROM cmp_global_cells
+    ) AS x
+    JOIN cmp_global_numbered AS e ON x.entry = e.entry
+),
+cmp_global_users_drawn AS (
+    SELECT u.run AS run, u.lists AS lists, d.resample AS resample,
+        CAST(SUM(d.w) AS BIGINT) AS w1, CAST(SUM(d.w * d.w) AS BIGINT) AS w2,
+        CAST(SUM(CASE WHEN d.s = 1 THEN 1 ELSE 0 END) AS BIGINT) AS plus, CAST(COUNT(*) AS BIGINT) AS n
+    FROM cmp_list_users AS u
     JOIN cmp_draws AS d ON u.user_idx = d.user_idx
+    GROUP BY u.run, u.lists, d.resample
+),
+cmp_global_swap_cells AS (
+    SELECT CAST((o.pair * z.items + g.item) * ($resamples + 1) + g.resample AS BIGINT) AS cell,
+        CAST(SUM(CASE WHEN o.owner = o.run THEN g.plus ELSE g.n - g.plus END) AS BIGINT) AS c1,
+        CAST(SUM(g.n) AS BIGINT) AS total
+    FROM cmp_global_list_owners AS o
+    JOIN cmp_global_drawn AS g ON g.run = o.owner AND g.lists = o.lists
+    CROSS JOIN cmp_global_item_count AS z
+    GROUP BY CAST((o.pair * z.items + g.item) * ($resamples + 1) + g.resample AS BIGINT)
+),
+cmp_global_swapped AS (
+    SELECT p.run AS run, p.baseline AS baseline, p.lists AS lists, x.resample AS resample,
+        i.in_catalog AS in_catalog, x.c1 AS c1, x.total AS total
+    FROM (
+        SELECT y.resample AS resample, CAST((y.rest - y.rest % z.items) / z.items AS BIGINT) AS pair,
+            y.rest % z.items AS item, y.c1 AS c1, y.total AS total
+        FROM (
+            SELECT cell % ($resamples + 1) AS resample,
+                CAST((cell - cell % ($resamples + 1)) / ($resamples + 1) AS BIGINT) AS rest, c1, total
+            FROM cmp_global_swap_cells
+        ) AS y
+        CROSS JOIN cmp_global_item_count AS z
+    ) AS x
+    JOIN cmp_global_list_pairs AS p ON x.pair = p.pair
+    JOIN cmp_global_items AS i ON x.item = i.item
 ),
 cmp_global_counts AS (
-    SELECT g.run AS run, g.baseline AS baseline, g.metric AS metric, g.resample AS resample, g.side AS side,
-        l.item_id AS item_id, MAX(l.in_catalog) AS in_catalog,
-        CAST(SUM(g.w) AS BIGINT) AS c, CAST(SUM(g.w * g.w) AS BIGINT) AS d,
-        CAST(SUM(g.w * l.first) AS BIGINT) AS c_first, CAST(SUM(g.w * g.w * l.first) AS BIGINT) AS d_first
-    FROM cmp_global_weights AS g
-    JOIN cmp_lists AS l ON l.run = g.owner AND l.metric = g.metric AND l.user_idx = g.user_idx
-    GROUP BY g.run, g.baseline, g.metric, g.resample, g.side, l.item_id
+    SELECT run, CAST(0 AS BIGINT) AS baseline, lists, CAST(0 AS BIGINT) AS resample, CAST(3 AS BIGINT) AS side,
+        in_catalog, n AS c, n AS d
+    FROM cmp_global_entries
+    UNION ALL
+    SELECT run, CAST(0 AS BIGINT) AS baseline, lists, resample, CAST(3 AS BIGINT) AS side, in_catalog, c, d
+    FROM cmp_global_drawn
+    WHERE c > 0
+    UNION ALL
+    SELECT run, baseline, lists, resample, CAST(1 AS BIGINT) AS side, in_catalog, c1 AS c, c1 AS d
+    FROM cmp_global_swapped
+    WHERE c1 > 0
+    UNION ALL
+    SELECT run, baseline, lists, resample, CAST(2 AS BIGINT) AS side, in_catalog, total - c1 AS c, total - c1 AS d
+    FROM cmp_global_swapped
+    WHERE total - c1 > 0
 ),
 cmp_global_levels AS (
-    SELECT run, baseline, metric, resample, side, in_catalog, c,
-        CAST(COUNT(*) AS BIGINT) AS n, CAST(SUM(d) AS BIGINT) AS d,
-        CAST(SUM(c_first) AS BIGINT) AS c_first, CAST(SUM(d_first) AS BIGINT) AS d_first
+    SELECT run, baseline, lists, resample, side, in_catalog, c,
+        CAST(COUNT(*) AS BIGINT) AS n, CAST(SUM(d) AS BIGINT) AS d
     FROM cmp_global_counts
-    GROUP BY run, baseline, metric, resample, side, in_catalog, c
+    GROUP BY run, baseline, lists, resample, side, in_catalog, c
 ),
 cmp_global_ranked AS (
-    SELECT run, baseline, metric, resample, side, in_catalog, c, n, d, c_first, d_first,
-        CAST(SUM(n) OVER (PARTITION BY run, baseline, metric, resample, side, in_catalog ORDER BY c
+    SELECT run, baseline, lists, resample, side, in_catalog, c, n, d,
+        CAST(SUM(n) OVER (PARTITION BY run, baseline, lists, resample, side, in_catalog ORDER BY c
                           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - n AS BIGINT) AS below
     FROM cmp_global_levels
 ),
-cmp_global_sums AS (
-    SELECT run, baseline, metric, resample, side,
-        CAST(SUM(in_catalog * n) AS BIGINT) AS covered,
-        CAST(SUM(in_catalog * n * c) AS BIGINT) AS exposed,
-        CAST(SUM(in_catalog * c * (2 * n * below + n * (n + 1))) AS BIGINT) AS ranked_exposure2,
-        CAST(SUM(n * c * c - d) AS BIGINT) AS shared,
-        CAST(SUM(c_first) AS BIGINT) AS w1,
-        CAST(SUM(d_first) AS BIGINT) AS w2
+cmp_global_item_sums AS (
+    SELECT run, baseline, lists, resample, side,
+        CAST(SUM(in_catalog * n) AS BIGINT) AS shown_items,
+        CAST(SUM(in_catalog * n * c) AS BIGINT) AS total_exposure,
+        CAST(SUM(in_catalog * c * (n * below + CAST(n * (n + 1) / 2 AS BIGINT))) AS BIGINT) AS ranked_exposure,
+        CAST(SUM(n * c * c - d) AS BIGINT) AS shared_pairs
     FROM cmp_global_ranked
-    GROUP BY run, baseline, metric, resample, side
+    GROUP BY run, baseline, lists, resample, side
+),
+cmp_global_user_swaps AS (
+    SELECT o.run AS run, o.baseline AS baseline, o.lists AS lists, g.resample AS resample,
+        CAST(SUM(CASE WHEN o.owner = o.run THEN g.plus ELSE g.n - g.plus END) AS BIGINT) AS w1,
+        CAST(SUM(g.n) AS BIGINT) AS total
+    FROM cmp_global_list_owners AS o
+    JOIN cmp_global_users_drawn AS g ON g.run = o.owner AND g.lists = o.lists
+    GROUP BY o.run, o.baseline, o.lists, g.resample
+),
+cmp_global_user_sums AS (
+    SELECT run, CAST(0 AS BIGINT) AS baseline, lists, CAST(0 AS BIGINT) AS resample, CAST(3 AS BIGINT) AS side,
+        CAST(COUNT(*) AS BIGINT) AS w1, CAST(COUNT(*) AS BIGINT) AS w2
+    FROM cmp_list_users
+    GROUP BY run, lists
+    UNION ALL
+    SELECT run, CAST(0 AS BIGINT) AS baseline, lists, resample, CAST(3 AS BIGINT) AS side, w1, w2
+    FROM cmp_global_users_drawn
+    WHERE w1 > 0
+    UNION ALL
+    SELECT run, baseline, lists, resample, CAST(1 AS BIGINT) AS side, w1, w1 AS w2
+    FROM cmp_global_user_swaps
+    WHERE w1 > 0
+    UNION ALL
+    SELECT run, baseline, lists, resample, CAST(2 AS BIGINT) AS side, total - w1 AS w1, total - w1 AS w2
+    FROM cmp_global_user_swaps
+    WHERE total - w1 > 0
+),
+cmp_global_terms AS (
+    SELECT s.run AS run, s.baseline AS baseline, m.metric AS metric, s.resample AS resample, s.side AS side,
+        m.slot AS slot, s.shown_items AS shown_items, s.total_exposure AS total_exposure,
+        s.ranked_exposure AS ranked_exposure, s.shared_pairs AS shared_pairs, u.w1 AS list_users,
+        CAST(u.w1 * u.w1 - u.w2 AS BIGINT) AS user_pairs, m.n_catalog AS n_catalog
+    FROM cmp_global_item_sums AS s
+    JOIN cmp_global_user_sums AS u ON s.run = u.run AND s.baseline = u.baseline AND s.lists = u.lists
+        AND s.resample = u.resample AND s.side = u.side
+    JOIN cmp_global_metrics AS m ON s.lists = m.lists
 ),
 cmp_global_group_stats AS (
-    SELECT s.run AS run, s.baseline AS baseline, s.metric AS metric, s.resample AS resample, s.side AS side,
-        CASE m.kind
-            WHEN 1 THEN CAST(s.covered AS DOUBLE) / NULLIF(CAST(m.n_catalog AS DOUBLE), 0)
-            WHEN 2 THEN CAST(s.ranked_exposure2 + (m.n_catalog - 2 * s.covered - 1) * s.exposed AS DOUBLE)
-                        / NULLIF(CAST(m.n_catalog * s.exposed AS DOUBLE), 0)
-            WHEN 3 THEN 1 - CAST(s.shared AS DOUBLE) / NULLIF(CAST(s.w1 * s.w1 - s.w2 AS DOUBLE) * m.k, 0)
-        END AS stat,
-        s.w1 AS w1
-    FROM cmp_global_sums AS s
-    JOIN cmp_global_metrics AS m ON s.metric = m.metric
+    SELECT run, baseline, metric, resample, side, $stat AS stat, list_users AS w1
+    FROM cmp_global_terms
 ),
 cmp_global_stats AS (
     SELECT run, baseline, metric, resample, side, stat, w1 FROM cmp_global_group_stats
@@ -154,7 +260,8 @@ cmp_global_tested AS (
 cmp_global_pair_users AS (
     SELECT p.run AS run, p.baseline AS baseline, p.metric AS metric, CAST(COUNT(DISTINCT u.user_idx) AS BIGINT) AS n
     FROM cmp_global_pairs AS p
-    JOIN cmp_list_users AS u ON u.metric = p.metric AND (u.run = p.run OR u.run = p.baseline)
+    JOIN cmp_global_metrics AS m ON m.metric = p.metric
+    JOIN cmp_list_users AS u ON u.lists = m.lists AND (u.run = p.run OR u.run = p.baseline)
     GROUP BY p.run, p.baseline, p.metric
 ),
 cmp_global_observed AS (

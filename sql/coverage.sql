@@ -7,7 +7,6 @@
 -- cite: Ge, Delgado-Battenfeld & Jannach, RecSys 2010 (catalog coverage); Adomavicius & Kwon, IEEE TKDE 2012 (aggregate diversity)
 SELECT
     user_id,
-    CAST(SUM(CASE WHEN src = 5 AND cut = $k AND in_catalog = 1 THEN 1 ELSE 0 END) AS DOUBLE)
-        / NULLIF(MAX(n_catalog), 0) AS coverage
+    CAST(shown_items() AS DOUBLE) / NULLIF(n_catalog(), 0) AS coverage
 FROM ranked
 GROUP BY user_id

@@ -7,9 +7,7 @@
 -- cite: Fleder & Hosanagar, Management Science 2009; Adomavicius & Kwon, IEEE TKDE 2012
 SELECT
     user_id,
-    CAST(2 * SUM(CASE WHEN src = 5 AND cut = $k AND in_catalog = 1 THEN exposure_rank * exposure ELSE 0 END)
-         + (MAX(n_catalog) - 2 * SUM(CASE WHEN src = 5 AND cut = $k AND in_catalog = 1 THEN 1 ELSE 0 END) - 1)
-           * SUM(CASE WHEN src = 5 AND cut = $k AND in_catalog = 1 THEN exposure ELSE 0 END) AS DOUBLE)
-        / NULLIF(MAX(n_catalog) * SUM(CASE WHEN src = 5 AND cut = $k AND in_catalog = 1 THEN exposure ELSE 0 END), 0) AS gini
+    CAST(2 * ranked_exposure() + (n_catalog() - 2 * shown_items() - 1) * total_exposure() AS DOUBLE)
+        / NULLIF(n_catalog() * total_exposure(), 0) AS gini
 FROM ranked
 GROUP BY user_id

@@ -7,8 +7,6 @@
 -- cite: Zhou, Kuscsik, Liu, Medo, Wakeling & Zhang, PNAS 2010 (personalization: the mean Hamming distance 1 − q_uv/k between users' lists), as the recmetrics package's personalization computes it for lists of k items
 SELECT
     user_id,
-    1 - CAST(SUM(CASE WHEN src = 5 AND cut = $k THEN exposure * (exposure - 1) ELSE 0 END) AS DOUBLE)
-        / NULLIF(CAST(SUM(CASE WHEN src = 5 AND cut = $k THEN list_users ELSE 0 END) AS DOUBLE)
-                 * (SUM(CASE WHEN src = 5 AND cut = $k THEN list_users ELSE 0 END) - 1) * $k, 0) AS personalization
+    1 - CAST(shared_pairs() AS DOUBLE) / NULLIF(CAST(user_pairs() AS DOUBLE) * $k, 0) AS personalization
 FROM ranked
 GROUP BY user_id

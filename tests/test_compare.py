@@ -24,8 +24,11 @@ from statsmodels.stats.multitest import multipletests
 import recsql
 from support.engines import ENGINES, start
 from recsql.comparison import Settings, compare_per_user
+from recsql.comparison_global import stat_expression
+from recsql.compose.exposure import resampling_refusal, template_refusal, weighted_sums
 from recsql.dialects import render
 from recsql.engines import runner_for
+from recsql.specs import registry
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning", "ignore::RuntimeWarning")
 
@@ -697,7 +700,27 @@ def exposure_runs(draw):
     return pd.DataFrame(rows, columns=["model", "user_id", "item_id", "score"]), n
 
 
-GLOBAL = ("coverage", "gini", "personalization")
+# every global metric of the registry: a new one fails the tests below until global_value computes it
+GLOBAL = tuple(name for name, spec in registry().items() if spec.population == "global")
+
+
+def test_every_global_metric_of_the_registry_has_a_resampled_form():
+    """compare resamples a global metric through its template's expression over the exposure sums;
+    one that reads more than the sums would be refused, so none of the registry's may."""
+    assert set(GLOBAL) >= {"coverage", "gini", "personalization"}
+    for name in GLOBAL:
+        assert resampling_refusal(name) is None, name
+        stat = stat_expression({0: recsql.parse_metric(f"{name}@4")})
+        assert {c.name for c in stat.find_all(exp.Column)} <= {"slot", *weighted_sums()}, name
+
+
+def test_a_global_metric_reading_the_ranked_rows_is_refused_with_the_reason():
+    sql = ("SELECT user_id, CAST(SUM(CASE WHEN src = 5 AND cut = $k THEN exposure ELSE 0 END) AS DOUBLE) "
+           "/ NULLIF(n_catalog(), 0) AS spread FROM ranked GROUP BY user_id")
+    reason = template_refusal("spread", sql)
+    assert "column exposure" in reason and "SUM()" in reason and "shown_items()" in reason
+    assert template_refusal("spread", sql.replace("SUM(CASE WHEN src = 5 AND cut = $k THEN exposure ELSE 0 END)",
+                                                  "total_exposure()")) is None
 
 
 @settings(max_examples=12, deadline=None)
@@ -758,12 +781,16 @@ def test_global_metrics_resampled_as_the_documented_weights_and_swaps(data, k, s
         assert all(pd.isna(row[c]) for c in ("t", "p_t", "p_wilcoxon", "effect_size", "wins", "ties", "losses"))
 
 
-def test_global_observed_values_equal_evaluate():
+@pytest.mark.parametrize("catalog", [False, True])
+def test_global_observed_values_equal_evaluate(catalog):
+    """Every global metric of the registry, at two cutoffs: compare's observed value (its sums over
+    weight-1 counts) is evaluate's (its sums over the ranked stage), and so is each difference."""
     recs, truth = recs_truth(users=15, seed=4)
-    metrics = ["coverage@3", "gini@3", "personalization@3", "gini@5"]
-    result = recsql.compare(recs, truth, metrics, run_cols="model", resamples=20)
-    summary = recsql.evaluate(recs, truth, metrics, run_cols="model").summary.set_index("model")
-    assert len(result.runs) == 12
+    metrics = [f"{name}@{k}" for k in (3, 5) for name in GLOBAL]
+    given = dict(catalog=pd.DataFrame({"item_id": sorted(set(recs["item_id"]))[:-3] + [10_000]})) if catalog else {}
+    result = recsql.compare(recs, truth, metrics, run_cols="model", resamples=20, **given)
+    summary = recsql.evaluate(recs, truth, metrics, run_cols="model", **given).summary.set_index("model")
+    assert len(result.runs) == len(metrics) * recs["model"].nunique()
     for _, row in result.runs.iterrows():
         assert close(row["mean"], float(summary.loc[row["run"], row["metric"]])), (row["run"], row["metric"])
     for _, row in result.tests.iterrows():
@@ -803,11 +830,11 @@ def test_global_randomization_p_within_monte_carlo_error_of_every_swap(name):
 def test_global_metrics_within_segments_are_the_segments_lists():
     recs, truth = recs_truth(runs=("A", "B"), users=18, seed=8)
     segments = cohorts(18)
-    result = recsql.compare(recs, truth, ["coverage@2", "personalization@2"], run_cols="model", baseline="A",
-                            segments=segments, resamples=20)
+    metrics = ["coverage@2", "personalization@2", "gini@3"]  # two cutoffs: two sets of lists per segment
+    result = recsql.compare(recs, truth, metrics, run_cols="model", baseline="A", segments=segments, resamples=20)
     for cohort, users in segments.groupby("cohort")["user_id"]:
         part = recs[recs["user_id"].isin(users)]
-        alone = recsql.compare(part, truth[truth["user_id"].isin(users)], ["coverage@2", "personalization@2"],
+        alone = recsql.compare(part, truth[truth["user_id"].isin(users)], metrics,
                                run_cols="model", baseline="A", resamples=20,
                                catalog=pd.DataFrame({"item_id": sorted(set(recs["item_id"]) | set(truth["item_id"]))}))
         mine = result.runs[result.runs["cohort"] == cohort].reset_index(drop=True)
@@ -818,7 +845,7 @@ def test_global_metrics_within_segments_are_the_segments_lists():
 
 def test_every_engine_gives_the_same_numbers_for_global_metrics(engine):
     recs, truth = recs_truth(text=True, users=14, seed=12)
-    metrics = ["coverage@3", "gini@3", "personalization@3", "ndcg@3"]
+    metrics = [*(f"{name}@3" for name in GLOBAL), "gini@2", "ndcg@3"]
     options = dict(run_cols="model", resamples=40, seed=6, tests=ALL)
     want = recsql.compare(recs, truth, metrics, **options)
     got = recsql.compare(engine.load(recs), engine.load(truth), metrics, con=engine.con, **options)

@@ -12,6 +12,7 @@ from ..discounts import discount_expression, gains
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
 from ..trees import parse
+from .exposure import expand_sums, ranked_sums
 from .rewrite import fold_constants, substitute
 
 
@@ -30,9 +31,12 @@ def _wrap(node: exp.Expression) -> exp.Expression:
     return node if isinstance(node, (exp.Column, exp.Literal, exp.Cast, exp.Func, exp.Paren)) else exp.Paren(this=node)
 
 
-def metric_expression(metric: Metric, context: dict[str, str] | None = None) -> exp.Expression:
+def metric_expression(metric: Metric, context: dict[str, str] | None = None,
+                      sums: dict[str, exp.Expression] | None = None) -> exp.Expression:
     """The per-user aggregate expression of one metric, parameters bound. ``context``: facts of the
-    plan a template may read: ``$ties`` (the tie rule) and ``$has_expected_recs`` (yes / no)."""
+    plan a template may read: ``$ties`` (the tie rule) and ``$has_expected_recs`` (yes / no). ``sums``: the
+    definitions of the exposure sums a global metric is written in (recsql/compose/exposure.py):
+    aggregates over the ranked stage unless given (compare gives its weighted counts')."""
     context = {"ties": "item_id", "has_expected_recs": "no", **(context or {})}
     options = metric.all_options()
     params = metric.spec.params
@@ -49,10 +53,10 @@ def metric_expression(metric: Metric, context: dict[str, str] | None = None) -> 
             if fname in registry():
                 inner = registry()[fname]
                 inherited = {p: v for p, v in options.items() if p in inner.params}
-                return _wrap(metric_expression(Metric(fname, metric.k, **inherited), context))
+                return _wrap(metric_expression(Metric(fname, metric.k, **inherited), context, sums))
         return node
 
-    tree = _metric_projection(metric.name).copy()
+    tree = expand_sums(_metric_projection(metric.name).copy(), ranked_sums() if sums is None else sums)
     if metric.k is None:
         values.pop("k")
         tree = _without_cutoff(fold_constants(substitute(tree, values, f"sql/{metric.name}.sql", keep={"k"})), metric)
