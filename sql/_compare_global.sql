@@ -26,10 +26,12 @@
 --   (its first item), whose sums give W and W2. The grouping is on one integer, the cell
 --   (item·runs + run)·($resamples + 1) + resample (items numbered by DENSE_RANK within their lists), decoded after
 --   (integers below 2^53, exact on every engine); grouping on one column is about twice as fast as on three.
---   Each count is then shared out to the units that read it (cmp_global_units): its run's own bootstrap
---   (side 3: C, D) and, for resamples b > 0, both sides of each pair the run is in: the pair's run gives P to
---   side 1 and N − P to side 2, its baseline N − P to side 1 and P to side 2 (weights 1, so D = C). A pair's
---   observed and bootstrap values (sides 3 and 4) are its runs' own, read through cmp_global_readers. Σ_r r·C_(r)
+--   Each count is then shared out to the units that read it (cmp_global_units: a run alone, baseline 0, and each
+--   pair): a run's own bootstrap takes its C and D (side 3); for resamples b > 0 each pair the run is in takes, per
+--   item, the count it gives side 1 (the pair's run: P; its baseline: N − P) and its N, summed over the pair's two
+--   runs into side 1's count and the total, side 2's count being the total minus side 1's (weights 1, so D = C);
+--   this grouping is on one integer too, (unit·items + item)·($resamples + 1) + resample. A pair's observed and
+--   bootstrap values (sides 3 and 4) are its runs' own, read through cmp_global_readers. Σ_r r·C_(r)
 --   is summed per level of C: the n items with C = c after `below` items with a smaller C hold the ranks
 --   below + 1..below + n, so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
 --   The global metrics with one cutoff (`lists`, within a segment) share their counts. MariaDB computes two
@@ -45,13 +47,16 @@
 -- cmp_global_bootstrap(run, baseline, metric, resample, stat).
 WITH
 cmp_global_rows AS (
-    SELECT run, lists, user_idx, in_catalog, item, runs,
+    SELECT run, lists, user_idx, in_catalog, item, items, runs,
         CASE WHEN ROW_NUMBER() OVER (PARTITION BY run, lists, user_idx ORDER BY item) = 1 THEN 1 ELSE 0 END AS opens
     FROM (
-        SELECT run, lists, user_idx, in_catalog,
-            CAST(DENSE_RANK() OVER (ORDER BY lists, item_id) AS BIGINT) AS item,
-            CAST(MAX(run) OVER () + 1 AS BIGINT) AS runs
-        FROM cmp_lists
+        SELECT run, lists, user_idx, in_catalog, item,
+            CAST(MAX(item) OVER () + 1 AS BIGINT) AS items, CAST(MAX(run) OVER () + 1 AS BIGINT) AS runs
+        FROM (
+            SELECT run, lists, user_idx, in_catalog,
+                CAST(DENSE_RANK() OVER (ORDER BY lists, item_id) AS BIGINT) AS item
+            FROM cmp_lists
+        ) AS l
     ) AS l
 ),
 cmp_global_draws AS (
@@ -61,7 +66,7 @@ cmp_global_draws AS (
 ),
 cmp_global_cells AS (
     SELECT CAST((r.item * r.runs + r.run) * ($resamples + 1) + d.resample AS BIGINT) AS cell,
-        MAX(r.runs) AS runs, MAX(r.lists) AS lists, MAX(r.in_catalog) AS in_catalog, CAST(COUNT(*) AS BIGINT) AS n,
+        MAX(r.items) AS items, MAX(r.runs) AS runs, MAX(r.lists) AS lists, MAX(r.in_catalog) AS in_catalog, CAST(COUNT(*) AS BIGINT) AS n,
         CAST(SUM(d.w) AS BIGINT) AS c, CAST(SUM(d.w * d.w) AS BIGINT) AS d,
         CAST(SUM(CASE WHEN d.s = 1 THEN 1 ELSE 0 END) AS BIGINT) AS plus,
         CAST(SUM(r.opens) AS BIGINT) AS n_users, CAST(SUM(r.opens * d.w) AS BIGINT) AS c_users,
@@ -73,12 +78,12 @@ cmp_global_cells AS (
 ),
 cmp_global_drawn AS (
     SELECT x.resample AS resample, x.rest % x.runs AS run, CAST((x.rest - x.rest % x.runs) / x.runs AS BIGINT) AS item,
-        x.lists AS lists, x.in_catalog AS in_catalog, x.n AS n, x.c AS c, x.d AS d, x.plus AS plus,
+        x.items AS items, x.lists AS lists, x.in_catalog AS in_catalog, x.n AS n, x.c AS c, x.d AS d, x.plus AS plus,
         x.n_users AS n_users, x.c_users AS c_users, x.d_users AS d_users, x.plus_users AS plus_users
     FROM (
         SELECT cell % ($resamples + 1) AS resample,
             CAST((cell - cell % ($resamples + 1)) / ($resamples + 1) AS BIGINT) AS rest,
-            runs, lists, in_catalog, n, c, d, plus, n_users, c_users, d_users, plus_users
+            items, runs, lists, in_catalog, n, c, d, plus, n_users, c_users, d_users, plus_users
         FROM cmp_global_cells
     ) AS x
 ),
@@ -88,36 +93,45 @@ cmp_global_pairs AS (
     CROSS JOIN cmp_baselines AS b
     WHERE a.run <> b.run AND (b.every = 0 OR a.run > b.run)
 ),
-cmp_global_roles AS (
-    SELECT 1 AS role, 1 AS side UNION ALL SELECT 1 AS role, 2 AS side
-    UNION ALL SELECT 2 AS role, 1 AS side UNION ALL SELECT 2 AS role, 2 AS side
-),
 cmp_global_units AS (
-    SELECT run AS owner, run, CAST(0 AS BIGINT) AS baseline, 0 AS role, 3 AS side FROM cmp_runs
-    UNION ALL
-    SELECT CASE WHEN k.role = 1 THEN p.run ELSE p.baseline END AS owner, p.run AS run, p.baseline AS baseline,
-        k.role AS role, k.side AS side
-    FROM cmp_global_pairs AS p CROSS JOIN cmp_global_roles AS k
+    SELECT run, baseline, CAST(ROW_NUMBER() OVER (ORDER BY run, baseline) AS BIGINT) AS unit
+    FROM (
+        SELECT run, CAST(0 AS BIGINT) AS baseline FROM cmp_runs
+        UNION ALL
+        SELECT run, baseline FROM cmp_global_pairs
+    ) AS u
 ),
-cmp_global_shares AS (
-    SELECT u.run AS run, u.baseline AS baseline, g.lists AS lists, g.resample AS resample, u.side AS side,
-        g.item AS item, g.in_catalog AS in_catalog,
-        CASE WHEN u.role = 0 THEN g.c WHEN u.role = u.side THEN g.plus ELSE g.n - g.plus END AS c,
-        CASE WHEN u.role = 0 THEN g.d WHEN u.role = u.side THEN g.plus ELSE g.n - g.plus END AS d,
-        CASE WHEN u.role = 0 THEN g.c_users WHEN u.role = u.side THEN g.plus_users
-             ELSE g.n_users - g.plus_users END AS c_users,
-        CASE WHEN u.role = 0 THEN g.d_users WHEN u.role = u.side THEN g.plus_users
-             ELSE g.n_users - g.plus_users END AS d_users
+cmp_global_owners AS (
+    SELECT u.unit AS unit, u.run AS run, u.baseline AS baseline,
+        CASE WHEN k.role = 2 THEN u.baseline ELSE u.run END AS owner, CASE WHEN u.baseline = 0 THEN 0 ELSE k.role END AS role
+    FROM cmp_global_units AS u
+    CROSS JOIN (SELECT 1 AS role UNION ALL SELECT 2 AS role) AS k
+    WHERE k.role = 1 OR u.baseline > 0
+),
+cmp_global_share_cells AS (
+    SELECT CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT) AS cell,
+        MAX(g.items) AS items, MAX(o.run) AS run, MAX(o.baseline) AS baseline, MAX(g.lists) AS lists,
+        MAX(g.in_catalog) AS in_catalog,
+        CAST(SUM(CASE o.role WHEN 0 THEN g.c WHEN 1 THEN g.plus ELSE g.n - g.plus END) AS BIGINT) AS a,
+        CAST(SUM(CASE o.role WHEN 0 THEN g.d ELSE g.n END) AS BIGINT) AS b,
+        CAST(SUM(CASE o.role WHEN 0 THEN g.c_users WHEN 1 THEN g.plus_users ELSE g.n_users - g.plus_users END)
+             AS BIGINT) AS a_users,
+        CAST(SUM(CASE o.role WHEN 0 THEN g.d_users ELSE g.n_users END) AS BIGINT) AS b_users
     FROM cmp_global_drawn AS g
-    JOIN cmp_global_units AS u ON g.run = u.owner
-    WHERE u.role = 0 OR g.resample > 0
+    JOIN cmp_global_owners AS o ON g.run = o.owner
+    WHERE o.role = 0 OR g.resample > 0
+    GROUP BY CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT)
 ),
 cmp_global_counts AS (
-    SELECT run, baseline, lists, resample, side, MAX(in_catalog) AS in_catalog,
-        CAST(SUM(c) AS BIGINT) AS c, CAST(SUM(d) AS BIGINT) AS d,
-        CAST(SUM(c_users) AS BIGINT) AS c_users, CAST(SUM(d_users) AS BIGINT) AS d_users
-    FROM cmp_global_shares
-    GROUP BY run, baseline, lists, resample, side, item
+    SELECT x.run AS run, x.baseline AS baseline, x.lists AS lists, x.cell % ($resamples + 1) AS resample,
+        k.side AS side, x.in_catalog AS in_catalog,
+        CASE WHEN k.side = 2 THEN x.b - x.a ELSE x.a END AS c,
+        CASE k.side WHEN 3 THEN x.b WHEN 2 THEN x.b - x.a ELSE x.a END AS d,
+        CASE WHEN k.side = 2 THEN x.b_users - x.a_users ELSE x.a_users END AS c_users,
+        CASE k.side WHEN 3 THEN x.b_users WHEN 2 THEN x.b_users - x.a_users ELSE x.a_users END AS d_users
+    FROM cmp_global_share_cells AS x
+    JOIN (SELECT 1 AS side UNION ALL SELECT 2 AS side UNION ALL SELECT 3 AS side) AS k
+        ON (x.baseline = 0 AND k.side = 3) OR (x.baseline > 0 AND k.side < 3)
 ),
 cmp_global_levels AS (
     SELECT run, baseline, lists, resample, side, in_catalog, c,
