@@ -145,8 +145,7 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         marks = [f"_s{i}" for i in range(len(values.segment_cols))]
         rows = exp.select(exp.alias_(_column(values.segment_user), "seg_user"),
                           *[exp.alias_(_column(c), m) for c, m in zip(values.segment_cols, marks)]) \
-            .from_(exp.alias_(values.segments.copy(), "t") if not isinstance(values.segments, exp.Table)
-                   else values.segments.copy())
+            .from_(exp.alias_(values.segments.copy(), "t"))  # aliased, so a file's relation pastes in (statement_text)
         distinct = exp.select(*marks).distinct().from_("cmp_segment_rows")
         segments = exp.select(*marks, exp.alias_(_dense_rank([exp.column(m) for m in marks]), "segment")) \
             .from_(distinct.subquery("d"))
@@ -366,10 +365,7 @@ def statement_text(plan: Any, metrics: list[Metric], settings: Settings, kinds: 
         built["checks"] = values.checks
         return render(statement, dialect_name)
 
-    if segments is not None and not isinstance(segments[0], exp.Table):  # aliased in place: not pasted
-        sql = build(relations)
-    else:
-        sql = memoised_sql(key, relations, dialect_name, True, build)
+    sql = memoised_sql(key, relations, dialect_name, True, build)
     checks = memoised_strings(("compare checks", key),
                               lambda: built["checks"] if "checks" in built else _checks(compose(plan, metrics, output="raw")))
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
