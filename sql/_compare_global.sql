@@ -18,20 +18,21 @@
 --   extreme = #{b : |flipped_b| ≥ |stat(run) − stat(baseline)| − $tolerance·(|stat(run)| + |stat(baseline)|)}
 --   (a resample whose statistic is undefined on a side is not extreme); p = (1 + extreme) / ($resamples + 1).
 --   n: the users with a list in the run (a pair: in either run).
---   How it is counted, in one line of CTEs, each large one read once (engines that plan a CTE anew at each read,
---   Spark, ClickHouse and DataFusion, would otherwise repeat the whole evaluation under it; cmp_global_rows is
---   read again only to count a pair's users): each list row joins the
---   draws (resample 0: every weight 1, the observed value) and is grouped per (item, run, resample): the item's
+--   How it is counted, in one line of CTEs, each large one read at most twice (engines that plan a CTE anew at
+--   each read, Spark, ClickHouse and DataFusion, would otherwise repeat the whole evaluation under it;
+--   cmp_global_rows is read again to count a pair's users, cmp_global_drawn for a run's own counts and for its
+--   pairs'): each list row joins the draws (resample 0: every weight 1, the observed value) and is grouped per
+--   (item, run, resample): the item's
 --   C, D, count N and count among users with s = +1 (P), and the same four over the rows that open a user's list
 --   (its first item), whose sums give W and W2. The grouping is on one integer, the cell
 --   (item·runs + run)·($resamples + 1) + resample (items numbered by DENSE_RANK within their lists), decoded after
 --   (integers below 2^53, exact on every engine); grouping on one column is about twice as fast as on three.
---   Each count is then shared out to the units that read it (cmp_global_units: a run alone, baseline 0, and each
---   pair): a run's own bootstrap takes its C and D (side 3); for resamples b > 0 each pair the run is in takes, per
---   item, the count it gives side 1 (the pair's run: P; its baseline: N − P) and its N, summed over the pair's two
---   runs into side 1's count and the total, side 2's count being the total minus side 1's (weights 1, so D = C);
---   this grouping is on one integer too, (unit·items + item)·($resamples + 1) + resample. A pair's observed and
---   bootstrap values (sides 3 and 4) are its runs' own, read through cmp_global_readers. Σ_r r·C_(r)
+--   A run's own counts are its bootstrap (side 3: C and D, resample 0 the observed value). For resamples b > 0
+--   each pair (cmp_global_pair_units) takes, per item, the count each of its runs gives side 1 (the pair's run:
+--   P; its baseline: N − P) and their N, summed over the two runs into side 1's count and the total, side 2's
+--   count being the total minus side 1's (weights 1, so D = C); this grouping is on one integer too,
+--   (pair·items + item)·($resamples + 1) + resample. A pair's observed and bootstrap values (sides 3 and 4) are
+--   its runs' own, read through cmp_global_readers. Σ_r r·C_(r)
 --   is summed per level of C: the n items with C = c after `below` items with a smaller C hold the ranks
 --   below + 1..below + n, so they add c·(n·below + n(n + 1)/2) (integers, the same sum as numbering every item).
 --   The global metrics with one cutoff (`lists`, within a segment) share their counts. MariaDB computes two
@@ -66,7 +67,8 @@ cmp_global_draws AS (
 ),
 cmp_global_cells AS (
     SELECT CAST((r.item * r.runs + r.run) * ($resamples + 1) + d.resample AS BIGINT) AS cell,
-        MAX(r.items) AS items, MAX(r.runs) AS runs, MAX(r.lists) AS lists, MAX(r.in_catalog) AS in_catalog, CAST(COUNT(*) AS BIGINT) AS n,
+        MAX(r.items) AS items, MAX(r.runs) AS runs, MAX(r.lists) AS lists, MAX(r.in_catalog) AS in_catalog,
+        CAST(COUNT(*) AS BIGINT) AS n,
         CAST(SUM(d.w) AS BIGINT) AS c, CAST(SUM(d.w * d.w) AS BIGINT) AS d,
         CAST(SUM(CASE WHEN d.s = 1 THEN 1 ELSE 0 END) AS BIGINT) AS plus,
         CAST(SUM(r.opens) AS BIGINT) AS n_users, CAST(SUM(r.opens * d.w) AS BIGINT) AS c_users,
@@ -93,45 +95,39 @@ cmp_global_pairs AS (
     CROSS JOIN cmp_baselines AS b
     WHERE a.run <> b.run AND (b.every = 0 OR a.run > b.run)
 ),
-cmp_global_units AS (
-    SELECT run, baseline, CAST(ROW_NUMBER() OVER (ORDER BY run, baseline) AS BIGINT) AS unit
-    FROM (
-        SELECT run, CAST(0 AS BIGINT) AS baseline FROM cmp_runs
-        UNION ALL
-        SELECT run, baseline FROM cmp_global_pairs
-    ) AS u
+cmp_global_pair_units AS (
+    SELECT run, baseline, CAST(ROW_NUMBER() OVER (ORDER BY run, baseline) AS BIGINT) AS unit FROM cmp_global_pairs
 ),
 cmp_global_owners AS (
     SELECT u.unit AS unit, u.run AS run, u.baseline AS baseline,
-        CASE WHEN k.role = 2 THEN u.baseline ELSE u.run END AS owner, CASE WHEN u.baseline = 0 THEN 0 ELSE k.role END AS role
-    FROM cmp_global_units AS u
+        CASE WHEN k.role = 1 THEN u.run ELSE u.baseline END AS owner, k.role AS role
+    FROM cmp_global_pair_units AS u
     CROSS JOIN (SELECT 1 AS role UNION ALL SELECT 2 AS role) AS k
-    WHERE k.role = 1 OR u.baseline > 0
 ),
 cmp_global_share_cells AS (
     SELECT CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT) AS cell,
-        MAX(g.items) AS items, MAX(o.run) AS run, MAX(o.baseline) AS baseline, MAX(g.lists) AS lists,
-        MAX(g.in_catalog) AS in_catalog,
-        CAST(SUM(CASE o.role WHEN 0 THEN g.c WHEN 1 THEN g.plus ELSE g.n - g.plus END) AS BIGINT) AS a,
-        CAST(SUM(CASE o.role WHEN 0 THEN g.d ELSE g.n END) AS BIGINT) AS b,
-        CAST(SUM(CASE o.role WHEN 0 THEN g.c_users WHEN 1 THEN g.plus_users ELSE g.n_users - g.plus_users END)
-             AS BIGINT) AS a_users,
-        CAST(SUM(CASE o.role WHEN 0 THEN g.d_users ELSE g.n_users END) AS BIGINT) AS b_users
+        MAX(o.run) AS run, MAX(o.baseline) AS baseline, MAX(g.lists) AS lists, MAX(g.in_catalog) AS in_catalog,
+        CAST(SUM(CASE WHEN o.role = 1 THEN g.plus ELSE g.n - g.plus END) AS BIGINT) AS side1,
+        CAST(SUM(g.n) AS BIGINT) AS total,
+        CAST(SUM(CASE WHEN o.role = 1 THEN g.plus_users ELSE g.n_users - g.plus_users END) AS BIGINT) AS side1_users,
+        CAST(SUM(g.n_users) AS BIGINT) AS total_users
     FROM cmp_global_drawn AS g
     JOIN cmp_global_owners AS o ON g.run = o.owner
-    WHERE o.role = 0 OR g.resample > 0
+    WHERE g.resample > 0
     GROUP BY CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT)
 ),
 cmp_global_counts AS (
+    SELECT run, CAST(0 AS BIGINT) AS baseline, lists, resample, 3 AS side, in_catalog, c, d, c_users, d_users
+    FROM cmp_global_drawn
+    UNION ALL
     SELECT x.run AS run, x.baseline AS baseline, x.lists AS lists, x.cell % ($resamples + 1) AS resample,
         k.side AS side, x.in_catalog AS in_catalog,
-        CASE WHEN k.side = 2 THEN x.b - x.a ELSE x.a END AS c,
-        CASE k.side WHEN 3 THEN x.b WHEN 2 THEN x.b - x.a ELSE x.a END AS d,
-        CASE WHEN k.side = 2 THEN x.b_users - x.a_users ELSE x.a_users END AS c_users,
-        CASE k.side WHEN 3 THEN x.b_users WHEN 2 THEN x.b_users - x.a_users ELSE x.a_users END AS d_users
+        CASE WHEN k.side = 1 THEN x.side1 ELSE x.total - x.side1 END AS c,
+        CASE WHEN k.side = 1 THEN x.side1 ELSE x.total - x.side1 END AS d,
+        CASE WHEN k.side = 1 THEN x.side1_users ELSE x.total_users - x.side1_users END AS c_users,
+        CASE WHEN k.side = 1 THEN x.side1_users ELSE x.total_users - x.side1_users END AS d_users
     FROM cmp_global_share_cells AS x
-    JOIN (SELECT 1 AS side UNION ALL SELECT 2 AS side UNION ALL SELECT 3 AS side) AS k
-        ON (x.baseline = 0 AND k.side = 3) OR (x.baseline > 0 AND k.side < 3)
+    CROSS JOIN (SELECT 1 AS side UNION ALL SELECT 2 AS side) AS k
 ),
 cmp_global_levels AS (
     SELECT run, baseline, lists, resample, side, in_catalog, c,
