@@ -211,6 +211,18 @@ def test_datafusion_settings_are_set_back(schema, hash_join):
     assert shown == hash_join
 
 
+def test_datafusion_settings_hold_during_the_query():
+    """Inside the runner's settings block the context has recsql's settings; after it, the user's."""
+    from datafusion import SessionConfig, SessionContext
+    from recsql.engines import runner_for
+    from recsql.engines.datafusion import SETTINGS
+    ctx = SessionContext(SessionConfig().set("datafusion.optimizer.prefer_hash_join", "true"))
+    runner = runner_for(ctx)
+    with runner.settings_applied():
+        assert runner.read_settings(list(SETTINGS)) == SETTINGS
+    assert runner.read_settings(list(SETTINGS)) == {"datafusion.optimizer.prefer_hash_join": "true"}
+
+
 @pytest.mark.parametrize("level", [2, 6])
 def test_mariadb_join_cache_level_is_set_back(level):
     """On MariaDB recsql's query runs with hash joins (join_cache_level 4, recsql/engines/mysql.py) when
@@ -225,3 +237,8 @@ def test_mariadb_join_cache_level_is_set_back(level):
         with engine.con.cursor() as cursor:
             cursor.execute("SELECT @@SESSION.join_cache_level")
             assert cursor.fetchall()[0][0] == level
+        from recsql.engines import runner_for
+        runner = runner_for(engine.con)
+        with runner.settings_applied():  # during recsql's statements: at least hash joins
+            assert runner.read_settings(["join_cache_level"]) == {"join_cache_level": str(max(level, 4))}
+        assert runner.read_settings(["join_cache_level"]) == {"join_cache_level": str(level)}

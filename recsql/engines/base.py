@@ -51,6 +51,47 @@ class Runner:
         """Run one statement; return its rows."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------ session settings, set and set back
+    def query_settings(self) -> dict[str, str]:
+        """The session settings recsql's statements need on this connection (name -> value), set for
+        each statement and set back after (:meth:`settings_applied`); none by default."""
+        return {}
+
+    def needs_setting(self, name: str, current: str, wanted: str) -> bool:
+        """Whether the session's ``current`` value of ``name`` must become ``wanted`` (by default: when
+        it differs)."""
+        return current != wanted
+
+    def read_settings(self, names: list[str]) -> dict[str, str]:
+        """The session's values of ``names`` (engines with :meth:`query_settings` implement it)."""
+        raise NotImplementedError
+
+    def write_settings(self, values: dict[str, str]) -> None:
+        """Set each of ``values`` on the session."""
+        raise NotImplementedError
+
+    def apply_settings(self, wanted: dict[str, str]) -> dict[str, str]:
+        """Set those of ``wanted`` the session needs (:meth:`needs_setting`); returns the values they
+        had, for :meth:`write_settings` to set back."""
+        if not wanted:
+            return {}
+        before = self.read_settings(list(wanted))
+        changed = {name: value for name, value in wanted.items() if self.needs_setting(name, before[name], value)}
+        if changed:
+            self.write_settings(changed)
+        return {name: before[name] for name in changed}
+
+    @contextmanager
+    def settings_applied(self) -> Iterator[None]:
+        """The block run with :meth:`query_settings`, the session's own values set back after, also
+        after a failure or an interruption; a setting already as needed is not touched."""
+        before = self.apply_settings(self.query_settings())
+        try:
+            yield
+        finally:
+            if before:
+                self.write_settings(before)
+
     def fetch_rows(self, sql: str) -> list[tuple]:
         frame = self.fetch(sql)
         if isinstance(frame, pa.Table):  # NULL as None, as DB-API drivers give it

@@ -32,17 +32,17 @@ class DataFusionRunner(Runner):
 
     def fetch(self, sql: str) -> pd.DataFrame:
         try:
-            restore = self._set(SETTINGS)
-            try:
+            with self.settings_applied():
                 return self.con.sql(sql).to_pandas()
-            finally:
-                self._set(restore)
         except Exception as err:  # noqa: BLE001
             raise self.failed(err) from None
 
-    def _set(self, settings: dict[str, str]) -> dict[str, str]:
-        """Set each of ``settings`` on the context; returns their values before, to set back. Reading a
-        setting needs the information schema: when it is off, it is switched on to read and off again."""
+    def query_settings(self) -> dict[str, str]:
+        return SETTINGS
+
+    def read_settings(self, names: list[str]) -> dict[str, str]:
+        """Reading a setting needs the information schema: when it is off, it is switched on to read
+        and off again."""
         schema = "datafusion.catalog.information_schema"
         try:
             self._show(schema)
@@ -51,13 +51,14 @@ class DataFusionRunner(Runner):
             self.con.sql(f"SET {schema} = true").collect()
             opened = True
         try:
-            before = {name: self._show(name) for name in settings}
-            for name, value in settings.items():
-                self.con.sql(f"SET {name} = {value}").collect()
+            return {name: self._show(name) for name in names}
         finally:
             if opened:
                 self.con.sql(f"SET {schema} = false").collect()
-        return before
+
+    def write_settings(self, values: dict[str, str]) -> None:
+        for name, value in values.items():
+            self.con.sql(f"SET {name} = {value}").collect()
 
     def _show(self, name: str) -> str:
         return str(self.con.sql(f"SHOW {name}").to_pandas()["value"].iloc[0])

@@ -48,7 +48,7 @@ class DuckDBRunner(Runner):
         self._owned = None
         self._shared_cursor = None
         self._user = False
-        self._restore: list[str] = []
+        self._restore: dict[str, str] = {}  # settings to set back on the user's connection
         # A database recsql opens spills to recsql's own temporary directory, never next to the
         # user's file or into the working directory.
         if con is None:
@@ -77,12 +77,18 @@ class DuckDBRunner(Runner):
         self._lock = _lock_for(base) if self._user else nullcontext()
         if self._user:
             self._check_free()
-        if progress:
+        if progress:  # for the runner's life, set back on close (Runner.apply_settings)
             with self._lock:
-                if self._user:
-                    was = self.cursor.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]
-                    self._restore.append(f"SET enable_progress_bar = {'true' if was else 'false'}")
-                self.cursor.execute("SET enable_progress_bar = true")
+                self._restore = self.apply_settings({"enable_progress_bar": "true"})
+
+    def read_settings(self, names: list[str]) -> dict[str, str]:
+        values = self.cursor.execute("SELECT " + ", ".join(f"current_setting('{n}')" for n in names)).fetchall()[0]
+        return {name: str(value).lower() if isinstance(value, bool) else str(value)
+                for name, value in zip(names, values)}
+
+    def write_settings(self, values: dict[str, str]) -> None:
+        for name, value in values.items():
+            self.cursor.execute(f"SET {name} = {value}")
 
     def _check_free(self) -> None:
         """A statement on the user's connection, fetched to its end: DuckDB (>= 2) refuses registrations
@@ -99,9 +105,9 @@ class DuckDBRunner(Runner):
 
     def close(self) -> None:
         if self._user:  # the user's connection stays open, its settings as they were
-            with self._lock:
-                for statement in self._restore:
-                    self.cursor.execute(statement)
+            if self._restore:
+                with self._lock:
+                    self.write_settings(self._restore)
             return
         self.cursor.close()
         if self._owned is not None:

@@ -6,8 +6,8 @@ recsql's statements run in the user's open transaction when there is one (a fail
 abort a MySQL transaction); otherwise the transaction the server opened for them is rolled back."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from functools import cached_property
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -47,26 +47,28 @@ class MySQLRunner(DBAPIRunner):
         return lambda cursor: self.con.rollback()
 
     def fetch(self, sql: str) -> pd.DataFrame:
-        with self._hash_joins():
+        with self.settings_applied():
             return super().fetch(sql)
 
-    @contextmanager
-    def _hash_joins(self) -> Iterator[None]:
-        """On MariaDB with a ``join_cache_level`` below :data:`HASH_JOIN_LEVEL`: that level for the
-        block, the user's after it."""
-        level = None
+    @cached_property
+    def _mariadb(self) -> bool:
         with self.con.cursor() as cursor:
-            cursor.execute("SELECT VERSION()")  # MySQL refuses to parse a variable it does not have
-            if "mariadb" in str(cursor.fetchall()[0][0]).lower():
-                cursor.execute("SELECT @@SESSION.join_cache_level")
-                level = int(cursor.fetchall()[0][0])
-                if level < HASH_JOIN_LEVEL:
-                    cursor.execute(f"SET SESSION join_cache_level = {HASH_JOIN_LEVEL}")
-                else:
-                    level = None
-        try:
-            yield
-        finally:
-            if level is not None:
-                with self.con.cursor() as cursor:
-                    cursor.execute(f"SET SESSION join_cache_level = {int(level)}")
+            cursor.execute("SELECT VERSION()")
+            return "mariadb" in str(cursor.fetchall()[0][0]).lower()
+
+    def query_settings(self) -> dict[str, str]:
+        """On MariaDB, hash joins (:data:`HASH_JOIN_LEVEL`); MySQL refuses to parse a variable it does not have."""
+        return {"join_cache_level": str(HASH_JOIN_LEVEL)} if self._mariadb else {}
+
+    def needs_setting(self, name: str, current: str, wanted: str) -> bool:
+        return int(current) < int(wanted)  # a session already at a higher level keeps it
+
+    def read_settings(self, names: list[str]) -> dict[str, str]:
+        with self.con.cursor() as cursor:
+            cursor.execute("SELECT " + ", ".join(f"@@SESSION.{name}" for name in names))
+            return {name: str(value) for name, value in zip(names, cursor.fetchall()[0])}
+
+    def write_settings(self, values: dict[str, str]) -> None:
+        with self.con.cursor() as cursor:
+            for name, value in values.items():
+                cursor.execute(f"SET SESSION {name} = {int(value)}")
