@@ -242,3 +242,16 @@ def test_mariadb_join_cache_level_is_set_back(level):
         with runner.settings_applied():  # during recsql's statements: at least hash joins
             assert runner.read_settings(["join_cache_level"]) == {"join_cache_level": str(max(level, 4))}
         assert runner.read_settings(["join_cache_level"]) == {"join_cache_level": str(level)}
+
+
+def test_rendered_sql_advises_the_settings_recsql_runs_with():
+    """SQL rendered for MariaDB or DataFusion names, in its header, the session settings recsql's own
+    runners set for its statements (recsql/engines/mysql.py, recsql/engines/datafusion.py)."""
+    from recsql.engines.datafusion import SETTINGS
+    from recsql.engines.mysql import HASH_JOIN_LEVEL
+    mysql = recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="mysql")
+    assert f"SET SESSION join_cache_level = {HASH_JOIN_LEVEL}" in mysql.split("WITH", 1)[0]
+    datafusion = recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="datafusion")
+    for name, value in SETTINGS.items():
+        assert f"SET {name} = {value}" in datafusion.split("WITH", 1)[0]
+    assert "before running it" not in recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="postgres")
