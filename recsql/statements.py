@@ -360,14 +360,15 @@ def plan_key(plan: Plan, metrics: Sequence[Metric], output: str, dialect_name: s
 
 
 def finalize_sql(plan: Plan, metrics: Sequence[Metric], output: str) -> str:
-    """``finalize(plan, metrics, output).sql("duckdb")``, memoised like the statements: the SQL that
-    turns the raw per-user rows (the relation ``per_user``) into the summary or per-user frame. It
-    reads no input relation, only whether each is given."""
+    """``finalize(plan, metrics, output)`` rendered for DuckDB (its sums as ``FSUM``/``FAVG``, the
+    same bits whatever the threads' order), memoised like the statements: the SQL that turns the raw
+    per-user rows (the relation ``per_user``) into the summary or per-user frame. It reads no input
+    relation, only whether each is given."""
     metrics = list(metrics)
     given = tuple(sorted(role for role in RELATIONS if getattr(plan, role) is not None))
     key = ("finalize", _key(dataclasses.replace(plan, **{role: None for role in RELATIONS}), metrics, output, "duckdb",
                             False), given)
-    found = _memoised(key, lambda: ([finalize(plan, metrics, output).sql("duckdb")], []))
+    found = _memoised(key, lambda: ([render(finalize(plan, metrics, output), "duckdb", pretty=False)], []))
     return found[0][0]
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
+import re
 import sqlite3
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -305,3 +307,28 @@ def test_server_decimal_scores_rank_exactly(name):
                 engine.execute(f"INSERT INTO {table} VALUES (1, {items[0]}, {order[0]}), (1, {items[1]}, {order[1]})")
                 got = recsql.evaluate(table, "truth", ["hit_rate@1"], con=engine.con).summary["hit_rate@1"].iloc[0]
                 assert got == 1.0, (kind, order)
+
+
+def test_the_summary_has_the_same_bits_on_every_call():
+    """evaluate finishes its per-user rows into the summary in recsql's own DuckDB with FSUM/FAVG
+    (recsql/dialects.py: _duckdb_exact_sums), whose result does not depend on the order in which
+    DuckDB's threads add, so the same inputs give the same means to the last bit (and a report the
+    same page byte for byte)."""
+    from recsql.compose import Plan
+    from recsql.metrics import parse_metrics
+    from recsql.statements import finalize_sql
+    metrics = parse_metrics(["ndcg@10", "recall@20", "coverage@10"])
+    for output in ("summary", "per_user"):
+        sql = finalize_sql(Plan(recs="r", truth="t"), metrics, output)
+        assert not re.search(r"\b(SUM|AVG)\(", sql.upper().replace("FSUM(", "").replace("FAVG(", "")), sql
+    assert "FAVG(" in finalize_sql(Plan(recs="r", truth="t"), metrics, "summary")
+    rng = np.random.default_rng(5)
+    users, items = 60_000, 40
+    recs = pd.DataFrame({"user_id": np.repeat(np.arange(users), 10), "item_id": rng.integers(0, items, users * 10),
+                         "score": rng.random(users * 10)}).drop_duplicates(["user_id", "item_id"])
+    truth = pd.DataFrame({"user_id": np.arange(users), "item_id": rng.integers(0, items, users), "relevance": 1})
+    first = recsql.evaluate(recs, truth, ["ndcg@10", "recall@20"]).summary
+    for _ in range(4):
+        again = recsql.evaluate(recs, truth, ["ndcg@10", "recall@20"]).summary
+        assert [float(again[c].iloc[0]).hex() for c in ("ndcg@10", "recall@20")] == \
+            [float(first[c].iloc[0]).hex() for c in ("ndcg@10", "recall@20")]
