@@ -115,8 +115,8 @@ def markdown(result: dict) -> str:
   machine is shared: other work slows every repeat; CPU time is the steadier figure)
 - **Versions**: {', '.join(f'{k} {v}' for k, v in result['versions'].items())}
 - Each repeat a fresh process (interpreter start and imports included); {result['pages']} distinct page(s)
-  written (the page's JSON block holds every number to the last bit, which DuckDB's parallel sums may
-  move between runs).
+  written (one expected: the page holds every number to the last bit, and recsql sums with FSUM/FAVG
+  so that the threads' order does not move them).
 
 | statement cache | wall, median | wall, best | CPU, median | CPU, best | repeats |
 |---|---:|---:|---:|---:|---:|
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     (folder / "report.json").write_text(json.dumps(result, indent=2) + "\n")
     (folder / "report.md").write_text(markdown(result))
     print(markdown(result))
-    if len(pages) != 1:  # the JSON block holds every number to the last bit, which a parallel sum may move
+    if len(pages) != 1:  # the page holds every number to the last bit: two pages mean a sum that moved
         print(f"benchmarks/report.py: the repeats wrote {len(pages)} different pages", file=sys.stderr)
     return 0
 
