@@ -145,3 +145,25 @@ def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
         assert sql == render(statement, dialect), dialect
         assert values.checks == want.checks and values.checks
         assert statements._TOKEN not in sql
+
+
+def test_compare_within_segments_from_a_file_composes_its_statement_once(monkeypatch, tmp_path):
+    """Segments given as a file are pasted into the kept statement like the other inputs: a second
+    comparison with the same options composes nothing (it used to compose on every call)."""
+    from recsql import comparison_sql
+    composed = []
+    original = comparison_sql.statement_for
+
+    def counting(*args, **kwargs):
+        composed.append(1)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(comparison_sql, "statement_for", counting)
+    truth = pd.read_parquet(DATA / "truth.parquet")
+    cohorts = tmp_path / "cohorts.parquet"
+    pd.DataFrame({"user_id": sorted(set(truth["user_id"])), "cohort": "all"}).to_parquet(cohorts, index=False)
+    options = dict(run_cols="model", baseline="popular", resamples=7, segments=str(cohorts))
+    first = recsql.compare(str(DATA / "recs.parquet"), str(DATA / "truth.parquet"), ["ndcg@10"], **options)
+    before = len(composed)
+    again = recsql.compare(str(DATA / "recs.parquet"), str(DATA / "truth.parquet"), ["ndcg@10"], **options)
+    assert len(composed) == before
+    pd.testing.assert_frame_equal(first.tests, again.tests)
