@@ -5,7 +5,9 @@ for the plans evaluate builds on DuckDB and SQLite. The reference is the uncache
 ``render(readable(compose(plan, metrics, output), ...), dialect, pretty)`` with the call's own plan."""
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -147,9 +149,12 @@ def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
         assert statements._TOKEN not in sql
 
 
-def test_compare_within_segments_from_a_file_composes_its_statement_once(monkeypatch, tmp_path):
+def test_compare_within_segments_from_a_file_composes_its_statement_once(monkeypatch):
     """Segments given as a file are pasted into the kept statement like the other inputs: a second
-    comparison with the same options composes nothing (it used to compose on every call)."""
+    comparison with the same options composes nothing (it used to compose on every call). The file
+    sits in a short folder: a path long enough that the pretty SQL wraps its relation over lines is
+    not pasted, for any input (recsql/statements.py: _relation_text), and is composed each time."""
+    tmp_path = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))
     from recsql import comparison_sql
     composed = []
     original = comparison_sql.statement_for
@@ -165,5 +170,6 @@ def test_compare_within_segments_from_a_file_composes_its_statement_once(monkeyp
     first = recsql.compare(str(DATA / "recs.parquet"), str(DATA / "truth.parquet"), ["ndcg@10"], **options)
     before = len(composed)
     again = recsql.compare(str(DATA / "recs.parquet"), str(DATA / "truth.parquet"), ["ndcg@10"], **options)
+    shutil.rmtree(tmp_path, ignore_errors=True)
     assert len(composed) == before
     pd.testing.assert_frame_equal(first.tests, again.tests)
