@@ -9,10 +9,11 @@ each relation, and each call pastes the relations' own SQL text in place of the 
 
 That text is what the renderer writes for the relation in place: sqlglot renders a table name or a
 function call the same wherever it stands, and its decision to break a long argument list over
-lines does not depend on indentation, so a relation rendered on one line is the same text inside
-the statement. A relation that renders over several lines (or holds a query) is not pasted: that
-statement is composed from scratch. ``tests/test_statements.py`` checks byte equality with the
-uncached path on every dialect.
+lines does not depend on indentation, so a relation is the same text inside the statement, its
+lines after the first indented as the line it stands on (a file's long path, which the pretty
+layout puts on a line of its own). A relation that holds a query is not pasted: that statement is
+composed from scratch. ``tests/test_statements.py`` checks byte equality with the uncached path on
+every dialect, for short and wrapped relations.
 
 A cold process would still pay for parsing the templates and composing (a few hundred milliseconds)
 on its first call. So the split statement is also kept on disk, as a ``.pyc`` keeps compiled code:
@@ -87,15 +88,15 @@ def _key(plan: Plan, metrics: Sequence[Metric], output: str, dialect_name: str, 
 
 
 def _relation_text(relation: exp.Expression, dialect_name: str, pretty: bool) -> str | None:
-    """The relation's SQL as the statement renders it, or None when it cannot be pasted (it spans
-    lines, or holds a query whose layout depends on its place)."""
+    """The relation's SQL as the statement renders it at indentation 0, or None when it cannot be
+    pasted (it holds a query, whose layout depends on its place). A long one (a file's path) spans
+    lines in the pretty layout; :func:`_paste` indents its lines as the line it stands on."""
     if relation.find(exp.Query) is not None:
         return None
     quick = quoted_name(relation) if dialect_name == "duckdb" else None
     if quick is not None:
         return quick
-    text = relation.sql(dialect=get_dialect(dialect_name).sqlglot, pretty=pretty)
-    return None if "\n" in text else text
+    return relation.sql(dialect=get_dialect(dialect_name).sqlglot, pretty=pretty)
 
 
 # ---------------------------------------------------------------- the statements kept on disk
@@ -321,9 +322,17 @@ def statement_sql(plan: Plan, metrics: Sequence[Metric], output: str = "summary"
 
 
 def _paste(between: list[str], order: list[str], texts: dict[str, str]) -> str:
+    """The statement: the texts between the placeholders with each relation's text in its place, the
+    lines after a relation's first indented as the line it starts on (sqlglot's pretty layout)."""
     pieces = [between[0]]
     for role, text in zip(order, between[1:]):
-        pieces += [texts[role], text]
+        if "\n" in texts[role]:
+            line = "".join(pieces).rpartition("\n")[2]
+            indent = line[:len(line) - len(line.lstrip(" "))]
+            pieces.append(texts[role].replace("\n", "\n" + indent))
+        else:
+            pieces.append(texts[role])
+        pieces.append(text)
     return "".join(pieces)
 
 

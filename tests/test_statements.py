@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -71,10 +70,28 @@ def test_a_cache_hit_pastes_the_other_call_relations(calls, dialect):
     assert_uncached_equal(calls)
 
 
-def test_relations_that_span_lines_are_composed_from_scratch(calls, tmp_path):
-    long = tmp_path / ("x" * 120) / "recs.parquet"
-    sql = recsql.to_sql(str(long), "truth.parquet", ["ndcg@10"])
-    assert str(long) in sql
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres", "spark"])
+def test_relations_that_span_lines_are_pasted_at_their_indentation(calls, tmp_path, monkeypatch, dialect):
+    """A path long enough that the pretty layout wraps its relation over lines is pasted too, its lines
+    indented as the line it stands on: the second call composes nothing, and both texts are the
+    uncached ones byte for byte (they used to be composed on every call)."""
+    composed = []
+    original = statements.compose
+
+    def counting(*args, **kwargs):
+        composed.append(1)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(statements, "compose", counting)
+    first, second = (tmp_path / (c * 120) / "recs.parquet" for c in "xy")
+    for pretty in (True, False):
+        sql = recsql.to_sql(str(first), str(tmp_path / ("t" * 90) / "truth.parquet"), ["ndcg@10", "coverage@10"],
+                            dialect=dialect, pretty=pretty, run_cols="model")
+        before = len(composed)
+        again = recsql.to_sql(str(second), "truth.parquet", ["ndcg@10", "coverage@10"], dialect=dialect,
+                              pretty=pretty, run_cols="model")
+        assert len(composed) == before and str(first) in sql and str(second) in again
+        wrapped = [line for line in sql.splitlines() if str(first) in line and line.strip().startswith("'")]
+        assert bool(wrapped) == pretty, sql  # the pretty layout puts the path on a line of its own
     assert_uncached_equal(calls)
 
 
@@ -110,7 +127,8 @@ def test_evaluate_duckdb_frames_files_and_sqlite(calls, tmp_path):
 def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
     """compare's statement (recsql.comparison.statement_text), memoised the same way: byte for byte the
     statement composed from scratch, with the same input checks, on a hit with other relations (frames,
-    then files, then SQLite tables; with and without segments, given as a frame or as a file)."""
+    then files, files in a folder whose path wraps, then SQLite tables; with and without segments, given
+    as a frame or as a file)."""
     from recsql import comparison
     seen = []
     original = comparison.statement_text
@@ -132,6 +150,11 @@ def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
         recsql.compare(*given, metrics, **options)
         recsql.compare(*given, metrics, segments=cohorts, **options)
     recsql.compare(recs, truth, metrics, segments=str(cohorts_file), **options)  # a file: read in place
+    deep = tmp_path / ("d" * 110)  # paths the pretty layout wraps over lines: pasted indented
+    deep.mkdir()
+    for name in ("recs.parquet", "truth.parquet"):
+        shutil.copy(DATA / name, deep / name)
+    recsql.compare(str(deep / "recs.parquet"), str(deep / "truth.parquet"), metrics, **options)
     path = tmp_path / "compare.sqlite"
     with sqlite3.connect(path) as con:
         recs.to_sql("recs", con, index=False)
@@ -141,7 +164,7 @@ def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
         recsql.compare("recs", "truth", metrics, con=con, **options)
     finally:
         con.close()
-    assert len(seen) == 6 and len({sql for *_, sql, _ in seen}) == 6
+    assert len(seen) == 7 and len({sql for *_, sql, _ in seen}) == 7
     for plan, metrics, settings, kinds, segments, dialect, sql, values in seen:
         statement, want = comparison.statement_for(plan, metrics, settings, kinds, segments)
         assert sql == render(statement, dialect), dialect
@@ -149,12 +172,9 @@ def test_compare_statements_are_the_uncached_statements(monkeypatch, tmp_path):
         assert statements._TOKEN not in sql
 
 
-def test_compare_within_segments_from_a_file_composes_its_statement_once(monkeypatch):
+def test_compare_within_segments_from_a_file_composes_its_statement_once(monkeypatch, tmp_path):
     """Segments given as a file are pasted into the kept statement like the other inputs: a second
-    comparison with the same options composes nothing (it used to compose on every call). The file
-    sits in a short folder: a path long enough that the pretty SQL wraps its relation over lines is
-    not pasted, for any input (recsql/statements.py: _relation_text), and is composed each time."""
-    tmp_path = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))
+    comparison with the same options composes nothing (it used to compose on every call)."""
     from recsql import comparison_sql
     composed = []
     original = comparison_sql.statement_for
@@ -170,6 +190,5 @@ def test_compare_within_segments_from_a_file_composes_its_statement_once(monkeyp
     first = recsql.compare(str(DATA / "recs.parquet"), str(DATA / "truth.parquet"), ["ndcg@10"], **options)
     before = len(composed)
     again = recsql.compare(str(DATA / "recs.parquet"), str(DATA / "truth.parquet"), ["ndcg@10"], **options)
-    shutil.rmtree(tmp_path, ignore_errors=True)
     assert len(composed) == before
     pd.testing.assert_frame_equal(first.tests, again.tests)
