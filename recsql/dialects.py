@@ -153,12 +153,26 @@ class Dialect:
     inline: tuple[str, ...] = ()  # CTEs written AS NOT MATERIALIZED
     transforms: tuple[Transform, ...] = field(default=())
     note: str = ""
-    session: str = ""  # what a session running the rendered SQL should set first: a line of its header
+    # What a session running the rendered SQL should set first, each (name, value): recsql's own runners
+    # set them for the query alone (recsql/engines/mysql.py, recsql/engines/datafusion.py), and the header
+    # of the rendered SQL says so (:attr:`session`), as ``set_statement`` spells it, with ``set_scope``
+    # (which servers) before and ``set_why`` after.
+    settings: tuple[tuple[str, str], ...] = ()
+    set_statement: str = "SET {name} = {value}"
+    set_scope: str = ""
+    set_why: str = ""
+
+    @property
+    def session(self) -> str:
+        """The header's advice: the statements that set :attr:`settings`, and why ("" for none)."""
+        if not self.settings:
+            return ""
+        sets = "; ".join(self.set_statement.format(name=name, value=value) for name, value in self.settings)
+        return f"{self.set_scope}{sets}" + (f" ({self.set_why})" if self.set_why else "")
 
 
 def _session_line(tree: exp.Expression, spec: "Dialect") -> exp.Expression:
-    """The dialect's :attr:`Dialect.session` advice as the last line of the statement's header comment
-    (recsql's own runners set it themselves: recsql/engines/mysql.py, recsql/engines/datafusion.py)."""
+    """The dialect's :attr:`Dialect.session` advice as the last line of the statement's header comment."""
     holder = tree.args.get("with_") or tree
     holder.comments = [*(holder.comments or []), f" before running it: {spec.session} "]
     return tree
@@ -172,14 +186,21 @@ DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     Dialect("mysql", "mysql", executed="MariaDB 10.11", collation="utf8mb4_bin", id_text="BINARY",
             transforms=(_mariadb_with_limit,),
             note="MySQL 8 or MariaDB 10.4+; text ids must be utf8mb4 (compared as utf8mb4_bin)",
-            session="on MariaDB, SET SESSION join_cache_level = 4 (hash joins; at the default 2 a large "
-                    "evaluation takes minutes instead of seconds); MySQL 8 has no such variable"),
+            # ndcg@100 alone on MovieLens-100K-shaped data (benchmarks/engines.py): over 90 s at the default
+            # level 2 (block nested loops only), 2.7 s at 4 (hash joins) on MariaDB 10.11
+            settings=(("join_cache_level", "4"),), set_statement="SET SESSION {name} = {value}",
+            set_scope="on MariaDB, ", set_why="hash joins; at the default 2 a large evaluation takes minutes "
+                                             "instead of seconds; MySQL 8 has hash joins and no such variable"),
     Dialect("spark", "spark", executed="Apache Spark (pyspark, local mode)"),
     Dialect("clickhouse", "clickhouse", executed="ClickHouse (chdb)", transforms=(_clickhouse_settings,)),
     Dialect("datafusion", "postgres", executed="Apache DataFusion", transforms=(_crossed_first,),
             note="sqlglot has no DataFusion writer; its PostgreSQL SQL runs there unchanged",
-            session="SET datafusion.optimizer.prefer_hash_join = false (sort-merge joins, which spill: "
-                    "with hash joins every metric at k = 100 took 6 GB where sort-merge took 0.8 GB)"),
+            # DataFusion runs all of a plan's joins together and does not share a CTE read twice: every metric
+            # at k = 100 on MovieLens-100K-shaped data (benchmarks/engines.py) peaked at 6.0 GB with hash joins
+            # (and failed in a 2 GB memory pool), at 0.8 GB with sort-merge joins, in about the same time
+            settings=(("datafusion.optimizer.prefer_hash_join", "false"),),
+            set_why="sort-merge joins, which spill: with hash joins every metric at k = 100 took 6 GB where "
+                    "sort-merge took 0.8 GB"),
     Dialect("databricks", "databricks", note="Spark SQL, as executed on Spark"),
     Dialect("bigquery", "bigquery"),
     Dialect("snowflake", "snowflake"),

@@ -214,8 +214,10 @@ def test_datafusion_settings_are_set_back(schema, hash_join):
 def test_datafusion_settings_hold_during_the_query():
     """Inside the runner's settings block the context has recsql's settings; after it, the user's."""
     from datafusion import SessionConfig, SessionContext
+    from recsql.dialects import dialect
     from recsql.engines import runner_for
-    from recsql.engines.datafusion import SETTINGS
+    SETTINGS = dict(dialect("datafusion").settings)
+    assert SETTINGS == {"datafusion.optimizer.prefer_hash_join": "false"}
     ctx = SessionContext(SessionConfig().set("datafusion.optimizer.prefer_hash_join", "true"))
     runner = runner_for(ctx)
     with runner.settings_applied():
@@ -225,7 +227,7 @@ def test_datafusion_settings_hold_during_the_query():
 
 @pytest.mark.parametrize("level", [2, 6])
 def test_mariadb_join_cache_level_is_set_back(level):
-    """On MariaDB recsql's query runs with hash joins (join_cache_level 4, recsql/engines/mysql.py) when
+    """On MariaDB recsql's query runs with hash joins (join_cache_level 4, recsql/dialects.py) when
     the session's level is lower, and the session keeps its own level after."""
     with ExitStack() as stack:
         engine = start("mysql", stack)
@@ -246,12 +248,12 @@ def test_mariadb_join_cache_level_is_set_back(level):
 
 def test_rendered_sql_advises_the_settings_recsql_runs_with():
     """SQL rendered for MariaDB or DataFusion names, in its header, the session settings recsql's own
-    runners set for its statements (recsql/engines/mysql.py, recsql/engines/datafusion.py)."""
-    from recsql.engines.datafusion import SETTINGS
-    from recsql.engines.mysql import HASH_JOIN_LEVEL
-    mysql = recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="mysql")
-    assert f"SET SESSION join_cache_level = {HASH_JOIN_LEVEL}" in mysql.split("WITH", 1)[0]
-    datafusion = recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="datafusion")
-    for name, value in SETTINGS.items():
-        assert f"SET {name} = {value}" in datafusion.split("WITH", 1)[0]
+    runners set for its statements (the dialects' settings, recsql/dialects.py)."""
+    from recsql.dialects import dialect
+    mysql = recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="mysql").split("WITH", 1)[0]
+    assert "before running it: on MariaDB, SET SESSION join_cache_level = 4 (hash joins;" in mysql
+    datafusion = recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="datafusion").split("WITH", 1)[0]
+    assert "before running it: SET datafusion.optimizer.prefer_hash_join = false (sort-merge joins" in datafusion
+    for name, header in (("mysql", mysql), ("datafusion", datafusion)):  # what the runners set, all of it
+        assert all(f"{setting} = {value}" in header for setting, value in dialect(name).settings), name
     assert "before running it" not in recsql.to_sql("recs", "truth", ["ndcg@10"], dialect="postgres")

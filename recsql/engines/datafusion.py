@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..dialects import dialect
 from ..sources import Source
 from .base import Runner
-
-
-# Set on the user's context for the query alone, each set back to its value after.
-SETTINGS = {
-    # Sort-merge joins, which spill, instead of hash joins, which hold every build side at once: DataFusion
-    # runs all of a plan's joins together and does not share a CTE read twice, so recsql's query over
-    # every metric at k = 100 on MovieLens-100K-shaped data (benchmarks/engines.py) peaked at 6.0 GB with
-    # hash joins (and failed in a 2 GB memory pool) and at 0.8 GB with sort-merge joins, in about the
-    # same time.
-    "datafusion.optimizer.prefer_hash_join": "false",
-}
 
 
 class DataFusionRunner(Runner):
@@ -38,7 +28,8 @@ class DataFusionRunner(Runner):
             raise self.failed(err) from None
 
     def query_settings(self) -> dict[str, str]:
-        return SETTINGS
+        """The dialect's settings (recsql/dialects.py says why), on the user's context for the query alone."""
+        return dict(dialect(self.dialect).settings)
 
     def read_settings(self, names: list[str]) -> dict[str, str]:
         """Reading a setting needs the information schema: when it is off, it is switched on to read

@@ -11,16 +11,11 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..dialects import dialect
 from .base import DBAPIRunner
 
 # MySQL protocol column type codes -> names (the families recsql/validate.py tells apart)
 _IN_TRANS = 1  # SERVER_STATUS_IN_TRANS in the server's status flags
-# MariaDB's join_cache_level for recsql's query: 4, hash joins (BNLH), where the default 2 allows only
-# block nested loops. Every metric at k = 100 on MovieLens-100K-shaped data (benchmarks/engines.py):
-# ndcg@100 alone went from over 90 s to 2.7 s on MariaDB 10.11. MySQL 8 has hash joins of its own and
-# no such variable. Set for the query alone, and set back after.
-HASH_JOIN_LEVEL = 4
-
 _TYPE_NAMES = {0: "DECIMAL", 1: "TINYINT", 2: "SMALLINT", 3: "INT", 4: "FLOAT", 5: "DOUBLE", 8: "BIGINT",
                9: "MEDIUMINT", 246: "DECIMAL", 15: "VARCHAR", 253: "VARCHAR", 254: "CHAR", 252: "TEXT",
                245: "JSON", 10: "DATE", 12: "DATETIME", 7: "TIMESTAMP", 16: "BIT"}
@@ -57,8 +52,9 @@ class MySQLRunner(DBAPIRunner):
             return "mariadb" in str(cursor.fetchall()[0][0]).lower()
 
     def query_settings(self) -> dict[str, str]:
-        """On MariaDB, hash joins (:data:`HASH_JOIN_LEVEL`); MySQL refuses to parse a variable it does not have."""
-        return {"join_cache_level": str(HASH_JOIN_LEVEL)} if self._mariadb else {}
+        """On MariaDB, the dialect's settings (hash joins; recsql/dialects.py says why), for the query alone;
+        MySQL refuses to parse a variable it does not have."""
+        return dict(dialect(self.dialect).settings) if self._mariadb else {}
 
     def needs_setting(self, name: str, current: str, wanted: str) -> bool:
         return int(current) < int(wanted)  # a session already at a higher level keeps it
