@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import comparison
+from . import comparison, decisions_cli
 from .cli_inputs import add_segments, column_kwargs, columns, inputs, recs_and_truth, side_kwargs
 from .cli_output import FORMATS
 from .errors import RecsqlError
@@ -35,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cp.add_argument("--alpha", type=float, default=0.05,
                     help="table: the level of the verdict (default 0.05): higher / lower when every test's corrected "
                          "p-value is below it, else not significant")
+    decisions_cli.add_options(cp)
     columns(cp)
     cp.set_defaults(func=cmd_compare)
 
@@ -77,9 +78,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(for_terminal(tables(result, args.alpha, args.wide)), flush=True)  # names cannot drive the terminal
     else:
         print(FORMATS[args.format](result.runs if args.runs else result.tests), flush=True)
+
+    def show(name: str, table) -> None:
+        if args.format == "table":
+            text = table.to_string(index=False, float_format=lambda v: f"{v:.6g}")
+            print(for_terminal(f"\n{name}\n{text}"), flush=True)
+        else:
+            print(FORMATS[args.format](table), flush=True)
+    status = decisions_cli.decide(args, result, show)
     print(f"recsql: {len(result.metrics)} metric(s), {result.runs['run'].nunique()} run(s), {len(result.tests)} "
           f"comparison(s), {result.settings.resamples} resamples, {result.seconds:.3f} s", file=sys.stderr)
-    return 0
+    return status
 
 
 def p_text(p: float, digits: int = 2) -> str:

@@ -19,10 +19,10 @@ MAX_LINES = 400  # the longest a module of recsql/ may be
 LAYERS = (
     ("base", "helpers that know no metric: errors, optional dependencies, files, text safe to show, the SQL "
              "templates and sqlglot trees, recsql's own DuckDB, engines' result frames, TREC files, run labels, "
-             "the resampling mixer, the tests' tails; the package (its version) and this table",
+             "the resampling mixer, the tests' tails and power; the package (its version) and this table",
      ("recsql", "recsql.layers", "recsql.errors", "recsql.extras", "recsql.files", "recsql.safe_text",
       "recsql.templates", "recsql.trees", "recsql.database", "recsql.frames", "recsql.trec", "recsql.run_labels",
-      "recsql.resampling", "recsql.significance")),
+      "recsql.resampling", "recsql.significance", "recsql.decisions")),
     ("registry", "what a metric is and how SQL is written for a dialect: the headers of sql/*.sql, other tools' "
                  "names for the metrics, conventions, discounts, the dialects' switches",
      ("recsql.foreign_names", "recsql.names", "recsql.specs", "recsql.discounts", "recsql.conventions",
@@ -50,7 +50,7 @@ LAYERS = (
      ("recsql.report", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures",
       "recsql.report.svg")),
     ("results", "what compare returns, and the comparison of per-user values that Evaluation.compare runs",
-     ("recsql.comparison_result", "recsql.comparison_run")),
+     ("recsql.comparison_decisions", "recsql.comparison_result", "recsql.comparison_run")),
     ("evaluate", "the first entry points: evaluate, to_sql and the Evaluation they return",
      ("recsql.api",)),
     ("entry", "the entry points built on evaluate: compare (its keywords are evaluate's), build_report, dbt "
@@ -58,6 +58,6 @@ LAYERS = (
      ("recsql.comparison", "recsql.report.build", "recsql.dbt", "recsql.dbt.adapters", "recsql.dbt.names",
       "recsql.dbt.model", "recsql.dbt.project")),
     ("cli", "the command line, over every entry point (each subcommand imported by name, recsql.cli.COMMANDS)",
-     ("recsql.flags", "recsql.cli_inputs", "recsql.cli_output", "recsql.comparison_cli", "recsql.report.cli",
+     ("recsql.flags", "recsql.cli_inputs", "recsql.cli_output", "recsql.decisions_cli", "recsql.comparison_cli", "recsql.report.cli",
       "recsql.dbt.cli", "recsql.cli", "recsql.entry", "recsql.__main__")),
 )

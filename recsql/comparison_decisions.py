@@ -1,0 +1,207 @@
+"""The decision tables of a :class:`recsql.Comparison` (its ``power``, ``noninferiority`` and
+``equivalence``): the functions of :mod:`recsql.decisions` applied to each pair of its ``tests`` table,
+from the pair's users ``n``, mean difference ``mean_diff`` and standard deviation of differences
+``sd_diff``. Global metrics (one number per run) have no per-user differences: their rows are NaN.
+Choices and their reasons: docs/guide/decisions.md."""
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pandas as pd
+
+from .decisions import detectable, one_sided_t, t_power, t_quantile, users_needed
+from .errors import RecsqlError
+from .significance import corrected
+
+
+def _level(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
+        raise RecsqlError(f"{name}={value!r}: pass a number between 0 and 1, e.g. {name}="
+                          f"{'0.8' if name == 'power' else '0.05'}")
+    return float(value)
+
+
+def _positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
+        raise RecsqlError(f"{name}={value!r}: pass a positive number in the metric's units (or, with "
+                          f"relative=True, a share of the baseline's mean), e.g. {name}=0.01")
+    return float(value)
+
+
+def _keys(tests: pd.DataFrame) -> list[str]:
+    return list(tests.columns[:tests.columns.get_loc("metric") + 1])
+
+
+def _baseline_means(comparison: Any) -> dict[tuple, float]:
+    """(segment values..., baseline run, metric) -> the baseline run's mean."""
+    runs = comparison.runs
+    segment_cols = list(runs.columns[:runs.columns.get_loc("run")])
+    return {(*(r[c] for c in segment_cols), r["run"], r["metric"]): float(r["mean"]) for _, r in runs.iterrows()}
+
+
+def _margins(comparison: Any, margin: float, relative: bool) -> list[float]:
+    """Each pair's absolute margin: ``margin``, or ``margin`` × |the baseline's mean| when relative."""
+    tests = comparison.tests
+    if not relative:
+        return [margin] * len(tests)
+    means = _baseline_means(comparison)
+    segment_cols = _keys(tests)[:-3]
+    return [margin * abs(means.get((*(r[c] for c in segment_cols), r["baseline"], r["metric"]), math.nan))
+            for _, r in tests.iterrows()]
+
+
+def decision_table(comparison: Any, kind: str, **options: Any) -> pd.DataFrame:
+    """The ``kind`` table ("power", "noninferiority" or "equivalence") of ``comparison``."""
+    tests = comparison.tests
+    keys = tests[_keys(tests)].reset_index(drop=True)
+    n = [int(v) for v in tests["n"]]
+    mean = [float(v) for v in tests["mean_diff"]]
+    sd = [float(v) for v in tests["sd_diff"]]
+    alpha = _level("alpha", options["alpha"])
+    correction = comparison.settings.correction
+    if kind == "power":
+        target = _level("power", options["power"])
+        difference = options.get("difference")
+        if difference is not None:
+            difference = _positive("difference", difference)
+        defined = sum(1 for k, s in zip(n, sd) if k >= 2 and not math.isnan(s))
+        per_test = alpha / defined if correction is not None and defined else alpha
+        rows = []
+        for k, s in zip(n, sd):
+            d = detectable(k, per_test, target) if k >= 2 and not math.isnan(s) else math.nan
+            row = {"n": k, "sd_diff": s, "alpha_per_test": per_test, "detectable": d * s, "detectable_d": d}
+            if difference is not None:
+                effect = difference / s if s > 0 else (math.inf if s == 0 else math.nan)
+                row["power_now"] = (t_power(effect, k, per_test) if k >= 2 and math.isfinite(effect)
+                                    else (1.0 if effect == math.inf and k >= 2 else math.nan))
+                needed = users_needed(effect, per_test, target) if math.isfinite(effect) else \
+                    (2.0 if effect == math.inf else math.nan)
+                row["users_needed"] = math.ceil(needed) if math.isfinite(needed) else needed
+            rows.append(row)
+        table = pd.DataFrame(rows)
+        if "users_needed" in table and not table["users_needed"].isin([math.inf]).any():
+            table["users_needed"] = table["users_needed"].astype("Int64")  # whole users
+        return pd.concat([keys, table], axis=1)
+    margins = _margins(comparison, _positive("margin", options["margin"]), options["relative"])
+    if kind == "noninferiority":
+        lower_better = options["lower_is_better"]
+        lower_better = {lower_better} if isinstance(lower_better, str) else set(lower_better or ())
+        unknown = sorted(lower_better - set(tests["metric"]))
+        if unknown:
+            raise RecsqlError(f"lower_is_better: {unknown[0]!r} is not a metric of this comparison; its metrics "
+                              f"are {', '.join(dict.fromkeys(tests['metric']))}")
+        rows = []
+        for k, m, s, margin, metric in zip(n, mean, sd, margins, tests["metric"]):
+            lower = metric in lower_better
+            t, p = one_sided_t(k, m, s, margin if lower else -margin, greater=not lower)
+            reach = t_quantile(k, 1 - alpha) * s / math.sqrt(k) if k >= 2 else math.nan
+            rows.append({"n": k, "mean_diff": m, "margin": margin, "better": "lower" if lower else "higher",
+                         "t": t, "p": p, "bound": m + reach if lower else m - reach})
+        table = pd.DataFrame(rows)
+        table.insert(table.columns.get_loc("p") + 1, "p_adj", corrected(table["p"].tolist(), correction))
+        table["noninferior"] = [pd.NA if math.isnan(p) else bool(p < alpha) for p in table["p_adj"]]
+        return pd.concat([keys, table], axis=1)
+    rows = []
+    for k, m, s, margin in zip(n, mean, sd, margins):
+        t_low, p_low = one_sided_t(k, m, s, -margin, greater=True)
+        t_high, p_high = one_sided_t(k, m, s, margin, greater=False)
+        reach = t_quantile(k, 1 - alpha) * s / math.sqrt(k) if k >= 2 else math.nan
+        rows.append({"n": k, "mean_diff": m, "margin": margin, "t_lower": t_low, "p_lower": p_low,
+                     "t_upper": t_high, "p_upper": p_high, "p": math.nan if math.isnan(p_low) or math.isnan(p_high) else max(p_low, p_high),
+                     "ci_low": m - reach, "ci_high": m + reach})
+    table = pd.DataFrame(rows)
+    table.insert(table.columns.get_loc("p") + 1, "p_adj", corrected(table["p"].tolist(), correction))
+    table["equivalent"] = [pd.NA if math.isnan(p) else bool(p < alpha) for p in table["p_adj"]]
+    return pd.concat([keys, table], axis=1)
+
+
+# ---------------------------------------------------------------- gates: conditions that fail a pipeline
+
+_NUMBER = r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?"
+_GATE = re.compile(rf"^\s*(?P<metric>\S+)\s+(?:(?:worse(?:\s+than\s+(?:the\s+)?baseline)?\s+by\s+(?P<worse>{_NUMBER}%?))"
+                   rf"|(?:not\s+non-?inferior\s+by\s+(?P<noninferior>{_NUMBER}%?))"
+                   rf"|(?P<loss>significant\s+loss|significantly\s+worse))\s*$", re.IGNORECASE)
+GATE_FORMS = ('METRIC worse by MARGIN (the difference is beyond −MARGIN)',
+              'METRIC not noninferior by MARGIN (non-inferiority at MARGIN is not shown)',
+              'METRIC significant loss (worse, and the corrected test says so)')
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One condition under which a comparison fails: ``kind`` "worse", "noninferior" or "loss", for
+    ``metric`` (or "any"), with ``margin`` (a share of the baseline's mean when ``relative``)."""
+    text: str
+    metric: str
+    kind: str
+    margin: float = math.nan
+    relative: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> "Gate":
+        found = _GATE.match(text)
+        if not found:
+            raise RecsqlError(f"--fail-if {text!r}: write one of: " + "; ".join(GATE_FORMS) + " (MARGIN in the "
+                              "metric's units, or with % a share of the baseline's mean; METRIC 'any' for every "
+                              "metric); e.g. --fail-if 'ndcg@10 worse by 0.01'")
+        kind = "worse" if found["worse"] else "noninferior" if found["noninferior"] else "loss"
+        margin = found["worse"] or found["noninferior"] or ""
+        relative = margin.endswith("%")
+        value = float(margin.rstrip("%")) / (100 if relative else 1) if margin else math.nan
+        return cls(text.strip(), found["metric"], kind, value, relative)
+
+
+def gate_failures(comparison: Any, gates: Sequence[Gate], alpha: float = 0.05,
+                  lower_is_better: Any = ()) -> list[str]:
+    """One line per (gate, pair) that fails; empty when every gate holds. A pair's difference is
+    "worse" in the metric's direction (``lower_is_better`` names the metrics where lower is better).
+    "noninferior" fails where non-inferiority is not shown, a global metric's (no per-user test)
+    included; "loss" reads the t-test's corrected p-value, or the randomization test's where there is
+    no t (global metrics) or the t-test was not run."""
+    tests = comparison.tests
+    lower = {lower_is_better} if isinstance(lower_is_better, str) else set(lower_is_better or ())
+    metrics = list(dict.fromkeys(tests["metric"]))
+    failures = []
+    for gate in gates:
+        if gate.metric != "any" and gate.metric not in metrics:
+            raise RecsqlError(f"--fail-if {gate.text!r}: {gate.metric!r} is not a compared metric; they are "
+                              f"{', '.join(metrics)} (or 'any')")
+        chosen = tests if gate.metric == "any" else tests[tests["metric"] == gate.metric]
+        if not len(chosen):
+            continue
+        margins = _margins(comparison, gate.margin, gate.relative) if gate.kind != "loss" else [math.nan] * len(tests)
+        by_index = dict(zip(tests.index, margins))
+        verdicts = None
+        if gate.kind == "noninferior":
+            verdicts = decision_table(comparison, "noninferiority", margin=gate.margin, relative=gate.relative,
+                                      alpha=alpha, lower_is_better=lower & set(metrics))
+        for position, (index, row) in enumerate(chosen.iterrows()):
+            sign = -1.0 if row["metric"] in lower else 1.0
+            worse_by = -sign * float(row["mean_diff"])  # > 0: the run is worse than its baseline
+            pair = _pair(tests, row)
+            if gate.kind == "worse":
+                if worse_by > by_index[index]:
+                    failures.append(f"{gate.text}: {pair}: difference {row['mean_diff']:+.6g} is worse by more "
+                                    f"than {by_index[index]:.6g}")
+            elif gate.kind == "noninferior":
+                verdict = verdicts.loc[tests.index.get_loc(index)]
+                if verdict["noninferior"] is pd.NA or not bool(verdict["noninferior"]):
+                    why = ("a global metric has no per-user differences to test" if pd.isna(verdict["p_adj"])
+                           else f"corrected p {verdict['p_adj']:.3g} ≥ {alpha:g}, bound {verdict['bound']:+.6g}")
+                    failures.append(f"{gate.text}: {pair}: non-inferiority by {verdict['margin']:.6g} not shown ({why})")
+            else:
+                column = next((c for c in ("p_t_adj", "p_t", "p_randomization_adj", "p_randomization")
+                               if c in tests.columns and not pd.isna(row[c])), None)
+                if column is not None and worse_by > 0 and row[column] < alpha:
+                    failures.append(f"{gate.text}: {pair}: difference {row['mean_diff']:+.6g}, {column} "
+                                    f"{row[column]:.3g} < {alpha:g}")
+    return failures
+
+
+def _pair(tests: pd.DataFrame, row: Any) -> str:
+    segments = list(tests.columns[:tests.columns.get_loc("run")])
+    where = ", ".join(f"{c}={row[c]}" for c in segments)
+    return f"{row['run']} vs {row['baseline']} ({row['metric']}{', ' + where if where else ''})"

@@ -1,0 +1,91 @@
+"""From a comparison's paired differences to decisions: the power of the paired t-test, the smallest
+difference it detects and the users it needs; non-inferiority and equivalence (TOST) against a margin.
+
+Everything here is a function of a pair's number of users n, its mean per-user difference m (run −
+baseline) and the standard deviation s of those differences (n − 1 in the denominator), which
+:func:`recsql.compare` computes in SQL; the standard error is s/√n and the t distribution has n − 1
+degrees of freedom. :class:`recsql.Comparison`'s ``power``, ``noninferiority`` and ``equivalence``
+apply them to every pair of a comparison (docs/guide/decisions.md).
+
+>>> round(t_power(0.5, 34, 0.05), 4)   # Cohen's d = 0.5 with 34 users: about 0.8
+0.8078
+>>> round(users_needed(0.5, 0.05, 0.8), 2)
+33.37
+"""
+from __future__ import annotations
+
+import math
+
+MAX_USERS = 10.0 ** 12  # the search for users_needed stops here (a difference that small is "not reachable")
+
+
+def t_power(d: float, n: float, alpha: float) -> float:
+    """The power of the two-sided paired t-test at level ``alpha`` with ``n`` users when the true mean
+    difference is ``d`` standard deviations (Cohen's d_z): with c = t_{1−α/2, n−1} and the noncentral t
+    of n − 1 degrees of freedom and noncentrality d·√n, power = P(T' > c) + P(T' < −c) (as statsmodels'
+    ``TTestPower().power(d, n, alpha)``). Cohen, Statistical Power Analysis, 2nd ed., 1988, ch. 2."""
+    from scipy import stats  # on use: most of a second to import
+    df = n - 1
+    critical = stats.t.isf(alpha / 2, df)
+    nc = d * math.sqrt(n)
+    lower = stats.nct.cdf(-critical, df, nc)
+    if math.isnan(lower):  # scipy's noncentral t gives NaN in some far tails; the mirror tail is the same number
+        lower = stats.nct.sf(critical, df, -nc)
+    return float(stats.nct.sf(critical, df, nc) + lower)
+
+
+def detectable(n: int, alpha: float, power: float) -> float:
+    """The smallest standardized difference d > 0 that the two-sided paired t-test with ``n`` users
+    detects with probability ``power`` at level ``alpha`` (the root of :func:`t_power`); NaN below two
+    users."""
+    if n < 2:
+        return math.nan
+    from scipy.optimize import brentq
+    high = 1.0
+    while t_power(high, n, alpha) < power:
+        high *= 2
+    return float(brentq(lambda d: t_power(d, n, alpha) - power, 1e-12, high, xtol=1e-15, rtol=1e-15))
+
+
+def users_needed(d: float, alpha: float, power: float) -> float:
+    """The number of users (a real number; round it up) at which the two-sided paired t-test detects
+    a standardized difference ``d`` with probability ``power`` at level ``alpha`` (the root of
+    :func:`t_power` in n ≥ 2, as statsmodels' ``TTestPower().solve_power(d, None, alpha, power)``);
+    2 when two users already reach it, inf beyond :data:`MAX_USERS` or for d = 0."""
+    d = abs(d)
+    if d == 0 or math.isnan(d):
+        return math.inf if d == 0 else math.nan
+    if t_power(d, 2, alpha) >= power:
+        return 2.0
+    high = 4.0
+    while t_power(d, high, alpha) < power:
+        high *= 2
+        if high > MAX_USERS:
+            return math.inf
+    from scipy.optimize import brentq
+    return float(brentq(lambda n: t_power(d, n, alpha) - power, high / 2, high, xtol=1e-12, rtol=1e-15))
+
+
+def one_sided_t(n: int, mean: float, sd: float, bound: float, greater: bool) -> tuple[float, float]:
+    """The paired t-test of H0: μ ≤ ``bound`` against H1: μ > ``bound`` (``greater``), or of H0: μ ≥
+    ``bound`` against H1: μ < ``bound``: t = (m − bound)/(s/√n) and its one-sided p-value (as
+    ``scipy.stats.ttest_1samp(d, bound, alternative="greater" | "less")``). NaN below two users; a
+    zero spread gives t = ±inf (p 0 or 1) for m ≠ bound, NaN for m = bound."""
+    if n < 2 or math.isnan(mean) or math.isnan(sd):
+        return math.nan, math.nan
+    from scipy.special import stdtr
+    se = sd / math.sqrt(n)
+    gap = mean - bound
+    if se == 0:
+        t = math.nan if gap == 0 else math.copysign(math.inf, gap)
+    else:
+        t = gap / se
+    if math.isnan(t):
+        return t, math.nan
+    return t, float(stdtr(n - 1, -t) if greater else stdtr(n - 1, t))
+
+
+def t_quantile(n: int, level: float) -> float:
+    """t_{level, n−1}, the quantile of Student's t with n − 1 degrees of freedom."""
+    from scipy.special import stdtrit
+    return float(stdtrit(n - 1, level)) if n >= 2 else math.nan

@@ -1,0 +1,249 @@
+"""Decisions from a comparison (recsql/decisions.py, recsql/comparison_decisions.py): the paired t-test's
+power, the smallest detectable difference and the users needed, against statsmodels' TTestPower;
+non-inferiority and equivalence (TOST), against scipy's one-sided t-tests and statsmodels'
+ttost_paired on the same per-user differences; hand-worked cases; bad options refused."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy import stats
+from statsmodels.stats.power import TTestPower
+from statsmodels.stats.weightstats import DescrStatsW, ttost_paired
+
+import recsql
+from recsql.comparison_result import Comparison
+from recsql.comparison_run import compare_per_user
+from recsql.comparison_settings import Settings
+from recsql.decisions import detectable, one_sided_t, t_power, users_needed
+from recsql.errors import RecsqlError
+
+DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+grid_values = st.integers(0, 64).map(lambda k: k / 64)  # exact differences, as tests/test_compare.py's
+
+
+def close(a, b, tol=1e-9) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isinf(a) and math.isinf(b):
+        return a == b
+    return (pd.isna(a) and pd.isna(b)) or math.isclose(float(a), float(b), rel_tol=tol, abs_tol=1e-12)
+
+
+def comparison_of(x: list[float], y: list[float], correction=None) -> Comparison:
+    """A Comparison of run B (values ``x``) against run A (``y``), user by user, through compare's SQL."""
+    values = pd.DataFrame({"model": ["B"] * len(x) + ["A"] * len(y), "user_id": [*range(len(x)), *range(len(y))],
+                           "m": [*x, *y]})
+    chosen = Settings.checked(("t",), 0.95, 20, 0, correction, "A")
+    runs, tests, _ = compare_per_user(values, ["m"], ["model"], "user_id", chosen)
+    return Comparison(runs=runs, tests=tests, metrics=[], settings=chosen)
+
+
+@st.composite
+def paired(draw, min_users=2, max_users=40):
+    n = draw(st.integers(min_users, max_users))
+    return draw(st.lists(grid_values, min_size=n, max_size=n)), draw(st.lists(grid_values, min_size=n, max_size=n))
+
+
+# ---------------------------------------------------------------- power
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.001, 3), st.integers(2, 20000), st.floats(1e-4, 0.2))
+def test_power_equals_statsmodels(d, n, alpha):
+    """Equal to statsmodels where it has a number; where scipy's noncentral t CDF gives NaN in a far
+    tail (and statsmodels with it), recsql takes the mirrored tail, P(T'(δ) < −c) = P(T'(−δ) > c)."""
+    want = float(TTestPower().power(d, n, alpha))
+    if math.isnan(want):
+        c, nc = stats.t.isf(alpha / 2, n - 1), d * math.sqrt(n)
+        want = float(stats.nct.sf(c, n - 1, nc) + stats.nct.sf(c, n - 1, -nc))
+    assert close(t_power(d, n, alpha), want, tol=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(3, 5000), st.floats(1e-3, 0.1), st.floats(0.5, 0.99))
+def test_the_detectable_difference_solves_the_power_equation(n, alpha, power):
+    """At recsql's root the power is the target to 1e-9; statsmodels' own solver stops near 1e-6 of
+    it (so the roots agree to 1e-4 relative, not further)."""
+    d = detectable(n, alpha, power)
+    assert abs(t_power(d, n, alpha) - power) < 1e-9
+    theirs = float(np.ravel(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))[0])
+    if abs(TTestPower().power(theirs, n, alpha) - power) < 1e-6:  # where statsmodels' solver converged
+        assert math.isclose(d, abs(theirs), rel_tol=1e-4)  # its two-sided root may come out negative
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0.02, 2), st.floats(1e-3, 0.1), st.floats(0.5, 0.99))
+def test_users_needed_solves_the_power_equation(d, alpha, power):
+    n = users_needed(d, alpha, power)
+    if n == 2.0:
+        assert t_power(d, 2, alpha) >= power
+        return
+    assert abs(t_power(d, n, alpha) - power) < 1e-9
+    theirs = float(np.ravel(TTestPower().solve_power(effect_size=d, nobs=None, alpha=alpha, power=power))[0])
+    if abs(TTestPower().power(d, theirs, alpha) - power) < 1e-6:  # where statsmodels' solver converged
+        assert math.isclose(n, theirs, rel_tol=1e-4)
+
+
+def test_cohens_table():
+    """Cohen (1988), Table 2.4.1: a one-sample (paired) two-sided t-test at 0.05 needs 34 users for
+    power 0.80 at d = 0.5, and 199 at d = 0.2 (n rounded up)."""
+    assert math.ceil(users_needed(0.5, 0.05, 0.8)) == 34
+    assert math.ceil(users_needed(0.2, 0.05, 0.8)) == 199
+
+
+# ---------------------------------------------------------------- non-inferiority and equivalence
+
+def test_worked_one_sided_t():
+    """Differences 0.1, 0.2, 0, 0.3 (mean 0.15; deviations ±0.05, ±0.15, so s² = 0.05/3, s = 0.129099,
+    s/√4 = 0.0645497) against a margin of 0.05: t = (0.15 + 0.05) / 0.0645497 = 3.0984; with 3 degrees
+    of freedom t_{0.95} = 2.353 < t < t_{0.975} = 3.182 (a t table), so 0.025 < p < 0.05."""
+    t, p = one_sided_t(4, 0.15, math.sqrt(0.05 / 3), -0.05, greater=True)
+    assert round(t, 4) == 3.0984 and 0.025 < p < 0.05
+
+
+@settings(max_examples=40, deadline=None)
+@given(paired(), st.integers(1, 32).map(lambda k: k / 64), st.booleans())
+def test_noninferiority_equals_scipy_one_sided_t(xy, margin, lower_better):
+    x, y = xy
+    d = np.subtract(x, y)
+    table = comparison_of(x, y).noninferiority(margin, lower_is_better=("m",) if lower_better else ())
+    row = table.iloc[0]
+    if np.std(d) == 0:  # every difference equal: scipy gives NaN where recsql gives ±inf (p 0 or 1)
+        return
+    want = stats.ttest_1samp(d, margin if lower_better else -margin, alternative="less" if lower_better else "greater")
+    assert close(row["t"], float(want.statistic)) and close(row["p"], float(want.pvalue))
+    low, high = DescrStatsW(d).tconfint_mean(alpha=0.1)  # the one-sided 95% bound is a side of the 90% interval
+    assert close(row["bound"], high if lower_better else low)
+    assert row["noninferior"] == (want.pvalue < 0.05)
+    assert row["better"] == ("lower" if lower_better else "higher")
+
+
+@settings(max_examples=40, deadline=None)
+@given(paired(min_users=3), st.integers(1, 32).map(lambda k: k / 64))
+def test_equivalence_equals_statsmodels_tost(xy, margin):
+    x, y = xy
+    d = np.subtract(x, y)
+    if np.std(d) == 0:
+        return
+    row = comparison_of(x, y).equivalence(margin).iloc[0]
+    p, lower, upper = ttost_paired(np.asarray(x, float), np.asarray(y, float), -margin, margin)
+    assert close(row["p"], float(p)) and close(row["p_lower"], float(lower[1])) and close(row["p_upper"], float(upper[1]))
+    low, high = DescrStatsW(d).tconfint_mean(alpha=0.1)
+    assert close(row["ci_low"], low) and close(row["ci_high"], high)
+    assert row["equivalent"] == (p < 0.05)
+
+
+def test_a_fixture_comparison_end_to_end():
+    """On the fixture: the pairs' non-inferiority rows are scipy's one-sided tests on the per-user
+    differences evaluate gives, Holm-corrected; a relative margin is a share of the baseline's mean;
+    the power table's level is alpha over the pairs; a global metric's rows are NaN."""
+    recs, truth = str(DATA / "recs.parquet"), str(DATA / "truth.parquet")
+    metrics = ["ndcg@10", "recall@20", "coverage@10"]
+    comparison = recsql.compare(recs, truth, metrics, run_cols="model", baseline="popular", resamples=20)
+    per_user = recsql.evaluate(recs, truth, metrics[:2], run_cols="model").per_user
+    wide = per_user.pivot(index="user_id", columns="model")
+    table = comparison.noninferiority(0.1, relative=True)
+    p_values = []
+    for metric in metrics[:2]:
+        d = (wide[(metric, "personal")] - wide[(metric, "popular")]).to_numpy()
+        baseline_mean = float(comparison.runs.set_index(["run", "metric"]).loc[("popular", metric), "mean"])
+        row = table[table["metric"] == metric].iloc[0]
+        assert close(row["margin"], 0.1 * abs(baseline_mean)) and row["n"] == len(d)
+        want = stats.ttest_1samp(d, -row["margin"], alternative="greater")
+        assert close(row["t"], float(want.statistic)) and close(row["p"], float(want.pvalue))
+        p_values.append(float(want.pvalue))
+    holm = sorted(p_values)
+    assert close(table["p_adj"].iloc[:2].min(), min(1.0, 2 * holm[0]))
+    global_row = table[table["metric"] == "coverage@10"].iloc[0]
+    assert pd.isna(global_row["p"]) and pd.isna(global_row["noninferior"])
+    power = comparison.power(0.8, 0.05, difference=0.05)
+    assert (power["alpha_per_test"] == 0.025).all()
+    row = power[power["metric"] == "ndcg@10"].iloc[0]
+    assert close(row["detectable_d"], detectable(int(row["n"]), 0.025, 0.8))
+    assert close(row["detectable"], row["detectable_d"] * row["sd_diff"])
+    assert close(row["power_now"], t_power(0.05 / row["sd_diff"], int(row["n"]), 0.025))
+    assert row["users_needed"] == math.ceil(users_needed(0.05 / row["sd_diff"], 0.025, 0.8))
+    assert power[power["metric"] == "coverage@10"][["detectable", "power_now", "users_needed"]].isna().all(axis=None)
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda c: c.power(1.5), "power=1.5"), (lambda c: c.power(alpha=0), "alpha=0"),
+    (lambda c: c.power(difference=-1), "difference=-1"), (lambda c: c.noninferiority(0), "margin=0"),
+    (lambda c: c.noninferiority(0.1, lower_is_better="ndcg@5"), "'ndcg@5' is not a metric"),
+    (lambda c: c.equivalence(float("nan")), "margin=nan")])
+def test_bad_decision_options_are_refused_by_name(call, named):
+    comparison = comparison_of([0.1, 0.2, 0.4], [0.0, 0.2, 0.1])
+    with pytest.raises(RecsqlError, match=named.replace("(", r"\(").replace("[", r"\[")):
+        call(comparison)
+
+
+# ---------------------------------------------------------------- the command line: tables and gates
+
+RECS, TRUTH = str(DATA / "recs.parquet"), str(DATA / "truth.parquet")
+COMPARE = ["compare", RECS, TRUTH, "-m", "ndcg@10", "-m", "coverage@10", "--run-col", "model", "--baseline", "popular",
+           "--resamples", "50"]
+
+
+def run_cli(capsys, *extra: str) -> tuple[int, str, str]:
+    from recsql.cli import main
+    status = main([*COMPARE, *extra])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize("condition, fails", [
+    ("ndcg@10 worse by 0.01", True),           # personal is 0.29 below popular
+    ("ndcg@10 worse than baseline by 0.5", False),
+    ("ndcg@10 worse by 50%", True),            # 0.29 is 97% of popular's 0.30
+    ("ndcg@10 worse by 99%", False),
+    ("ndcg@10 significant loss", True),
+    ("coverage@10 significant loss", False),    # personal covers more
+    ("coverage@10 worse by 0.01", False),
+    ("coverage@10 worse by 0.01", False),
+    ("ndcg@10 not noninferior by 0.5", False),  # the bound -0.31 is above -0.5
+    ("ndcg@10 not noninferior by 0.1", True),
+    ("any not noninferior by 0.5", True),       # coverage@10 is global: non-inferiority cannot be shown
+])
+def test_fail_if_exits_1_exactly_when_a_condition_holds(capsys, condition, fails):
+    status, _, err = run_cli(capsys, "--fail-if", condition)
+    assert status == (1 if fails else 0), err
+    failing = [line for line in err.splitlines() if line.startswith(f"recsql: --fail-if {condition}: ")]
+    assert bool(failing) == fails and all("personal vs popular" in line for line in failing)
+
+
+def test_lower_is_better_turns_the_gate_around(capsys):
+    status, _, err = run_cli(capsys, "--fail-if", "ndcg@10 significant loss", "--lower-is-better", "ndcg@10")
+    assert status == 0, err
+    status, _, err = run_cli(capsys, "--fail-if", "coverage@10 worse by 0.1", "--lower-is-better", "coverage@10")
+    assert status == 1 and "difference +0.818" in err
+
+
+def test_decision_tables_print_as_the_python_tables(capsys):
+    status, out, _ = run_cli(capsys, "--power", "0.8", "--difference", "0.01", "--margin", "2%", "--format", "json")
+    assert status == 0
+    import json
+    decoder, printed, at = json.JSONDecoder(), [], 0
+    while at < len(out.strip()):  # three JSON arrays, one after the other
+        table, at = decoder.raw_decode(out.strip(), at)
+        printed.append(table)
+        at += len(out.strip()[at:]) - len(out.strip()[at:].lstrip())
+    comparison = recsql.compare(RECS, TRUTH, ["ndcg@10", "coverage@10"], run_cols="model", baseline="popular",
+                                resamples=50)
+    power = comparison.power(0.8, 0.05, 0.01)
+    noninferiority = comparison.noninferiority(0.02, relative=True)
+    assert len(printed) == 3  # the tests, the power table, the non-inferiority table
+    assert printed[1][0]["users_needed"] == power["users_needed"].iloc[0]
+    assert printed[2][0]["p"] == pytest.approx(noninferiority["p"].iloc[0], abs=0)
+    assert printed[2][0]["margin"] == pytest.approx(0.02 * 0.302031, rel=1e-5)
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--fail-if", "ndcg@10 is bad"], "--fail-if 'ndcg@10 is bad': write one of"),
+    (["--fail-if", "ndcg@5 worse by 0.1"], "'ndcg@5' is not a compared metric"),
+    (["--margin", "two"], "--margin 'two'"), (["--difference", "0.1"], "--difference needs --power"),
+    (["--equivalence"], "--equivalence needs --margin"), (["--power", "2"], "power=2.0")])
+def test_bad_decision_flags_exit_2_naming_the_flag(capsys, extra, named):
+    status, _, err = run_cli(capsys, *extra)
+    assert status == 2 and named in err and "Traceback" not in err
