@@ -42,6 +42,18 @@ def calls(monkeypatch):
     return seen
 
 
+def counted(monkeypatch, module, name: str) -> list:
+    """A list that grows by one at each call of ``module.name`` (the function itself still runs)."""
+    calls: list = []
+    original = getattr(module, name)
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
 def assert_uncached_equal(seen) -> None:
     assert seen, "no statement was rendered"
     for plan, metrics, output, dialect, pretty, sql in seen:
@@ -75,13 +87,7 @@ def test_relations_that_span_lines_are_pasted_at_their_indentation(calls, tmp_pa
     """A path long enough that the pretty layout wraps its relation over lines is pasted too, its lines
     indented as the line it stands on: the second call composes nothing, and both texts are the
     uncached ones byte for byte (they used to be composed on every call)."""
-    composed = []
-    original = statements.compose
-
-    def counting(*args, **kwargs):
-        composed.append(1)
-        return original(*args, **kwargs)
-    monkeypatch.setattr(statements, "compose", counting)
+    composed = counted(monkeypatch, statements, "compose")
     first, second = (tmp_path / (c * 120) / "recs.parquet" for c in "xy")
     for pretty in (True, False):
         sql = recsql.to_sql(str(first), str(tmp_path / ("t" * 90) / "truth.parquet"), ["ndcg@10", "coverage@10"],
@@ -176,13 +182,7 @@ def test_compare_within_segments_from_a_file_composes_its_statement_once(monkeyp
     """Segments given as a file are pasted into the kept statement like the other inputs: a second
     comparison with the same options composes nothing (it used to compose on every call)."""
     from recsql import comparison_sql
-    composed = []
-    original = comparison_sql.statement_for
-
-    def counting(*args, **kwargs):
-        composed.append(1)
-        return original(*args, **kwargs)
-    monkeypatch.setattr(comparison_sql, "statement_for", counting)
+    composed = counted(monkeypatch, comparison_sql, "statement_for")
     truth = pd.read_parquet(DATA / "truth.parquet")
     cohorts = tmp_path / "cohorts.parquet"
     pd.DataFrame({"user_id": sorted(set(truth["user_id"])), "cohort": "all"}).to_parquet(cohorts, index=False)
