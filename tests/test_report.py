@@ -446,3 +446,22 @@ def test_recsql_report_is_the_one_function_behind_the_cli_and_the_methods(tmp_pa
     assert "item_id_desc" in page and "judged" in page
     with pytest.raises(recsql.RecsqlError, match="not both"):
         recsql.report(RECS, TRUTH, ["ndcg@5"], evaluation=evaluation)
+
+
+def test_the_page_says_what_the_users_could_detect(report):
+    """Under the differences, the smallest difference each pair's paired t-test detects with power 0.8
+    at the report's alpha (per pair under the correction): Comparison.power's numbers, to 3 digits;
+    a global metric (no per-user differences) is not named."""
+    built, path = report
+    page = path.read_text(encoding="utf-8")
+    comparison = recsql.compare(RECS, TRUTH, METRICS, run_cols="model", baseline="popular", resamples=RESAMPLES)
+    power = comparison.power(0.8, alpha=0.05)
+    found = re.search(r"What these users could detect \(paired t-test, power 0.8, alpha ([0-9.]+) per pair\): "
+                      r"a true difference smaller than these is missed more than one time in 5\. (.*?)\.</p>", page)
+    assert found, "no note of the detectable differences"
+    assert found.group(1) == f"{power['alpha_per_test'].iloc[0]:.3g}"
+    rows = power[power["detectable"].notna()]
+    n = int(rows["n"].iloc[0])
+    expected = f"personal vs popular, {n} users: " + ", ".join(f"{m} {d:.3g}" for m, d in zip(rows["metric"], rows["detectable"]))
+    assert found.group(2) == expected and "coverage@10" not in found.group(2)
+    assert float(rows["alpha_per_test"].iloc[0]) == pytest.approx(0.05 / 3)  # three per-user metrics, holm

@@ -74,10 +74,32 @@ def _differences(data: ReportData) -> str:
     return _section("differences", "Differences between runs", (
         f'<p class="note">Each row: the mean over paired users of run − baseline with its {data.comparison.settings.ci:.0%} '
         f"bootstrap interval; filled and colored when the {html.escape(described)} gives p < "
-        f"{1 - data.comparison.settings.ci:g}.</p>" + figures.forest(data.tests) +
+        f"{1 - data.comparison.settings.ci:g}.</p>" + _detectable(data.comparison) + figures.forest(data.tests) +
         "<h3>Win / tie / loss</h3>" + figures.wins(data.tests) +
         f'<details><summary>Every test ({len(shown)} rows)</summary><div class="scroll">'
         f"{tables.frame_html(shown)}</div></details>"))
+
+
+def _detectable(comparison: Any, power: float = 0.8) -> str:
+    """A note per pair: the smallest difference its paired t-test detects with ``power`` among its users
+    (``Comparison.power`` at alpha = 1 − ci, per pair under a correction); "" without per-user metrics."""
+    if not hasattr(comparison, "power"):
+        return ""
+    table = comparison.power(power, alpha=round(1 - comparison.settings.ci, 12))
+    table = table[table["detectable"].notna()]
+    if table.empty:
+        return ""
+    segments = list(table.columns[:table.columns.get_loc("run")])
+    pairs = []
+    for keys, rows in table.groupby([*segments, "run", "baseline"], sort=False):
+        where = " · ".join(str(k) for k in keys[:len(segments)])
+        named = f"{rows['run'].iloc[0]} vs {rows['baseline'].iloc[0]}" + (f" ({where})" if where else "")
+        sizes = ", ".join(f"{m} {d:.3g}" for m, d in zip(rows["metric"], rows["detectable"]))
+        pairs.append(f"{named}, {int(rows['n'].iloc[0])} users: {sizes}")
+    level = table["alpha_per_test"].iloc[0]
+    return (f'<p class="note">What these users could detect (paired t-test, power {power:g}, alpha {level:.3g} per '
+            f"pair): a true difference smaller than these is missed more than one time in {round(1 / (1 - power))}. "
+            + html_text("; ".join(pairs)) + ".</p>")
 
 
 def _curves(data: ReportData) -> str:
