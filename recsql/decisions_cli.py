@@ -21,7 +21,7 @@ def add_options(cp: argparse.ArgumentParser) -> None:
     cp.add_argument("--difference", type=float, metavar="D",
                     help="with --power: the power to detect a difference D now and the users it needs")
     cp.add_argument("--margin", metavar="M",
-                    help="also print non-inferiority tests against a margin M in the metric's units, or with % "
+                    help="also print non-inferiority tests against a margin M in the metric's units, or with %% "
                          "a share of the baseline's mean (e.g. 0.01 or 2%%): is each run no worse than its baseline "
                          "by more than M?")
     cp.add_argument("--equivalence", action="store_true",
@@ -30,7 +30,7 @@ def add_options(cp: argparse.ArgumentParser) -> None:
                     help="a metric where lower values are better (for --margin and --fail-if); repeat for several")
     cp.add_argument("--fail-if", action="append", default=[], metavar="CONDITION",
                     help="exit with status 1 when a condition holds for a pair: " + "; ".join(GATE_FORMS) +
-                         "; MARGIN in the metric's units or with % a share of the baseline's mean; repeat for "
+                         "; MARGIN in the metric's units or with %% a share of the baseline's mean; repeat for "
                          "several")
 
 

@@ -334,3 +334,14 @@ def test_the_old_python_spellings_warn_and_give_the_same_results():
     pd.testing.assert_frame_equal(compared.tests, again.tests, rtol=1e-9)
     with pytest.raises(recsql.RecsqlError, match="needs expected_recs"):
         recsql.evaluate(recs, TRUTH, ["unexpectedness@5"])
+
+
+@pytest.mark.parametrize("command", ["evaluate", "sql", "metrics", "compare", "report", "dbt"])
+def test_every_command_help_renders(command, capsys):
+    """argparse reads a help text as a %-format: a bare % prints a dict of the option instead."""
+    from recsql.cli import COMMANDS
+    assert command in COMMANDS
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and "option_strings" not in out and out.startswith("usage: recsql " + command)

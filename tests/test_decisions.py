@@ -254,3 +254,15 @@ def test_decision_tables_print_as_the_python_tables(capsys):
 def test_bad_decision_flags_exit_2_naming_the_flag(capsys, extra, named):
     status, _, err = run_cli(capsys, *extra)
     assert status == 2 and named in err and "Traceback" not in err
+
+
+def test_compare_help_names_the_decision_flags(capsys):
+    from recsql.cli import main
+    with pytest.raises(SystemExit) as done:
+        main(["compare", "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and "option_strings" not in out
+    assert "with % a share of the baseline's mean (e.g. 0.01 or 2%)" in " ".join(out.split())
+    for flag in ("--power P", "--difference D", "--margin M", "--equivalence", "--lower-is-better METRIC",
+                 "--fail-if CONDITION"):
+        assert flag in out
