@@ -266,3 +266,19 @@ def test_compare_help_names_the_decision_flags(capsys):
     for flag in ("--power P", "--difference D", "--margin M", "--equivalence", "--lower-is-better METRIC",
                  "--fail-if CONDITION"):
         assert flag in out
+
+
+def test_within_segments_each_segment_has_its_own_rows_and_relative_margin():
+    truth, recs = pd.read_parquet(TRUTH), pd.read_parquet(RECS)
+    users = sorted(set(truth["user_id"]) | set(recs["user_id"]))
+    halves = pd.DataFrame({"user_id": users, "half": ["odd" if u % 2 else "even" for u in users]})
+    comparison = recsql.compare(RECS, TRUTH, ["ndcg@10"], run_cols="model", baseline="popular", segments=halves,
+                                resamples=20)
+    table = comparison.noninferiority(0.5, relative=True)
+    means = comparison.runs.set_index(["half", "run"])["mean"]
+    assert sorted(table["half"]) == ["even", "odd"]
+    for _, row in table.iterrows():
+        assert close(row["margin"], 0.5 * means[(row["half"], "popular")])
+        tests_row = comparison.tests[comparison.tests["half"] == row["half"]].iloc[0]
+        assert row["n"] == tests_row["n"] and close(row["mean_diff"], tests_row["mean_diff"])
+    assert list(comparison.power(0.8).columns[:4]) == ["half", "run", "baseline", "metric"]
