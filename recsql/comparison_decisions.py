@@ -15,6 +15,7 @@ import pandas as pd
 
 from .decisions import detectable, one_sided_t, t_power, t_quantile, users_needed
 from .errors import RecsqlError
+from .report.data import segment_columns
 from .significance import corrected
 
 
@@ -32,15 +33,17 @@ def _positive(name: str, value: Any) -> float:
     return float(value)
 
 
-def _keys(tests: pd.DataFrame) -> list[str]:
-    return list(tests.columns[:tests.columns.get_loc("metric") + 1])
+def _keys(comparison: Any) -> pd.DataFrame:
+    """Each pair's key columns (segments, run, baseline, metric), one row per row of ``tests``."""
+    tests = comparison.tests
+    return tests[[*segment_columns(comparison), "run", "baseline", "metric"]].reset_index(drop=True)
 
 
-def _baseline_means(comparison: Any) -> dict[tuple, float]:
-    """(segment values..., baseline run, metric) -> the baseline run's mean."""
-    runs = comparison.runs
-    segment_cols = list(runs.columns[:runs.columns.get_loc("run")])
-    return {(*(r[c] for c in segment_cols), r["run"], r["metric"]): float(r["mean"]) for _, r in runs.iterrows()}
+def _pairs(comparison: Any) -> tuple[list[int], list[float], list[float]]:
+    """Each pair's users n, mean difference and standard deviation of differences."""
+    tests = comparison.tests
+    return ([int(v) for v in tests["n"]], [float(v) for v in tests["mean_diff"]],
+            [float(v) for v in tests["sd_diff"]])
 
 
 def _margins(comparison: Any, margin: float, relative: bool) -> list[float]:
@@ -48,75 +51,95 @@ def _margins(comparison: Any, margin: float, relative: bool) -> list[float]:
     tests = comparison.tests
     if not relative:
         return [margin] * len(tests)
-    means = _baseline_means(comparison)
-    segment_cols = _keys(tests)[:-3]
-    return [margin * abs(means.get((*(r[c] for c in segment_cols), r["baseline"], r["metric"]), math.nan))
+    segments = segment_columns(comparison)
+    means = {(*(r[c] for c in segments), r["run"], r["metric"]): float(r["mean"])
+             for _, r in comparison.runs.iterrows()}
+    return [margin * abs(means.get((*(r[c] for c in segments), r["baseline"], r["metric"]), math.nan))
             for _, r in tests.iterrows()]
 
 
-def decision_table(comparison: Any, kind: str, **options: Any) -> pd.DataFrame:
-    """The ``kind`` table ("power", "noninferiority" or "equivalence") of ``comparison``."""
-    tests = comparison.tests
-    keys = tests[_keys(tests)].reset_index(drop=True)
-    n = [int(v) for v in tests["n"]]
-    mean = [float(v) for v in tests["mean_diff"]]
-    sd = [float(v) for v in tests["sd_diff"]]
-    alpha = _level("alpha", options["alpha"])
-    correction = comparison.settings.correction
-    if kind == "power":
-        target = _level("power", options["power"])
-        difference = options.get("difference")
-        if difference is not None:
-            difference = _positive("difference", difference)
-        defined = sum(1 for k, s in zip(n, sd) if k >= 2 and not math.isnan(s))
-        per_test = alpha / defined if correction is not None and defined else alpha
-        rows = []
-        for k, s in zip(n, sd):
-            d = detectable(k, per_test, target) if k >= 2 and not math.isnan(s) else math.nan
-            row = {"n": k, "sd_diff": s, "alpha_per_test": per_test, "detectable": d * s, "detectable_d": d}
-            if difference is not None:
-                effect = difference / s if s > 0 else (math.inf if s == 0 else math.nan)
-                row["power_now"] = (t_power(effect, k, per_test) if k >= 2 and math.isfinite(effect)
-                                    else (1.0 if effect == math.inf and k >= 2 else math.nan))
-                needed = users_needed(effect, per_test, target) if math.isfinite(effect) else \
-                    (2.0 if effect == math.inf else math.nan)
-                row["users_needed"] = math.ceil(needed) if math.isfinite(needed) else needed
-            rows.append(row)
-        table = pd.DataFrame(rows)
-        if "users_needed" in table and not table["users_needed"].isin([math.inf]).any():
-            table["users_needed"] = table["users_needed"].astype("Int64")  # whole users
-        return pd.concat([keys, table], axis=1)
-    margins = _margins(comparison, _positive("margin", options["margin"]), options["relative"])
-    if kind == "noninferiority":
-        lower_better = options["lower_is_better"]
-        lower_better = {lower_better} if isinstance(lower_better, str) else set(lower_better or ())
-        unknown = sorted(lower_better - set(tests["metric"]))
-        if unknown:
-            raise RecsqlError(f"lower_is_better: {unknown[0]!r} is not a metric of this comparison; its metrics "
-                              f"are {', '.join(dict.fromkeys(tests['metric']))}")
-        rows = []
-        for k, m, s, margin, metric in zip(n, mean, sd, margins, tests["metric"]):
-            lower = metric in lower_better
-            t, p = one_sided_t(k, m, s, margin if lower else -margin, greater=not lower)
-            reach = t_quantile(k, 1 - alpha) * s / math.sqrt(k) if k >= 2 else math.nan
-            rows.append({"n": k, "mean_diff": m, "margin": margin, "better": "lower" if lower else "higher",
-                         "t": t, "p": p, "bound": m + reach if lower else m - reach})
-        table = pd.DataFrame(rows)
-        table.insert(table.columns.get_loc("p") + 1, "p_adj", corrected(table["p"].tolist(), correction))
-        table["noninferior"] = [pd.NA if math.isnan(p) else bool(p < alpha) for p in table["p_adj"]]
-        return pd.concat([keys, table], axis=1)
+def lower_is_better_set(comparison: Any, value: Any) -> set[str]:
+    """The metrics named in ``value`` (a name or several) where lower is better; a name that is not a
+    metric of ``comparison`` is refused (a mistyped one would turn no direction around)."""
+    names = {value} if isinstance(value, str) else set(value or ())
+    metrics = list(dict.fromkeys(comparison.tests["metric"]))
+    unknown = sorted(names - set(metrics))
+    if unknown:
+        raise RecsqlError(f"lower_is_better: {unknown[0]!r} is not a metric of this comparison; its metrics "
+                          f"are {', '.join(metrics)}")
+    return names
+
+
+def _reach(n: int, sd: float, level: float) -> float:
+    """t_{level, n−1}·s/√n: the distance from the mean difference to its one-sided ``level`` bound."""
+    return t_quantile(n, level) * sd / math.sqrt(n) if n >= 2 else math.nan
+
+
+def _verdicts(table: pd.DataFrame, column: str, correction: str | None, alpha: float) -> pd.DataFrame:
+    """``table`` with ``p_adj`` after ``p`` (the comparison's correction) and ``column``: p_adj < alpha."""
+    table.insert(table.columns.get_loc("p") + 1, "p_adj", corrected(table["p"].tolist(), correction))
+    table[column] = [pd.NA if math.isnan(p) else bool(p < alpha) for p in table["p_adj"]]
+    return table
+
+
+def power_table(comparison: Any, power: float, alpha: float, difference: float | None) -> pd.DataFrame:
+    """:meth:`recsql.Comparison.power`'s table."""
+    alpha, target = _level("alpha", alpha), _level("power", power)
+    if difference is not None:
+        difference = _positive("difference", difference)
+    n, _, sd = _pairs(comparison)
+    defined = sum(1 for k, s in zip(n, sd) if k >= 2 and not math.isnan(s))
+    per_test = alpha / defined if comparison.settings.correction is not None and defined else alpha
     rows = []
-    for k, m, s, margin in zip(n, mean, sd, margins):
+    for k, s in zip(n, sd):
+        d = detectable(k, per_test, target) if k >= 2 and not math.isnan(s) else math.nan
+        row = {"n": k, "sd_diff": s, "alpha_per_test": per_test, "detectable": d * s, "detectable_d": d}
+        if difference is not None:
+            effect = difference / s if s > 0 else (math.inf if s == 0 else math.nan)
+            row["power_now"] = (t_power(effect, k, per_test) if k >= 2 and math.isfinite(effect)
+                                else (1.0 if effect == math.inf and k >= 2 else math.nan))
+            needed = users_needed(effect, per_test, target) if math.isfinite(effect) else \
+                (2.0 if effect == math.inf else math.nan)
+            row["users_needed"] = math.ceil(needed) if math.isfinite(needed) else needed
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if "users_needed" in table and not table["users_needed"].isin([math.inf]).any():
+        table["users_needed"] = table["users_needed"].astype("Int64")  # whole users
+    return pd.concat([_keys(comparison), table], axis=1)
+
+
+def noninferiority_table(comparison: Any, margin: float, relative: bool, alpha: float,
+                         lower_is_better: Any) -> pd.DataFrame:
+    """:meth:`recsql.Comparison.noninferiority`'s table."""
+    alpha = _level("alpha", alpha)
+    margins = _margins(comparison, _positive("margin", margin), relative)
+    lower_better = lower_is_better_set(comparison, lower_is_better)
+    rows = []
+    for k, m, s, margin, metric in zip(*_pairs(comparison), margins, comparison.tests["metric"]):
+        lower = metric in lower_better
+        t, p = one_sided_t(k, m, s, margin if lower else -margin, greater=not lower)
+        reach = _reach(k, s, 1 - alpha)
+        rows.append({"n": k, "mean_diff": m, "margin": margin, "better": "lower" if lower else "higher",
+                     "t": t, "p": p, "bound": m + reach if lower else m - reach})
+    table = _verdicts(pd.DataFrame(rows), "noninferior", comparison.settings.correction, alpha)
+    return pd.concat([_keys(comparison), table], axis=1)
+
+
+def equivalence_table(comparison: Any, margin: float, relative: bool, alpha: float) -> pd.DataFrame:
+    """:meth:`recsql.Comparison.equivalence`'s table."""
+    alpha = _level("alpha", alpha)
+    margins = _margins(comparison, _positive("margin", margin), relative)
+    rows = []
+    for k, m, s, margin in zip(*_pairs(comparison), margins):
         t_low, p_low = one_sided_t(k, m, s, -margin, greater=True)
         t_high, p_high = one_sided_t(k, m, s, margin, greater=False)
-        reach = t_quantile(k, 1 - alpha) * s / math.sqrt(k) if k >= 2 else math.nan
+        reach = _reach(k, s, 1 - alpha)
         rows.append({"n": k, "mean_diff": m, "margin": margin, "t_lower": t_low, "p_lower": p_low,
-                     "t_upper": t_high, "p_upper": p_high, "p": math.nan if math.isnan(p_low) or math.isnan(p_high) else max(p_low, p_high),
+                     "t_upper": t_high, "p_upper": p_high,
+                     "p": math.nan if math.isnan(p_low) or math.isnan(p_high) else max(p_low, p_high),
                      "ci_low": m - reach, "ci_high": m + reach})
-    table = pd.DataFrame(rows)
-    table.insert(table.columns.get_loc("p") + 1, "p_adj", corrected(table["p"].tolist(), correction))
-    table["equivalent"] = [pd.NA if math.isnan(p) else bool(p < alpha) for p in table["p_adj"]]
-    return pd.concat([keys, table], axis=1)
+    table = _verdicts(pd.DataFrame(rows), "equivalent", comparison.settings.correction, alpha)
+    return pd.concat([_keys(comparison), table], axis=1)
 
 
 # ---------------------------------------------------------------- gates: conditions that fail a pipeline
@@ -148,10 +171,17 @@ class Gate:
                               "metric's units, or with % a share of the baseline's mean; METRIC 'any' for every "
                               "metric); e.g. --fail-if 'ndcg@10 worse by 0.01'")
         kind = "worse" if found["worse"] else "noninferior" if found["noninferior"] else "loss"
-        margin = found["worse"] or found["noninferior"] or ""
-        relative = margin.endswith("%")
-        value = float(margin.rstrip("%")) / (100 if relative else 1) if margin else math.nan
+        margin = found["worse"] or found["noninferior"]
+        value, relative = parse_margin(margin) if margin else (math.nan, False)
         return cls(text.strip(), found["metric"], kind, value, relative)
+
+
+def parse_margin(text: str) -> tuple[float, bool]:
+    """A margin as written: a number in the metric's units, or with % a share of the baseline's mean
+    (``2%`` -> (0.02, True)); ValueError for anything else."""
+    relative = text.strip().endswith("%")
+    value = float(text.strip().rstrip("%"))
+    return (value / 100 if relative else value), relative
 
 
 def gate_failures(comparison: Any, gates: Sequence[Gate], alpha: float = 0.05,
@@ -169,39 +199,36 @@ def gate_failures(comparison: Any, gates: Sequence[Gate], alpha: float = 0.05,
         if gate.metric != "any" and gate.metric not in metrics:
             raise RecsqlError(f"--fail-if {gate.text!r}: {gate.metric!r} is not a compared metric; they are "
                               f"{', '.join(metrics)} (or 'any')")
-        chosen = tests if gate.metric == "any" else tests[tests["metric"] == gate.metric]
-        if not len(chosen):
-            continue
-        margins = _margins(comparison, gate.margin, gate.relative) if gate.kind != "loss" else [math.nan] * len(tests)
-        by_index = dict(zip(tests.index, margins))
-        verdicts = None
+        chosen = [position for position, metric in enumerate(tests["metric"]) if gate.metric in ("any", metric)]
         if gate.kind == "noninferior":
-            verdicts = decision_table(comparison, "noninferiority", margin=gate.margin, relative=gate.relative,
-                                      alpha=alpha, lower_is_better=lower & set(metrics))
-        for position, (index, row) in enumerate(chosen.iterrows()):
-            sign = -1.0 if row["metric"] in lower else 1.0
-            worse_by = -sign * float(row["mean_diff"])  # > 0: the run is worse than its baseline
-            pair = _pair(tests, row)
-            if gate.kind == "worse":
-                if worse_by > by_index[index]:
-                    failures.append(f"{gate.text}: {pair}: difference {row['mean_diff']:+.6g} is worse by more "
-                                    f"than {by_index[index]:.6g}")
-            elif gate.kind == "noninferior":
-                verdict = verdicts.loc[tests.index.get_loc(index)]
+            verdicts = noninferiority_table(comparison, gate.margin, gate.relative, alpha, lower & set(metrics))
+            for position in chosen:
+                verdict = verdicts.iloc[position]
                 if verdict["noninferior"] is pd.NA or not bool(verdict["noninferior"]):
                     why = ("a global metric has no per-user differences to test" if pd.isna(verdict["p_adj"])
                            else f"corrected p {verdict['p_adj']:.3g} ≥ {alpha:g}, bound {verdict['bound']:+.6g}")
-                    failures.append(f"{gate.text}: {pair}: non-inferiority by {verdict['margin']:.6g} not shown ({why})")
-            else:
-                column = next((c for c in ("p_t_adj", "p_t", "p_randomization_adj", "p_randomization")
-                               if c in tests.columns and not pd.isna(row[c])), None)
-                if column is not None and worse_by > 0 and row[column] < alpha:
-                    failures.append(f"{gate.text}: {pair}: difference {row['mean_diff']:+.6g}, {column} "
-                                    f"{row[column]:.3g} < {alpha:g}")
+                    failures.append(f"{gate.text}: {_pair(comparison, position)}: non-inferiority by "
+                                    f"{verdict['margin']:.6g} not shown ({why})")
+            continue
+        margins = _margins(comparison, gate.margin, gate.relative) if gate.kind == "worse" else []
+        for position in chosen:
+            row = tests.iloc[position]
+            worse_by = (1.0 if row["metric"] in lower else -1.0) * float(row["mean_diff"])  # > 0: worse
+            if gate.kind == "worse":
+                if worse_by > margins[position]:
+                    failures.append(f"{gate.text}: {_pair(comparison, position)}: difference "
+                                    f"{row['mean_diff']:+.6g} is worse by more than {margins[position]:.6g}")
+                continue
+            column = next((c for c in ("p_t_adj", "p_t", "p_randomization_adj", "p_randomization")
+                           if c in tests.columns and not pd.isna(row[c])), None)
+            if column is not None and worse_by > 0 and row[column] < alpha:
+                failures.append(f"{gate.text}: {_pair(comparison, position)}: difference {row['mean_diff']:+.6g}, "
+                                f"{column} {row[column]:.3g} < {alpha:g}")
     return failures
 
 
-def _pair(tests: pd.DataFrame, row: Any) -> str:
-    segments = list(tests.columns[:tests.columns.get_loc("run")])
-    where = ", ".join(f"{c}={row[c]}" for c in segments)
+def _pair(comparison: Any, position: int) -> str:
+    """The pair of row ``position`` of ``tests``, as a gate's line names it."""
+    row = comparison.tests.iloc[position]
+    where = ", ".join(f"{c}={row[c]}" for c in segment_columns(comparison))
     return f"{row['run']} vs {row['baseline']} ({row['metric']}{', ' + where if where else ''})"

@@ -18,8 +18,8 @@ from .errors import RecsqlError
 from .metrics import Metric
 from .report import comparison_html, from_comparison
 from .report import report as make_report
-from .comparison_decisions import decision_table
-from .significance import corrected, paired_t, randomization_p, wilcoxon_p
+from .comparison_decisions import equivalence_table, noninferiority_table, power_table
+from .significance import corrected, difference_sd, paired_t, randomization_p, wilcoxon_p
 
 
 @dataclass
@@ -67,7 +67,7 @@ class Comparison:
         a correction is in force (Bonferroni's level, and the first step of Holm's and
         Benjamini–Hochberg's); with ``difference``, also the power to detect it now and the users it
         needs. The pair's standard deviation of differences stands for the population's (a pilot)."""
-        return decision_table(self, "power", power=power, alpha=alpha, difference=difference)
+        return power_table(self, power, alpha, difference)
 
     def noninferiority(self, margin: float, *, relative: bool = False, alpha: float = 0.05,
                        lower_is_better: Any = ()) -> pd.DataFrame:
@@ -75,14 +75,13 @@ class Comparison:
         t-test of H0: difference ≤ −margin (H0: difference ≥ margin for the metrics named in
         ``lower_is_better``), its p-value corrected as the comparison's, the one-sided (1 − alpha)
         confidence bound, and the verdict. ``relative``: the margin is a share of the baseline's mean."""
-        return decision_table(self, "noninferiority", margin=margin, relative=relative, alpha=alpha,
-                              lower_is_better=lower_is_better)
+        return noninferiority_table(self, margin, relative, alpha, lower_is_better)
 
     def equivalence(self, margin: float, *, relative: bool = False, alpha: float = 0.05) -> pd.DataFrame:
         """Per pair: are the run and its baseline equivalent within ±``margin``? Schuirmann's two one-sided
         tests (TOST) of the paired differences: p = the larger of the two one-sided p-values, corrected
         as the comparison's; the (1 − 2·alpha) interval; the verdict."""
-        return decision_table(self, "equivalence", margin=margin, relative=relative, alpha=alpha)
+        return equivalence_table(self, margin, relative, alpha)
 
 
 def _labels(frame: pd.DataFrame, names: list[str]) -> dict[int, Any]:
@@ -130,7 +129,7 @@ def finish(frame: pd.DataFrame, names: list[str], values: Values, settings: Sett
                      "p_wilcoxon": wilcoxon_p(count(r["n_nonzero"]), number(r["r_plus"]), number(r["ties_term"])),
                      "p_randomization": randomization_p(count(r["extreme"]), settings.resamples),
                      "p_tukey": randomization_p(count(r.get("extreme_tukey")), settings.resamples),
-                     "sd_diff": _sd(count(r["n"]), number(r["ss"])),
+                     "sd_diff": difference_sd(count(r["n"]), number(r["ss"])),
                      "effect_size": effect, "wins": count(r["wins"]), "ties": count(r["ties"]),
                      "losses": count(r["losses"])})
     tests = pd.DataFrame(rows, columns=[*values.segment_cols, "run", "baseline", "metric", "n", "mean_diff", "ci_low", "ci_high", "t", "p_t",
@@ -161,11 +160,6 @@ def _global_test(r: Any, labels: dict[int, Any], names: list[str], segment: dict
             "p_randomization": math.nan if extreme is None or pd.isna(extreme) else randomization_p(int(extreme), settings.resamples),
             "p_tukey": math.nan, "sd_diff": math.nan, "effect_size": math.nan, "wins": pd.NA, "ties": pd.NA,
             "losses": pd.NA}
-
-
-def _sd(n: int, ss: float) -> float:
-    """The standard deviation of a pair's per-user differences, √(ss / (n − 1)); NaN below two users."""
-    return math.sqrt(max(ss, 0.0) / (n - 1)) if n >= 2 and not math.isnan(ss) else math.nan
 
 
 def _missing_baseline(settings: Settings, labels: Iterable[Any]) -> RecsqlError:

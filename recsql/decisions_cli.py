@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .comparison_decisions import GATE_FORMS, Gate, gate_failures
+from .comparison_decisions import GATE_FORMS, Gate, gate_failures, parse_margin
 from .errors import RecsqlError
 
 
@@ -35,13 +35,11 @@ def add_options(cp: argparse.ArgumentParser) -> None:
 
 
 def _margin(text: str) -> tuple[float, bool]:
-    relative = text.strip().endswith("%")
     try:
-        value = float(text.strip().rstrip("%"))
+        return parse_margin(text)
     except ValueError:
         raise RecsqlError(f"--margin {text!r}: pass a positive number, or a percentage of the baseline's mean "
                           "(e.g. --margin 0.01 or --margin 2%)") from None
-    return (value / 100 if relative else value), relative
 
 
 def decide(args: argparse.Namespace, result, show) -> int:

@@ -17,6 +17,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 
+def difference_sd(n: int, ss: float) -> float:
+    """The standard deviation of ``n`` paired differences from their sum of squared deviations ``ss``:
+    √(ss / (n − 1)) (negative rounding of ss taken as 0); NaN below two users."""
+    return math.sqrt(max(ss, 0.0) / (n - 1)) if n >= 2 and not math.isnan(ss) else math.nan
+
+
 def paired_t(n: int, mean: float, ss: float) -> tuple[float, float, float]:
     """Student's paired t (as ``scipy.stats.ttest_rel``): t = mean / (sd / √n), sd² = ss / (n − 1),
     two-sided p = 2·P(T_{n−1} > |t|); and Cohen's d_z = mean / sd. NaN below two users; a zero
@@ -24,7 +30,7 @@ def paired_t(n: int, mean: float, ss: float) -> tuple[float, float, float]:
     Student, Biometrika 6(1), 1908; Cohen 1988 (d_z)."""
     if n < 2:
         return math.nan, math.nan, math.nan
-    sd = math.sqrt(max(ss, 0.0) / (n - 1))
+    sd = difference_sd(n, ss)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = float(np.float64(mean) / np.float64(sd / math.sqrt(n)))
         effect = float(np.float64(mean) / np.float64(sd))
