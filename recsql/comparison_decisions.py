@@ -192,7 +192,7 @@ def gate_failures(comparison: Any, gates: Sequence[Gate], alpha: float = 0.05,
     included; "loss" reads the t-test's corrected p-value, or the randomization test's where there is
     no t (global metrics) or the t-test was not run."""
     tests = comparison.tests
-    lower = {lower_is_better} if isinstance(lower_is_better, str) else set(lower_is_better or ())
+    lower = lower_is_better_set(comparison, lower_is_better)
     metrics = list(dict.fromkeys(tests["metric"]))
     failures = []
     for gate in gates:
@@ -201,7 +201,7 @@ def gate_failures(comparison: Any, gates: Sequence[Gate], alpha: float = 0.05,
                               f"{', '.join(metrics)} (or 'any')")
         chosen = [position for position, metric in enumerate(tests["metric"]) if gate.metric in ("any", metric)]
         if gate.kind == "noninferior":
-            verdicts = noninferiority_table(comparison, gate.margin, gate.relative, alpha, lower & set(metrics))
+            verdicts = noninferiority_table(comparison, gate.margin, gate.relative, alpha, lower)
             for position in chosen:
                 verdict = verdicts.iloc[position]
                 if verdict["noninferior"] is pd.NA or not bool(verdict["noninferior"]):

@@ -247,6 +247,8 @@ def test_decision_tables_print_as_the_python_tables(capsys):
 
 
 @pytest.mark.parametrize("extra, named", [
+    (["--fail-if", "ndcg@10 worse by 0.01", "--lower-is-better", "ndcg@5"], "'ndcg@5' is not a metric"),
+    (["--fail-if", "any significant loss", "--lower-is-better", "coverage@5"], "'coverage@5' is not a metric"),
     (["--fail-if", "ndcg@10 is bad"], "--fail-if 'ndcg@10 is bad': write one of"),
     (["--fail-if", "ndcg@5 worse by 0.1"], "'ndcg@5' is not a compared metric"),
     (["--margin", "two"], "--margin 'two'"), (["--difference", "0.1"], "--difference needs --power"),
