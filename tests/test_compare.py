@@ -23,6 +23,7 @@ from statsmodels.stats.multitest import multipletests
 
 import recsql
 from support.engines import ENGINES, start
+from support.paired import close, grid_values, paired
 from recsql.comparison import Settings, compare_per_user
 from recsql.comparison_global import stat_expression
 from recsql.compose.exposure import resampling_refusal, template_refusal, weighted_sums
@@ -77,23 +78,6 @@ def run_values(runs: dict[str, list[float]], baseline=None, **kw):
     return compare_per_user(frame(runs), ["m"], ["model"], "user_id", Settings.checked(**options, baseline=baseline))
 
 
-def close(a, b, tol=1e-9) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isinf(a) and math.isinf(b):
-        return a == b
-    return (pd.isna(a) and pd.isna(b)) or math.isclose(float(a), float(b), rel_tol=tol, abs_tol=1e-12)
-
-
-# Per-user values on a grid of 1/64: differences are exact, so ties are ties for scipy too (README:
-# recsql compares differences on a 1e-12 grid, which equals exact comparison here).
-grid_values = st.integers(0, 64).map(lambda k: k / 64)
-
-
-@st.composite
-def paired(draw, min_users=2, max_users=40):
-    n = draw(st.integers(min_users, max_users))
-    x = draw(st.lists(grid_values, min_size=n, max_size=n))
-    y = draw(st.lists(grid_values, min_size=n, max_size=n))
-    return x, y
 
 
 # ---------------------------------------------------------------- the tests against scipy

@@ -22,15 +22,9 @@ from recsql.comparison_run import compare_per_user
 from recsql.comparison_settings import Settings
 from recsql.decisions import detectable, one_sided_t, t_power, users_needed
 from recsql.errors import RecsqlError
+from support.paired import close, paired
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
-grid_values = st.integers(0, 64).map(lambda k: k / 64)  # exact differences, as tests/test_compare.py's
-
-
-def close(a, b, tol=1e-9) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isinf(a) and math.isinf(b):
-        return a == b
-    return (pd.isna(a) and pd.isna(b)) or math.isclose(float(a), float(b), rel_tol=tol, abs_tol=1e-12)
 
 
 def comparison_of(x: list[float], y: list[float], correction=None) -> Comparison:
@@ -40,12 +34,6 @@ def comparison_of(x: list[float], y: list[float], correction=None) -> Comparison
     chosen = Settings.checked(("t",), 0.95, 20, 0, correction, "A")
     runs, tests, _ = compare_per_user(values, ["m"], ["model"], "user_id", chosen)
     return Comparison(runs=runs, tests=tests, metrics=[], settings=chosen)
-
-
-@st.composite
-def paired(draw, min_users=2, max_users=40):
-    n = draw(st.integers(min_users, max_users))
-    return draw(st.lists(grid_values, min_size=n, max_size=n)), draw(st.lists(grid_values, min_size=n, max_size=n))
 
 
 # ---------------------------------------------------------------- power

@@ -83,13 +83,11 @@ def _differences(data: ReportData) -> str:
 def _detectable(comparison: Any, power: float = 0.8) -> str:
     """A note per pair: the smallest difference its paired t-test detects with ``power`` among its users
     (``Comparison.power`` at alpha = 1 − ci, per pair under a correction); "" without per-user metrics."""
-    if not hasattr(comparison, "power"):
-        return ""
     table = comparison.power(power, alpha=round(1 - comparison.settings.ci, 12))
     table = table[table["detectable"].notna()]
     if table.empty:
         return ""
-    segments = list(table.columns[:table.columns.get_loc("run")])
+    segments = segment_columns(comparison)
     pairs = []
     for keys, rows in table.groupby([*segments, "run", "baseline"], sort=False):
         where = " · ".join(str(k) for k in keys[:len(segments)])
