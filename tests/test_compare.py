@@ -95,6 +95,7 @@ def test_paired_t_equals_scipy_ttest_rel(xy):
     assert close(row["t"], float(want.statistic)) and close(row["p_t"], float(want.pvalue))
     assert close(row["mean_diff"], float(d.mean()))
     sd = float(np.std(d, ddof=1))
+    assert close(row["sd_diff"], sd)  # the standard deviation of the per-user differences, as numpy gives it
     assert close(row["effect_size"], float(d.mean()) / sd if sd else (math.nan if d.mean() == 0 else math.copysign(math.inf, d.mean())))
     assert (row["wins"], row["ties"], row["losses"]) == (int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()))
     assert "p_wilcoxon" not in tests and "p_randomization" not in tests
