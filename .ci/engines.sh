@@ -85,6 +85,11 @@ else
     python3 -m pip install -q --no-deps "recommenders==1.2.1"
 fi
 
+# The run-agreement tools of tests/test_agreement.py, without their dependencies: rbo declares numpy < 2,
+# RecTools numpy < 2 and pandas < 3 (and pulls in implicit); the modules the tests import need only
+# numpy, pandas, attrs, pydantic, tqdm and typeguard, which come with the test extra.
+python3 -m pip install -q --no-deps "rbo==0.1.3" "rectools==0.19.0"
+
 python3 - <<'EOF'
 import importlib.metadata as md
 print("engines.sh:", ", ".join(f"{p} {md.version(p)}" for p in

@@ -30,6 +30,9 @@
 --   src 6  pair of list positions a < b (rank = b's position), feature pairs: diversity, kendall
 --   src 7  judged list item within cutoff `cut` with its rank-correlation ranks (feature corr: spearman)
 --   src 8  list position with its cascade terms for one (cascade_kind, cascade_grade) (feature cascade)
+--   src 10 depth d = 1..l of a user's list and expected_recs' list, both cut at `cut` (feature agreement:
+--          rbo): overlap X_d = #(items in both top d), short_n/long_n the shorter/longer list's length
+--          s/l, short_overlap X_s; only for users with both lists
 --   src 9  list position under a second tie rule and reading of negative judgments: for the metrics
 --          a convention computes as another part of its tool does (ir_measures' RR@k and Judged@k,
 --          recsql/conventions.py); their templates' `src = 1` is read as `src = 9`. Kept only then.
@@ -164,8 +167,13 @@ slots AS (
     WHERE p.pos <= $max_slot_k
 ),
 item_popularity AS (
+    -- pop_rank: 1 = the most seen item (ties by item id); seen_before: the interactions of the items
+    -- ranked before it (the head's running share, long-tail metrics); seen_total: every interaction
     SELECT item_id, n_seen,
-        CAST(ROW_NUMBER() OVER (ORDER BY n_seen DESC, item_id ASC) AS BIGINT) AS pop_rank
+        CAST(ROW_NUMBER() OVER (ORDER BY n_seen DESC, item_id ASC) AS BIGINT) AS pop_rank,
+        CAST(SUM(n_seen) OVER (ORDER BY n_seen DESC, item_id ASC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+             - n_seen AS BIGINT) AS seen_before,
+        CAST(SUM(n_seen) OVER () AS BIGINT) AS seen_total
     FROM (
         SELECT item_id, CAST(COUNT(DISTINCT user_id) AS BIGINT) AS n_seen
         FROM interactions_in
@@ -189,6 +197,9 @@ expected_ranked AS (
     SELECT user_id, item_id,
         CAST(ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS expected_rank
     FROM expected_in
+),
+expected_lengths AS (
+    SELECT user_id, CAST(COUNT(*) AS BIGINT) AS expected_n FROM expected_in GROUP BY user_id
 ),
 exposure_cuts AS (
     SELECT k FROM cutoffs
@@ -253,6 +264,50 @@ corr_rows AS (
             + CAST(COUNT(*) OVER (PARTITION BY l.run_keys, l.user_id, c.k, l.relevance) - 1 AS DOUBLE) / 2 AS corr_rank_y
     FROM list_rows AS l JOIN corr_cuts AS c ON l.rank <= c.k
     WHERE l.relevance IS NOT NULL
+),
+agreement_cuts AS (
+    SELECT k FROM cutoffs
+),
+agreement_common AS (
+    -- an item in both top-k lists (recs' and expected_recs'), at the depth both lists reach it
+    SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut,
+        CASE WHEN l.rank >= b.expected_rank THEN l.rank ELSE b.expected_rank END AS depth
+    FROM list_rows AS l
+    JOIN expected_ranked AS b ON l.user_id = b.user_id AND l.item_id = b.item_id
+    JOIN agreement_cuts AS c ON l.rank <= c.k AND b.expected_rank <= c.k
+),
+agreement_lengths AS (
+    -- per user with a list and cutoff k: the shorter and longer of the two top-k lists' lengths
+    -- (s >= 1: a user without an expected list has no rows) and the overlap X_s at depth s
+    SELECT n.run_keys, n.user_id, n.cut,
+        CASE WHEN n.list_n <= n.other_n THEN n.list_n ELSE n.other_n END AS short_n,
+        CASE WHEN n.list_n <= n.other_n THEN n.other_n ELSE n.list_n END AS long_n
+    FROM (
+        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut,
+            CAST(SUM(CASE WHEN l.rank <= c.k THEN 1 ELSE 0 END) AS BIGINT) AS list_n,
+            CAST(CASE WHEN MAX(e.expected_n) <= c.k THEN MAX(e.expected_n) ELSE c.k END AS BIGINT) AS other_n
+        FROM list_rows AS l
+        JOIN expected_lengths AS e ON l.user_id = e.user_id
+        CROSS JOIN agreement_cuts AS c
+        GROUP BY l.run_keys, l.user_id, c.k
+    ) AS n
+),
+agreement_rows AS (
+    -- one row per depth d = 1..l: X_d = #(items both lists hold in their top d), and X_s
+    SELECT a.run_keys, a.user_id, 10 AS src, a.cut, a.rank, a.short_n, a.long_n,
+        CAST(SUM(a.n_common) OVER (PARTITION BY a.run_keys, a.user_id, a.cut ORDER BY a.rank
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS overlap,
+        CAST(SUM(CASE WHEN a.rank <= a.short_n THEN a.n_common ELSE 0 END)
+             OVER (PARTITION BY a.run_keys, a.user_id, a.cut) AS BIGINT) AS short_overlap
+    FROM (
+        SELECT n.run_keys, n.user_id, n.cut, CAST(p.pos AS BIGINT) AS rank, n.short_n, n.long_n,
+            CAST(COUNT(h.depth) AS BIGINT) AS n_common
+        FROM agreement_lengths AS n
+        JOIN slot_positions AS p ON p.pos <= n.long_n
+        LEFT JOIN agreement_common AS h
+            ON h.run_keys = n.run_keys AND h.user_id = n.user_id AND h.cut = n.cut AND h.depth = p.pos
+        GROUP BY n.run_keys, n.user_id, n.cut, p.pos, n.short_n, n.long_n
+    ) AS a
 ),
 cascade_params AS (
     SELECT kind, grade FROM cascades
@@ -326,6 +381,10 @@ stacked AS (
         CAST(cascade_reach AS DOUBLE) AS cascade_reach
     FROM cascade_rows
     UNION ALL
+    SELECT run_keys, user_id, src, cut, rank, CAST(short_n AS BIGINT) AS short_n, CAST(long_n AS BIGINT) AS long_n,
+        CAST(overlap AS BIGINT) AS overlap, CAST(short_overlap AS BIGINT) AS short_overlap
+    FROM agreement_rows
+    UNION ALL
     SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
     FROM second_rows
     UNION ALL
@@ -345,13 +404,15 @@ ranked AS (
         s.tie_first, s.tie_last, s.exposure, s.list_users, s.in_catalog, s.exposure_rank,
         s.pair_sign, s.pair_category_dissim, s.pair_feature_dissim, s.corr_rank_x, s.corr_rank_y,
         s.cascade_kind, s.cascade_grade, s.cascade_rel, s.cascade_reach,
-        pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, b.expected_rank AS expected_rank,
+        s.short_n, s.long_n, s.overlap, s.short_overlap,
+        pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s
     LEFT JOIN truth_users AS u ON s.run_keys = u.run_keys AND s.user_id = u.user_id
     LEFT JOIN items_in AS i ON s.item_id = i.item_id
     LEFT JOIN item_popularity AS pop ON s.item_id = pop.item_id
     LEFT JOIN expected_ranked AS b ON s.user_id = b.user_id AND s.item_id = b.item_id
+    LEFT JOIN expected_lengths AS bl ON s.user_id = bl.user_id
     CROSS JOIN interaction_users AS iu
     CROSS JOIN catalog_size AS cs
 )

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
 
 BEYOND = sorted(METRICS)  # every metric tests/support/reference_beyond.py implements (test_registry_complete.py)
 OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}],
-           "err": [{}, {"max_grade": 3}], "pfound": [{}, {"max_grade": 4, "p_break": 0.5}]}
+           "err": [{}, {"max_grade": 3}], "pfound": [{}, {"max_grade": 4, "p_break": 0.5}],
+           "aplt": [{}, {"head": 0.5}, {"head": 1}], "aclt": [{}, {"head": 0.3}],
+           "rbo": [{}, {"p": 0.5}, {"p": 0.98}]}
 CATEGORIES = ["a", "b", "c"]
 
 

@@ -38,11 +38,12 @@ def _parsed_stage() -> exp.Select:
 # Optional parts of the stage, each kept only when an asked metric's header names its feature.
 # UNION ALL branches of `stacked`, by the CTE they read:
 BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
-             "corr": "corr_rows", "cascade": "cascade_rows"}
+             "corr": "corr_rows", "cascade": "cascade_rows",
+             "agreement": "agreement_rows"}
 
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
-_JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b"}), "interaction_users": ("ranked", {"iu"}),
+_JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "bl"}), "interaction_users": ("ranked", {"iu"}),
           "catalog": ("ranked", {"cs"}), "categories": ("pair_rows", {"ca", "cb"}),
           "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
 
@@ -53,7 +54,8 @@ _COLUMNS = {"tie_bounds": (("list_judged", "ord", None), ("list_rows", "tie_firs
 
 
 # Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
-_CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr"}
+_CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr",
+               "agreement_cuts": "agreement"}
 
 
 def _feature_key(feature: str, metric: Metric) -> object:
@@ -164,6 +166,9 @@ def stage_features(metrics: list[Metric]) -> dict[str, set]:
     if max(features.get("slots", {0})) > MAX_SLOTS:
         raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
                           f"got k = {max(features['slots'])}")
+    if max(features.get("agreement", {0})) > MAX_SLOTS:
+        raise RecsqlError(f"rbo supports k <= {MAX_SLOTS} (its depths are generated in SQL); "
+                          f"got k = {max(features['agreement'])}")
     return features
 
 

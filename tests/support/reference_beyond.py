@@ -50,13 +50,19 @@ DEFAULT_OPTIONS = {
     "spearman": {},
     "kendall": {},
     "rbp": {"p": 0.8},
+    "aplt": {"head": 0.8},
+    "aclt": {"head": 0.8},
+    "rbo": {"p": 0.9},
+    "intersection": {},
+    "jaccard": {},
 }
 
 TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp"}
-LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp"}
+LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
+                "jaccard"}
 GLOBAL_METRICS = {"coverage", "gini", "personalization"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
-NEEDS_K = {"surprisal", "unexpectedness", "serendipity", "personalization"}
+NEEDS_K = {"surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard"}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -301,6 +307,35 @@ def unexpectedness(ctx, user):
     return 1.0 - len(set(ctx.top(user)) & _baseline_top(ctx, user)) / ctx.k
 
 
+def intersection(ctx, user):
+    """intersection@k = #(L ∩ L_baseline) / #L."""
+    L = ctx.top(user)
+    return _div(len(set(L) & _baseline_top(ctx, user)), len(L))
+
+
+def jaccard(ctx, user):
+    """jaccard@k = #(L ∩ L_baseline) / #(L ∪ L_baseline)."""
+    L, E = set(ctx.top(user)), _baseline_top(ctx, user)
+    return _div(len(L & E), len(L | E))
+
+
+def rbo(ctx, user):
+    """RBO_EXT (Webber, Moffat & Zobel 2010, eq. 32) of L and the baseline's top k: S the shorter list
+    (length s), the longer l, X_d = #(S[:d] ∩ L[:d]) counted by sets at each depth;
+    (1−p)/p [Σ_{d≤l} X_d/d p^d + Σ_{s<d≤l} X_s (d−s)/(s d) p^d] + ((X_l − X_s)/l + X_s/s) p^l.
+    0 when the baseline has no list for the user."""
+    p = ctx.opts["p"]
+    a, b = ctx.top(user), _cut(ctx.baseline.get(user, []), ctx.k)
+    if not a or not b:
+        return 0.0 if (a or b) else 1.0
+    short, long_ = sorted([a, b], key=len)
+    s, l = len(short), len(long_)
+    X = {d: len(set(short[:d]) & set(long_[:d])) for d in range(1, l + 1)}
+    total = sum(X[d] / d * p ** d for d in range(1, l + 1))
+    total += sum(X[s] * (d - s) / (s * d) * p ** d for d in range(s + 1, l + 1))
+    return (1 - p) / p * total + ((X[l] - X[s]) / l + X[s] / s) * p ** l
+
+
 def _most_popular(ctx):
     """The k most popular items of interactions: n_i descending, ties item_id ascending."""
     ranked = sorted(ctx.n.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -357,6 +392,33 @@ def arp(ctx, user):
     """arp@k = Σ_{i∈L} n_i / #L (items unseen in interactions have n_i = 0)."""
     L = ctx.top(user)
     return _div(sum(ctx.n.get(i, 0) for i in L), len(L))
+
+
+def _long_tail(ctx):
+    """T: the items of interactions outside the short head, the head built as Elliot builds it: the
+    items by n_i descending (ties by item id), each added while the interactions still to reach
+    head × Σ n_i are more than 0 (so the item that reaches the share is in the head)."""
+    left = ctx.opts["head"] * sum(ctx.n.values())
+    tail = set()
+    for item, n_i in sorted(ctx.n.items(), key=lambda kv: (-kv[1], kv[0])):
+        if left > 0:
+            left -= n_i
+        else:
+            tail.add(item)
+    return tail
+
+
+def aplt(ctx, user):
+    """APLT@k = #(L ∩ T) / #L (0 for an empty list)."""
+    L = ctx.top(user)
+    tail = _long_tail(ctx)
+    return _div(sum(1 for i in L if i in tail), len(L))
+
+
+def aclt(ctx, user):
+    """ACLT@k = #(L ∩ T)."""
+    tail = _long_tail(ctx)
+    return sum(1 for i in ctx.top(user) if i in tail)
 
 
 def auc(ctx, user):
@@ -546,9 +608,14 @@ METRICS = {
     "novelty": novelty,
     "surprisal": surprisal,
     "unexpectedness": unexpectedness,
+    "intersection": intersection,
+    "jaccard": jaccard,
+    "rbo": rbo,
     "serendipity": serendipity,
     "diversity": diversity,
     "arp": arp,
+    "aplt": aplt,
+    "aclt": aclt,
     "auc": auc,
     "accuracy": accuracy,
     "err": err,
@@ -604,13 +671,13 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
     # inputs each metric needs
     if name in TRUTH_METRICS:
         ctx.need("truth")
-    if name in ("surprisal", "arp") or (name == "novelty" and opts["p"] == "interactions"):
+    if name in ("surprisal", "arp", "aplt", "aclt") or (name == "novelty" and opts["p"] == "interactions"):
         ctx.need("interactions")
     if (name == "novelty" and opts["p"] == "items") or (name == "diversity" and opts["by"] == "category"):
         ctx.need("items")
     if name == "diversity" and opts["by"] == "features" and items is None and features is None:
         raise ValueError("diversity(by=features) needs the items or features input")
-    if name == "unexpectedness":
+    if name in ("unexpectedness", "intersection", "jaccard", "rbo"):
         ctx.need("baseline")
     if name == "serendipity" and baseline is None:
         ctx.need("interactions")
