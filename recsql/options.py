@@ -109,7 +109,8 @@ SHARED: tuple[Option, ...] = (
     _input("--interactions", "training interactions (user, item): path or table (novelty, surprisal, arp, serendipity)"),
     _input("--catalog", "catalog items (item): path or table (coverage, gini; default: --items, else every item of "
                         "truth and recs)"),
-    _input("--expected-recs", "another recommender's lists, columns like recs (unexpectedness, serendipity)",
+    _input("--expected-recs", "another recommender's lists, columns like recs (unexpectedness, serendipity; the "
+                              "reference run of rbo, intersection and jaccard)",
            old=("--baseline", "--baseline-recs", "baseline", "baseline_recs")),
     _input("--item-features", "item feature vectors as rows (item, feature, value) (diversity)"),
     Option("--segments", "segments", "segments", "each user's segment (user column and segment columns, one row per "

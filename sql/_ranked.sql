@@ -43,7 +43,9 @@
 -- also 0 below the threshold, as ranx drops those judgments), gain_exp = 2^gain - 1,
 -- hits_cum (hits at positions <= rank), nonrel_cum (judged non-relevant items at positions <= rank),
 -- n_rel (R: the user's relevant truth items), n_nonrel (the user's judged non-relevant truth items),
--- n_truth (the user's truth rows, unjudged ones included), price.
+-- n_truth (the user's truth rows, unjudged ones included), price; from interactions n_seen (users who
+-- saw the item), pop_rank (1 = the most seen, ties by item id), seen_before (the interactions of the
+-- items ranked before it: the short head's running share) and seen_total (every interaction).
 -- With ties = "average" (list_judged replaced by sql/_ties_average.sql), a list row's hit, gain and
 -- gain_exp are the means over its tie group (so hits_cum is not an integer there and the metrics
 -- using it refuse that rule), and tie_miss is the factor of P(no hit in the top k) (hit_rate).
@@ -167,8 +169,6 @@ slots AS (
     WHERE p.pos <= $max_slot_k
 ),
 item_popularity AS (
-    -- pop_rank: 1 = the most seen item (ties by item id); seen_before: the interactions of the items
-    -- ranked before it (the head's running share, long-tail metrics); seen_total: every interaction
     SELECT item_id, n_seen,
         CAST(ROW_NUMBER() OVER (ORDER BY n_seen DESC, item_id ASC) AS BIGINT) AS pop_rank,
         CAST(SUM(n_seen) OVER (ORDER BY n_seen DESC, item_id ASC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
