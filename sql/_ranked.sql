@@ -33,6 +33,9 @@
 --   src 10 depth d = 1..l of a user's list and expected_recs' list, both cut at `cut` (feature agreement:
 --          rbo): overlap X_d = #(items in both top d), short_n/long_n the shorter/longer list's length
 --          s/l, short_overlap X_s; only for users with both lists
+--   src 11 category of a user's history or top `cut` (feature category_shares: miscalibration, entropy):
+--          p_share = p(g|u) of interactions, q_share = q(g|u) of the list, for category_source 1 (the
+--          items' category) and 2 (item_features as weighted categories)
 --   src 9  list position under a second tie rule and reading of negative judgments: for the metrics
 --          a convention computes as another part of its tool does (ir_measures' RR@k and Judged@k,
 --          recsql/conventions.py); their templates' `src = 1` is read as `src = 9`. Kept only then.
@@ -309,6 +312,57 @@ agreement_rows AS (
         GROUP BY n.run_keys, n.user_id, n.cut, p.pos, n.short_n, n.long_n
     ) AS a
 ),
+category_cuts AS (
+    SELECT k FROM cutoffs
+),
+item_categories AS (
+    -- an item's share of each of its categories: 1 for its items category (source 1), or its positive
+    -- item_features values over their sum (source 2: several weighted categories, e.g. genres)
+    SELECT item_id, 1 AS category_source, CAST(category AS VARCHAR) AS category, CAST(1 AS DOUBLE) AS share
+    FROM items_in
+    WHERE category IS NOT NULL
+    UNION ALL
+    SELECT f.item_id, 2 AS category_source, f.feature AS category, CAST(f.value AS DOUBLE) / t.total AS share
+    FROM features_in AS f
+    JOIN (SELECT item_id, SUM(CAST(value AS DOUBLE)) AS total FROM features_in WHERE value > 0 GROUP BY item_id) AS t
+        ON f.item_id = t.item_id
+    WHERE f.value > 0
+),
+history_categories AS (
+    -- the mass of each category in a user's interactions (each item seen counted once)
+    SELECT h.user_id, g.category_source, g.category, SUM(g.share) AS p_mass
+    FROM (SELECT DISTINCT user_id, item_id FROM interactions_in) AS h
+    JOIN item_categories AS g ON h.item_id = g.item_id
+    GROUP BY h.user_id, g.category_source, g.category
+),
+category_masses AS (
+    -- per user with a list and cutoff k: each category's mass in the history and in the top k
+    SELECT m.run_keys, m.user_id, m.cut, m.category_source, m.category, SUM(m.p_mass) AS p_mass,
+        SUM(m.q_mass) AS q_mass
+    FROM (
+        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, h.category_source, h.category, h.p_mass,
+            CAST(0 AS DOUBLE) AS q_mass
+        FROM list_rows AS l
+        CROSS JOIN category_cuts AS c
+        JOIN history_categories AS h ON l.user_id = h.user_id
+        WHERE l.rank = 1
+        UNION ALL
+        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, g.category_source, g.category,
+            CAST(0 AS DOUBLE) AS p_mass, g.share AS q_mass
+        FROM list_rows AS l
+        JOIN category_cuts AS c ON l.rank <= c.k
+        JOIN item_categories AS g ON l.item_id = g.item_id
+    ) AS m
+    GROUP BY m.run_keys, m.user_id, m.cut, m.category_source, m.category
+),
+category_rows AS (
+    -- p_share = p(g|u), the history's category distribution (NULL without a categorized history item);
+    -- q_share = q(g|u), the top k's (0 for every category when no listed item has one)
+    SELECT m.run_keys, m.user_id, 11 AS src, m.cut, m.category_source, m.category,
+        CASE WHEN SUM(m.p_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) > 0 THEN m.p_mass / SUM(m.p_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) END AS p_share,
+        CASE WHEN SUM(m.q_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) > 0 THEN m.q_mass / SUM(m.q_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) ELSE 0 END AS q_share
+    FROM category_masses AS m
+),
 cascade_params AS (
     SELECT kind, grade FROM cascades
 ),
@@ -385,6 +439,9 @@ stacked AS (
         CAST(overlap AS BIGINT) AS overlap, CAST(short_overlap AS BIGINT) AS short_overlap
     FROM agreement_rows
     UNION ALL
+    SELECT run_keys, user_id, src, cut, CAST(category_source AS BIGINT) AS category_source,
+        CAST(category AS VARCHAR) AS category_name, CAST(p_share AS DOUBLE) AS p_share, CAST(q_share AS DOUBLE) AS q_share
+    FROM category_rows    UNION ALL
     SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
     FROM second_rows
     UNION ALL
@@ -404,7 +461,7 @@ ranked AS (
         s.tie_first, s.tie_last, s.exposure, s.list_users, s.in_catalog, s.exposure_rank,
         s.pair_sign, s.pair_category_dissim, s.pair_feature_dissim, s.corr_rank_x, s.corr_rank_y,
         s.cascade_kind, s.cascade_grade, s.cascade_rel, s.cascade_reach,
-        s.short_n, s.long_n, s.overlap, s.short_overlap,
+        s.short_n, s.long_n, s.overlap, s.short_overlap, s.category_source, s.category_name, s.p_share, s.q_share,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s

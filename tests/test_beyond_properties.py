@@ -21,7 +21,9 @@ BEYOND = sorted(METRICS)  # every metric tests/support/reference_beyond.py imple
 OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}],
            "err": [{}, {"max_grade": 3}], "pfound": [{}, {"max_grade": 4, "p_break": 0.5}],
            "aplt": [{}, {"head": 0.5}, {"head": 1}], "aclt": [{}, {"head": 0.3}],
-           "rbo": [{}, {"p": 0.5}, {"p": 0.98}]}
+           "rbo": [{}, {"p": 0.5}, {"p": 0.98}],
+           "miscalibration": [{}, {"by": "features"}, {"alpha": 0.2}, {"alpha": 0.5, "by": "features"}],
+           "entropy": [{}, {"by": "features"}, {"base": "2"}, {"base": "2", "by": "features"}]}
 CATEGORIES = ["a", "b", "c"]
 
 

@@ -169,7 +169,8 @@ def test_beyond_accuracy_metrics(engine):
     asked = ["novelty@5", "novelty(p=items)@5", "surprisal@5", "arp@5", "unexpectedness@5", "serendipity@5",
              "diversity@5", "diversity(by=features)@5", "coverage@10", "gini@10", "personalization@5", "auc@10", "auc",
              "accuracy@3", "err@5", "err(max_grade=2)@5", "pfound@5", "spearman@10", "kendall@10", "rbp@10",
-             "aplt@5", "aclt(head=0.5)@10", "rbo@10", "rbo(p=0.5)@5", "intersection@5", "jaccard@10"]
+             "aplt@5", "aclt(head=0.5)@10", "rbo@10", "rbo(p=0.5)@5", "intersection@5", "jaccard@10",
+             "miscalibration@10", "miscalibration(alpha=0.2,by=features)@5", "entropy@10", "entropy(base=2,by=features)@5"]
     frames = {"recs": recs, "truth": truth, "items": items, "item_features": features, "interactions": interactions,
               "expected_recs": baseline, "catalog": catalog}
     names = {role: engine.load(frame) for role, frame in frames.items()}

@@ -39,7 +39,7 @@ def _parsed_stage() -> exp.Select:
 # UNION ALL branches of `stacked`, by the CTE they read:
 BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
              "corr": "corr_rows", "cascade": "cascade_rows",
-             "agreement": "agreement_rows"}
+             "agreement": "agreement_rows", "category_shares": "category_rows"}
 
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
@@ -55,7 +55,7 @@ _COLUMNS = {"tie_bounds": (("list_judged", "ord", None), ("list_rows", "tie_firs
 
 # Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
 _CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr",
-               "agreement_cuts": "agreement"}
+               "agreement_cuts": "agreement", "category_cuts": "category_shares"}
 
 
 def _feature_key(feature: str, metric: Metric) -> object:

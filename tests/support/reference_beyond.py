@@ -55,14 +55,17 @@ DEFAULT_OPTIONS = {
     "rbo": {"p": 0.9},
     "intersection": {},
     "jaccard": {},
+    "miscalibration": {"alpha": 0.01, "by": "category"},
+    "entropy": {"base": "e", "by": "category"},
 }
 
 TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp"}
 LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
-                "jaccard"}
+                "jaccard", "miscalibration", "entropy"}
 GLOBAL_METRICS = {"coverage", "gini", "personalization"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
-NEEDS_K = {"surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard"}
+NEEDS_K = {"surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
+           "miscalibration", "entropy"}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -228,6 +231,7 @@ class _Context:
         self.items_rows = items
         self.items = {r["item_id"]: r for r in items} if items is not None else None
         self.features = features
+        self.vectors = _vectors(items, features)
         self.interactions = interactions
         if interactions is not None:
             self.U_I, self.n = _popularity(interactions)
@@ -334,6 +338,49 @@ def rbo(ctx, user):
     total = sum(X[d] / d * p ** d for d in range(1, l + 1))
     total += sum(X[s] * (d - s) / (s * d) * p ** d for d in range(s + 1, l + 1))
     return (1 - p) / p * total + ((X[l] - X[s]) / l + X[s] / s) * p ** l
+
+
+def _shares(ctx, item):
+    """{category: share} of an item: {its category: 1} (by=category; {} without one), or its positive
+    feature values over their sum (by=features; {} without any)."""
+    if ctx.opts["by"] == "category":
+        category = (ctx.items or {}).get(item, {}).get("category")
+        return {} if category is None else {category: 1.0}
+    positive = {f: v for f, v in ctx.vectors.get(item, {}).items() if v > 0}
+    total = sum(positive.values())
+    return {f: v / total for f, v in positive.items()}
+
+
+def _distribution(ctx, items):
+    """The items' category distribution (each item split over its categories); None when no item has one."""
+    mass = {}
+    for item in items:
+        for category, share in _shares(ctx, item).items():
+            mass[category] = mass.get(category, 0.0) + share
+    total = sum(mass.values())
+    return {c: m / total for c, m in mass.items()} if total > 0 else None
+
+
+def miscalibration(ctx, user):
+    """Steck's C_KL = Σ_g p ln(p / q̃), q̃ = (1 − α) q + α p; p from the user's interactions (each item
+    once), q from L; None without a categorized item in the history, ln(1/α) with none in L."""
+    history = {r["item_id"] for r in ctx.interactions if r["user_id"] == user}
+    p = _distribution(ctx, history)
+    if p is None:
+        return None
+    q = _distribution(ctx, ctx.top(user)) or {}
+    alpha = ctx.opts["alpha"]
+    return sum(pg * math.log(pg / ((1 - alpha) * q.get(g, 0.0) + alpha * pg)) for g, pg in p.items() if pg > 0)
+
+
+def entropy(ctx, user):
+    """−Σ_g q(g) log q(g) of L's category distribution (natural log, or log2 with base=2); None when no
+    item of L has a category."""
+    q = _distribution(ctx, ctx.top(user))
+    if q is None:
+        return None
+    value = -sum(v * math.log(v) for v in q.values() if v > 0)
+    return value / math.log(2) if ctx.opts["base"] in (2, 2.0, "2") else value
 
 
 def _most_popular(ctx):
@@ -611,6 +658,8 @@ METRICS = {
     "intersection": intersection,
     "jaccard": jaccard,
     "rbo": rbo,
+    "miscalibration": miscalibration,
+    "entropy": entropy,
     "serendipity": serendipity,
     "diversity": diversity,
     "arp": arp,
@@ -673,7 +722,10 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
         ctx.need("truth")
     if name in ("surprisal", "arp", "aplt", "aclt") or (name == "novelty" and opts["p"] == "interactions"):
         ctx.need("interactions")
-    if (name == "novelty" and opts["p"] == "items") or (name == "diversity" and opts["by"] == "category"):
+    if name == "miscalibration":
+        ctx.need("interactions")
+    if (name == "novelty" and opts["p"] == "items") or (name in ("diversity", "miscalibration", "entropy")
+                                                         and opts["by"] == "category"):
         ctx.need("items")
     if name == "diversity" and opts["by"] == "features" and items is None and features is None:
         raise ValueError("diversity(by=features) needs the items or features input")
