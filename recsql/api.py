@@ -120,6 +120,7 @@ def evaluate(
     catalog: Any = None,
     expected_recs: Any = None,
     item_features: Any = None,
+    intents: Any = None,
     segments: Any = None,
     con: Any = None,
     user_col: str = "user_id",
@@ -139,6 +140,7 @@ def evaluate(
     features_col: str = "features",
     feature_col: str = "feature",
     value_col: str = "value",
+    intent_col: str = "intent",
     segment_cols: Iterable[str] | str | None = None,
     progress: bool = False,
     baseline: Any = None,
@@ -166,7 +168,8 @@ def evaluate(
     [{'n_users': 2, 'mrr@10': 0.25, 'hr@1': 0.0}]
     """
     keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
-                    item_features=item_features, segments=segments, user_col=user_col, item_col=item_col,
+                    item_features=item_features, intents=intents, segments=segments, user_col=user_col,
+                    item_col=item_col, intent_col=intent_col,
                     score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
                     run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
                     convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
@@ -271,6 +274,7 @@ def to_sql(
     catalog: str | None = None,
     expected_recs: str | None = None,
     item_features: str | None = None,
+    intents: str | None = None,
     segments: str | None = None,
     dialect: str = "duckdb",
     output: str = "summary",
@@ -294,6 +298,7 @@ def to_sql(
     features_col: str = "features",
     feature_col: str = "feature",
     value_col: str = "value",
+    intent_col: str = "intent",
     segment_cols: Iterable[str] | str | None = None,
     compare: dict[str, Any] | None = None,
     pretty: bool = True,
@@ -334,7 +339,8 @@ def to_sql(
                           "text_ids=['user_id', 'item_id']")
     text_ids = tuple(text_ids)
     keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
-                    item_features=item_features, segments=segments, user_col=user_col, item_col=item_col,
+                    item_features=item_features, intents=intents, segments=segments, user_col=user_col,
+                    item_col=item_col, intent_col=intent_col,
                     score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
                     run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
                     convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,

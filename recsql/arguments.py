@@ -24,7 +24,7 @@ from .metrics import parse_metrics
 DUPLICATE_POLICIES = ("error", "best", "max")
 # Column options of the optional inputs beside recs and truth (Plan fields), with their defaults.
 EXTRA_COLUMNS = {"probability_col": "probability", "category_col": "category", "features_col": "features",
-                 "feature_col": "feature", "value_col": "value"}
+                 "feature_col": "feature", "value_col": "value", "intent_col": "intent"}
 # evaluate's options that describe the columns and definitions (checked together by checked_options).
 COLUMN_OPTIONS = ("user_col", "item_col", "score_col", "rank_col", "relevance_col", "price_col", "threshold",
                   "population", "duplicates", "convention", "ties", *EXTRA_COLUMNS)
@@ -71,7 +71,7 @@ def _number(value: Any) -> Any:
 
 # Column options that must name a column (a non-empty string) / that may be None (no such column).
 _REQUIRED_COLUMNS = ("user_col", "item_col", "price_col", "probability_col", "category_col", "features_col",
-                     "feature_col", "value_col")
+                     "feature_col", "value_col", "intent_col")
 _OPTIONAL_COLUMNS = ("score_col", "rank_col", "relevance_col")
 # Columns of the summary / per-user rows recsql adds beside the run keys.
 _OUTPUT_COLUMNS = ("n_users", "n_users_with_recs", "users_without_recs", "recs_users_without_truth", *DIAGNOSTICS)
@@ -106,7 +106,9 @@ def _check_columns(cols: dict[str, Any]) -> None:
               "truth": [("user_col", cols["user_col"]), ("item_col", cols["item_col"]),
                         ("relevance_col", cols["relevance_col"])],
               "item_features": [("item_col", cols["item_col"]), ("feature_col", cols["feature_col"]),
-                                ("value_col", cols["value_col"])]}
+                                ("value_col", cols["value_col"])],
+              "intents": [("user_col", cols["user_col"]), ("item_col", cols["item_col"]),
+                          ("intent_col", cols["intent_col"]), ("relevance_col", cols["relevance_col"])]}
     for role, named in groups.items():
         seen: dict[str, str] = {}
         for option, column in named:

@@ -10,8 +10,8 @@ from typing import Any, Sequence
 
 from sqlglot import exp
 
-from .compose import (ITEM_VALUE_INVALID, MAX_EXPONENT, Plan, expected_in, input_runs, internal_runs, not_finite,
-                      quoted_column, recs_in, truth_in, truth_runs, whole_id)
+from .compose import (ITEM_VALUE_INVALID, MAX_EXPONENT, Plan, expected_in, input_runs, intents_in, internal_runs,
+                      not_finite, quoted_column, recs_in, truth_in, truth_runs, whole_id)
 from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .engines.base import Runner
@@ -31,7 +31,10 @@ def _value_checks(plan: Plan) -> dict[str, tuple[exp.Expression, list[str], list
     return {"recs": (plan.recs, [*input_runs(plan), plan.user_col, plan.item_col, order], [order]),
             "truth": (plan.truth, [*(input_runs(plan) if plan.truth_has_runs else ()), plan.user_col, plan.item_col,
                                    *relevance], relevance),
-            "expected_recs": (plan.expected_recs, [plan.user_col, plan.item_col, order], [order])}
+            "expected_recs": (plan.expected_recs, [plan.user_col, plan.item_col, order], [order]),
+            "intents": (plan.intents, [plan.user_col, plan.item_col, plan.intent_col,
+                                       *filter(None, [plan.intent_relevance_col])],
+                        list(filter(None, [plan.intent_relevance_col])))}
 
 
 def _explain_values(runner: Runner, plan: Plan, role: str, found: int | None) -> RecsqlError | None:
@@ -108,10 +111,13 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
              "truth": (lambda: truth_in(plan), truth_runs(plan),
                        "Pass duplicates='max' to keep the highest relevance."),
              "expected_recs": (lambda: expected_in(plan), [], best)}
+    if role == "intents":
+        keyed["intents"] = (lambda: intents_in(plan), [], "Pass duplicates='max' to keep the highest relevance.")
     if role in keyed:
         make, run_keys, fix = keyed[role]
-        body, keys = make(), [*run_keys, "user_id", "item_id"]
-        names = [*[dict(zip(runs, plan.run_cols))[k] for k in run_keys], plan.user_col, plan.item_col]
+        body, keys = make(), [*run_keys, "user_id", "item_id", *(["intent"] if role == "intents" else [])]
+        names = [*[dict(zip(runs, plan.run_cols))[k] for k in run_keys], plan.user_col, plan.item_col,
+                 *([plan.intent_col] if role == "intents" else [])]
     else:  # items (item key), item_features (item, feature)
         item = exp.alias_(quoted_column(plan.item_col), "item_id")
         if role == "items":
@@ -137,12 +143,12 @@ def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list
     diagnostic columns' values): segments first (a user without one, or with two), then invalid
     values, then duplicates."""
     refuse_segments(found, "of recs or truth", plan.segment_cols)
-    for role in ("recs", "truth", "expected_recs"):
+    for role in ("recs", "truth", "expected_recs", "intents"):
         if found.get(f"{role}_invalid_rows"):
             raise _explain_values(runner, plan, role, found[f"{role}_invalid_rows"])
     if found.get("items_invalid_rows"):
         raise _explain_items(runner, plan, found["items_invalid_rows"])
-    for role in ("recs", "truth", "expected_recs", "items", "item_features"):
+    for role in ("recs", "truth", "expected_recs", "items", "item_features", "intents"):
         if found.get(f"{role}_duplicate_rows"):
             raise _explain_duplicates(runner, plan, role, found[f"{role}_duplicate_rows"], recs_columns)
 

@@ -125,6 +125,22 @@ IR_NAMES: tuple[ForeignName, ...] = (
                 examples=("SetF(beta=0.5)", "SetF(beta=2.0)")),
     ForeignName(IRM, "ERR", "err", (("max_grade", "4"),), "optional", ("cutoff",),
                 note="gdeval: R = (2^g − 1) / 2^4 (grades 0..4), unlike recsql's err (÷ 2^(largest grade in truth))"),
+    # the intent-aware measures (pyndeval provider: ndeval), read from the intents input
+    *(ForeignName(IRM, n, "alpha_ndcg", (), "required", ("cutoff", "alpha", *COMMON), shared=n.isascii(),
+                  note="ndeval alpha-nDCG: the greedy ideal list", examples=(f"{n}@{{k}}", f"{n}(alpha=0.8)@{{k}}"))
+      for n in ("alpha_nDCG", "α_nDCG")),
+    *(ForeignName(IRM, n, "alpha_dcg", (), "required", ("cutoff", "alpha", *COMMON), shared=n.isascii(),
+                  note="ndeval alpha-DCG, normalised by its largest value in any collection (ndeval leaves @1 "
+                       "unnormalised: a list's raw α-DCG@1, up to |S|)") for n in ("alpha_DCG", "α_DCG")),
+    ForeignName(IRM, "ERR_IA", "err_ia", (), "required", ("cutoff", *COMMON), shared=True,
+                note="ndeval ERR-IA (α = 0.5), normalised by its largest value (ndeval leaves @1 unnormalised)"),
+    ForeignName(IRM, "nERR_IA", "nerr_ia", (), "required", ("cutoff", *COMMON), shared=True,
+                note="ndeval nERR-IA: over the greedy ideal list's"),
+    ForeignName(IRM, "NRBP", "nrbp", (), params=("alpha", "beta", "rel"), shared=True, note="ndeval NRBP: the whole list"),
+    ForeignName(IRM, "P_IA", "p_ia", (), "required", ("cutoff", *COMMON), shared=True, note="ndeval P-IA"),
+    ForeignName(IRM, "StRecall", "s_recall", (), "required", ("cutoff", "rel"), note="ndeval strec"),
+    *(ForeignName(IRM, n, "map_ia", (), params=COMMON, shared=True, note="ndeval MAP-IA: the whole list")
+      for n in ("AP_IA", "MAP_IA")),
 )
 
 FOREIGN_NAMES: tuple[ForeignName, ...] = TREC_NAMES + IR_NAMES
@@ -152,7 +168,7 @@ IR_REFUSED: dict[str, str] = {
     "SetAP": NOT_IMPLEMENTED + " (trec_eval set_map)",
     "NumQ": "counts queries: read the summary's n_users column",
     **{name: NOT_IMPLEMENTED for name in (
-        "infAP", "IPrec", "BPM", "SDCG", "NERR8", "NERR9", "NERR10", "NERR11", "INST", "INSQ", "ERR_IA",
-        "nERR_IA", "alpha_DCG", "α_DCG", "alpha_nDCG", "α_nDCG", "NRBP", "nNRBP", "AP_IA", "MAP_IA", "P_IA",
-        "StRecall", "Compat")},
+        "infAP", "IPrec", "BPM", "SDCG", "NERR8", "NERR9", "NERR10", "NERR11", "INST", "INSQ", "Compat")},
+    "nNRBP": NOT_IMPLEMENTED + " (NRBP over the greedy ideal list's, which has no cutoff to unroll it to); "
+             "recsql has nrbp (NRBP), alpha_ndcg@k and nerr_ia@k",
 }

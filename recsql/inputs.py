@@ -20,7 +20,8 @@ from .arguments import COLUMN_OPTIONS, checked_options, run_columns
 from .errors import RecsqlError
 from .metrics import Metric
 
-ROLES = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "segments")  # docs/guide/inputs.md
+ROLES = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents",
+         "segments")  # docs/guide/inputs.md
 
 
 def renamed(new_name: str, new: Any, old_name: str, old: Any, where: str, what: str = "") -> Any:
@@ -50,6 +51,7 @@ class Inputs:
     catalog: Any = None
     expected_recs: Any = None
     item_features: Any = None
+    intents: Any = None
     segments: Any = None
     user_col: str = "user_id"
     item_col: str = "item_id"
@@ -68,6 +70,7 @@ class Inputs:
     features_col: str = "features"
     feature_col: str = "feature"
     value_col: str = "value"
+    intent_col: str = "intent"
     segment_cols: Iterable[str] | str | None = None
 
     @classmethod

@@ -95,6 +95,7 @@ SHARED: tuple[Option, ...] = (
     _column("--features-col", "items feature-vector array column (DuckDB)"),
     _column("--feature-col", "--item-features feature column (default: feature)"),
     _column("--value-col", "--item-features value column (default: value)"),
+    _column("--intent-col", "--intents intent (subtopic) column (default: intent)"),
     Option("--run-col", "run_cols", "run_cols", "run key column of recs (model, experiment, ...); repeat for several",
            "columns", {"action": "append"}),
     _column("--threshold", "relevant iff relevance >= threshold (default 1; trec_eval's -l)", type=float),
@@ -113,6 +114,8 @@ SHARED: tuple[Option, ...] = (
                               "reference run of rbo, intersection and jaccard)",
            old=("--baseline", "--baseline-recs", "baseline", "baseline_recs")),
     _input("--item-features", "item feature vectors as rows (item, feature, value) (diversity)"),
+    _input("--intents", "judgments per intent (user, item, intent, relevance): path or table (alpha_ndcg, err_ia, "
+                        "nrbp, p_ia, s_recall)"),
     Option("--segments", "segments", "segments", "each user's segment (user column and segment columns, one row per "
            "user): path or table; each run is evaluated within each segment (the population taken within it)",
            "segments"),

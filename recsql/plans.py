@@ -43,6 +43,8 @@ def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any]
         dialect=target,
         **{c: cols[c] for c in EXTRA_COLUMNS},
     )
+    if relations.get("intents") is not None:  # to_sql and dbt read no table: the intents' grades in relevance_col
+        settings["intent_relevance_col"] = cols["relevance_col"]
     settings.update(resolved)
     if relations.get("segments") is not None:  # the segment columns: the last run keys (Plan.segment_cols)
         segment_cols = tuple(resolved.get("segment_cols", cols["segment_cols"]))
@@ -75,7 +77,8 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
     require_number(recs, order, "rank (1 is best)" if cols["rank_col"] else "score (higher is better)")
     # every other input keys rows by user and/or item like recs
     keyed = {"truth": ("user", "item"), "interactions": ("user", "item"), "expected_recs": ("user", "item"),
-             "items": ("item",), "catalog": ("item",), "item_features": ("item",), "segments": ("user",)}
+             "items": ("item",), "catalog": ("item",), "item_features": ("item",), "intents": ("user", "item"),
+             "segments": ("user",)}
     require_one_type(recs, user)
     require_one_type(recs, item)
     for role, src in sources.items():
@@ -112,6 +115,13 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
         for option in ("feature_col", "value_col"):
             item_columns[option] = resolve_column(sources["item_features"], cols[option], option)
         require_number(sources["item_features"], item_columns["value_col"], "feature value")
+    if "intents" in sources:
+        intents = sources["intents"]
+        item_columns["intent_col"] = resolve_column(intents, cols["intent_col"], "intent_col")
+        item_columns["intent_relevance_col"] = None
+        if cols["relevance_col"] and cols["relevance_col"].lower() in {c.lower() for c in intents.columns}:
+            item_columns["intent_relevance_col"] = resolve_column(intents, cols["relevance_col"], "relevance_col")
+            require_number(intents, item_columns["intent_relevance_col"], "intent relevance")
     # text ids and run keys take the dialect's binary collation (bytewise order, 'B' and 'b' two runs);
     # dates and other non-text ids compare by value as they are
     keyed_ids = (("user_id", user), ("item_id", item), *((f"_run{i}", c) for i, c in enumerate(runs)))

@@ -8,6 +8,7 @@
 --   catalog_in(item_id)                        the catalog (coverage, gini)
 --   expected_in(user_id, item_id, ord)         another recommender's lists (unexpectedness, serendipity)
 --   features_in(item_id, feature, value)       item feature vectors as rows (diversity by features)
+--   intents_in(user_id, item_id, intent, relevance)  judgments per intent (intent-aware metrics)
 -- `run_keys` stands for the run key columns (_run0, _run1, ...); the composer expands it, or
 -- removes it when the recommendations carry no run keys. The lists are judged against truth as it
 -- is (truth_judged, once per user when truth is shared by the runs); shared truth is copied to every
@@ -36,6 +37,11 @@
 --   src 11 category of a user's history or top `cut` (feature category_shares: miscalibration, entropy):
 --          p_share = p(g|u) of interactions, q_share = q(g|u) of the list, for category_source 1 (the
 --          items' category) and 2 (item_features as weighted categories)
+--   src 12 list position relevant to an intent of intents (feature intents: alpha_ndcg, err_ia, ...):
+--          intent_prior = its positions above relevant to that intent, intent_rel = the intent's
+--          relevant items; n_intents (every row of a user of intents) = the intents with one
+--   src 13 depth 1..$intent_max_k per user with a list and intents and alpha asked (feature
+--          intent_depths): the normalisers' positions, ideal_gain the greedy ideal's gain there
 --   src 9  list position under a second tie rule and reading of negative judgments: for the metrics
 --          a convention computes as another part of its tool does (ir_measures' RR@k and Judged@k,
 --          recsql/conventions.py); their templates' `src = 1` is read as `src = 9`. Kept only then.
@@ -363,6 +369,52 @@ category_rows AS (
         CASE WHEN SUM(m.q_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) > 0 THEN m.q_mass / SUM(m.q_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) ELSE 0 END AS q_share
     FROM category_masses AS m
 ),
+intent_judged AS (
+    -- the relevant judgments per intent (subtopic): (user, item, intent) with relevance >= $threshold
+    SELECT DISTINCT user_id, item_id, intent FROM intents_in WHERE relevance >= $threshold
+),
+intent_counts AS (
+    -- R_s: the relevant items of each intent of a user
+    SELECT user_id, intent, CAST(COUNT(*) AS BIGINT) AS intent_rel FROM intent_judged GROUP BY user_id, intent
+),
+intent_users AS (
+    -- every user of intents, with n_intents = |S|, the intents that have a relevant item (0: none has)
+    SELECT u.user_id, CAST(COUNT(c.intent) AS BIGINT) AS n_intents
+    FROM (SELECT DISTINCT user_id FROM intents_in) AS u
+    LEFT JOIN intent_counts AS c ON u.user_id = c.user_id
+    GROUP BY u.user_id
+),
+intent_rows AS (
+    -- a list position relevant to an intent, with intent_prior = the positions above it relevant to it
+    SELECT l.run_keys, l.user_id, 12 AS src, l.rank, c.intent_rel,
+        CAST(ROW_NUMBER() OVER (PARTITION BY l.run_keys, l.user_id, j.intent ORDER BY l.rank ASC) - 1 AS BIGINT)
+            AS intent_prior
+    FROM list_rows AS l
+    JOIN intent_judged AS j ON l.user_id = j.user_id AND l.item_id = j.item_id
+    JOIN intent_counts AS c ON j.user_id = c.user_id AND j.intent = c.intent
+),
+intent_alphas AS (
+    SELECT CAST(0.5 AS DOUBLE) AS alpha
+),
+intent_ideal AS (
+    -- the greedy ideal order's gain at each step, per (user, alpha): written by the composer as a chain
+    -- of picks when a metric reads it (recsql/compose/intents.py); no rows here
+    SELECT user_id, CAST(NULL AS DOUBLE) AS alpha, CAST(NULL AS BIGINT) AS step, CAST(NULL AS DOUBLE) AS gain
+    FROM intent_users
+    WHERE n_intents < 0
+),
+intent_depths AS (
+    -- depth d = 1..$intent_max_k per (run, user with a list and intents, alpha asked): the normalisers'
+    -- positions, with the ideal order's gain there (0 past its relevant items)
+    SELECT l.run_keys, l.user_id, 13 AS src, CAST(p.pos AS BIGINT) AS rank, a.alpha AS intent_alpha,
+        CAST(COALESCE(i.gain, 0) AS DOUBLE) AS ideal_gain
+    FROM list_rows AS l
+    JOIN intent_users AS u ON l.user_id = u.user_id
+    CROSS JOIN intent_alphas AS a
+    JOIN slot_positions AS p ON p.pos <= $intent_max_k
+    LEFT JOIN intent_ideal AS i ON i.user_id = l.user_id AND i.alpha = a.alpha AND i.step = p.pos
+    WHERE l.rank = 1
+),
 cascade_params AS (
     SELECT kind, grade FROM cascades
 ),
@@ -442,6 +494,13 @@ stacked AS (
     SELECT run_keys, user_id, src, cut, CAST(category_source AS BIGINT) AS category_source,
         CAST(category AS VARCHAR) AS category_name, CAST(p_share AS DOUBLE) AS p_share, CAST(q_share AS DOUBLE) AS q_share
     FROM category_rows    UNION ALL
+    SELECT run_keys, user_id, src, rank, CAST(intent_rel AS BIGINT) AS intent_rel,
+        CAST(intent_prior AS BIGINT) AS intent_prior
+    FROM intent_rows
+    UNION ALL
+    SELECT run_keys, user_id, src, rank, CAST(intent_alpha AS DOUBLE) AS intent_alpha,
+        CAST(ideal_gain AS DOUBLE) AS ideal_gain
+    FROM intent_depths    UNION ALL
     SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
     FROM second_rows
     UNION ALL
@@ -462,6 +521,7 @@ ranked AS (
         s.pair_sign, s.pair_category_dissim, s.pair_feature_dissim, s.corr_rank_x, s.corr_rank_y,
         s.cascade_kind, s.cascade_grade, s.cascade_rel, s.cascade_reach,
         s.short_n, s.long_n, s.overlap, s.short_overlap, s.category_source, s.category_name, s.p_share, s.q_share,
+        s.intent_rel, s.intent_prior, s.intent_alpha, s.ideal_gain, ius.n_intents AS n_intents,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s
@@ -470,6 +530,7 @@ ranked AS (
     LEFT JOIN item_popularity AS pop ON s.item_id = pop.item_id
     LEFT JOIN expected_ranked AS b ON s.user_id = b.user_id AND s.item_id = b.item_id
     LEFT JOIN expected_lengths AS bl ON s.user_id = bl.user_id
+    LEFT JOIN intent_users AS ius ON s.user_id = ius.user_id
     CROSS JOIN interaction_users AS iu
     CROSS JOIN catalog_size AS cs
 )

@@ -23,7 +23,10 @@ OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}
            "aplt": [{}, {"head": 0.5}, {"head": 1}], "aclt": [{}, {"head": 0.3}],
            "rbo": [{}, {"p": 0.5}, {"p": 0.98}],
            "miscalibration": [{}, {"by": "features"}, {"alpha": 0.2}, {"alpha": 0.5, "by": "features"}],
-           "entropy": [{}, {"by": "features"}, {"base": "2"}, {"base": "2", "by": "features"}]}
+           "entropy": [{}, {"by": "features"}, {"base": "2"}, {"base": "2", "by": "features"}],
+           # alphas whose powers and sums are exact in binary, so the greedy ideal's ties are exact ties
+           **{name: [{}, {"alpha": 0.75}, {"alpha": 0}] for name in ("alpha_ndcg", "alpha_dcg")},
+           "err_ia": [{}, {"alpha": 0.75}], "nerr_ia": [{}, {"alpha": 0.75}], "nrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}]}
 CATEGORIES = ["a", "b", "c"]
 
 
@@ -52,8 +55,11 @@ def side_inputs(draw) -> dict:
     interactions = [{"user_id": u, "item_id": i} for u, i in
                     draw(st.lists(st.tuples(st.sampled_from(USERS + [7, 8]), st.sampled_from(ITEMS)), unique=True))]
     catalog = [{"item_id": i} for i in draw(st.lists(st.sampled_from(ITEMS + [10, 11]), unique=True, min_size=1))]
+    intents = [{"user_id": u, "item_id": i, "intent": s, "relevance": draw(st.sampled_from([0.0, 1.0, 2.0]))}
+               for u, i, s in draw(st.lists(st.tuples(st.sampled_from(USERS[:5]), st.sampled_from(ITEMS),
+                                                      st.sampled_from(["a", "b", "c"])), unique=True))]
     return {"items": items, "features": features, "interactions": interactions, "catalog": catalog,
-            "baseline": draw(recs_rows())}
+            "baseline": draw(recs_rows()), "intents": intents}
 
 
 def frame(rows: list[dict], columns: dict[str, str]) -> pd.DataFrame:
@@ -73,6 +79,7 @@ def evaluate(metrics: list[recsql.Metric], recs, truth, side: dict, dense: bool)
         frame(recs, RECS), frame(truth, TRUTH), metrics,
         items=items, interactions=frame(side["interactions"], {"user_id": "int64", "item_id": "int64"}),
         catalog=frame(side["catalog"], {"item_id": "int64"}), expected_recs=frame(side["baseline"], RECS),
+        intents=frame(side["intents"], {"user_id": "int64", "item_id": "int64", "intent": "object", "relevance": "float64"}),
         item_features=None if dense else frame(side["features"], {"item_id": "int64", "feature": "object",
                                                                    "value": "float64"}))
 
@@ -89,7 +96,7 @@ def close(got, want) -> bool:
 def test_beyond_metrics_match_reference(recs, truth, side, asked, dense):
     result = evaluate(asked, recs, truth, side, dense)
     reference_inputs = dict(items=side["items"], features=None if dense else side["features"],
-                            interactions=side["interactions"], catalog=side["catalog"])
+                            interactions=side["interactions"], catalog=side["catalog"], intents=side["intents"])
     for metric in asked:
         # with the baseline input given, serendipity and unexpectedness use it
         expected = reference_beyond(metric.name, metric.k, dict(metric.options), recs, truth,

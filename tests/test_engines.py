@@ -170,9 +170,15 @@ def test_beyond_accuracy_metrics(engine):
              "diversity@5", "diversity(by=features)@5", "coverage@10", "gini@10", "personalization@5", "auc@10", "auc",
              "accuracy@3", "err@5", "err(max_grade=2)@5", "pfound@5", "spearman@10", "kendall@10", "rbp@10",
              "aplt@5", "aclt(head=0.5)@10", "rbo@10", "rbo(p=0.5)@5", "intersection@5", "jaccard@10",
-             "miscalibration@10", "miscalibration(alpha=0.2,by=features)@5", "entropy@10", "entropy(base=2,by=features)@5"]
+             "miscalibration@10", "miscalibration(alpha=0.2,by=features)@5", "entropy@10", "entropy(base=2,by=features)@5",
+             "alpha_ndcg@5", "alpha_ndcg(alpha=0.25)@10", "alpha_dcg@5", "err_ia@10", "nerr_ia@5", "nrbp",
+             "nrbp(alpha=0.2,beta=0.8)@10", "p_ia@5", "s_recall@10", "map_ia"]
+    # intents: each truth item relevant to its category, and judged 0 for a second intent
+    intents = truth.merge(items[["item_id", "category"]], on="item_id").rename(columns={"category": "intent"})
+    intents = pd.concat([intents, intents.assign(intent=intents["intent"] + "_b", relevance=0.0)])[
+        ["user_id", "item_id", "intent", "relevance"]].reset_index(drop=True)
     frames = {"recs": recs, "truth": truth, "items": items, "item_features": features, "interactions": interactions,
-              "expected_recs": baseline, "catalog": catalog}
+              "expected_recs": baseline, "catalog": catalog, "intents": intents}
     names = {role: engine.load(frame) for role, frame in frames.items()}
     got = recsql.evaluate(names.pop("recs"), names.pop("truth"), asked, con=engine.con, run_cols=["model"], **names)
     want = recsql.evaluate(frames.pop("recs"), frames.pop("truth"), asked, run_cols=["model"], **frames)

@@ -56,10 +56,14 @@ def trec_names(ks=KS) -> list[tuple[names.ForeignName, str]]:
     return list(dict.fromkeys(out))
 
 
-def ir_names(ks=KS) -> list[tuple[names.ForeignName, str]]:
-    """(entry, name as asked) for every ir_measures name of the registry, with cutoffs ``ks``."""
+def ir_names(ks=KS, intents: bool = False) -> list[tuple[names.ForeignName, str]]:
+    """(entry, name as asked) for every ir_measures name of the registry, with cutoffs ``ks``: the ones
+    computed from truth, or (``intents``) the intent-aware ones, computed from judgments per intent
+    (compared with ndeval in tests/test_intents.py)."""
     out = []
     for entry in names.IR_NAMES:
+        if ("intents" in recsql.registry()[entry.metric].needs) != intents:
+            continue
         forms = {"required": [f"{entry.name}@{k}" for k in ks], "none": [entry.name],
                  "optional": [entry.name] + [f"{entry.name}@{k}" for k in ks]}[entry.cutoff]
         forms += [form.format(k=k) for form in entry.examples for k in (ks if "{k}" in form else ks[:1])]
@@ -68,7 +72,7 @@ def ir_names(ks=KS) -> list[tuple[names.ForeignName, str]]:
 
 
 def test_every_registry_name_is_generated():
-    asked = {e.name for e, _ in trec_names()} | {e.name for e, _ in ir_names()}
+    asked = {e.name for e, _ in trec_names()} | {e.name for e, _ in ir_names()} | {e.name for e, _ in ir_names(intents=True)}
     assert asked == {e.name for e in names.FOREIGN_NAMES}
     for entry in names.FOREIGN_NAMES:
         assert all(opt in recsql.registry()[entry.metric].params for opt, _ in entry.options), entry

@@ -19,7 +19,7 @@ from .rewrite import union_all
 # per key). One value per input, over every run, copied onto every summary row.
 DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows",
                "expected_recs_invalid_rows", "expected_recs_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
-               "item_features_duplicate_rows", "users_without_segment", "segment_duplicate_users",
+               "item_features_duplicate_rows", "intents_invalid_rows", "intents_duplicate_rows", "users_without_segment", "segment_duplicate_users",
                "segment_null_rows")
 
 
@@ -187,6 +187,11 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
         duplicates("items_duplicate_rows", "items_in", ["item_id"])
     if plan.item_features is not None and "features" in needed and "features_in" in read:
         duplicates("item_features_duplicate_rows", "features_in", ["item_id", "feature"])
+    if plan.intents is not None and "intents_in" in read:
+        parts.append(_invalid("intents_in", ["user_id", "item_id", "intent", "relevance"], ["relevance"],
+                              "intents_invalid_rows"))
+        names.append("intents_invalid_rows")
+        duplicates("intents_duplicate_rows", "intents_in", ["user_id", "item_id", "intent"])
     if plan.segments is not None:
         parts += _segment_checks(plan, "list_heads" if heads is not None else "recs_in", "truth_in" in read)
         names += SEGMENT_CHECKS

@@ -136,6 +136,23 @@ def interactions_in(plan: Plan) -> exp.Select:
                       _id(plan, plan.item_col, "item_id", "interactions")).from_(plan.interactions.copy())
 
 
+def intents_in(plan: Plan) -> exp.Select:
+    """Judgments per intent (subtopic) as (user_id, item_id, intent, relevance); relevance 1 for every row
+    when the intents have no relevance column."""
+    if plan.intents is None:
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("intent", "VARCHAR"), ("relevance", "DOUBLE"))
+    rel = exp.cast(quoted_column(plan.intent_relevance_col) if plan.intent_relevance_col else exp.Literal.number(1),
+                   "DOUBLE")
+    intent = exp.cast(quoted_column(plan.intent_col), "VARCHAR")
+    rows = exp.select(_id(plan, plan.user_col, "user_id", "intents"), _id(plan, plan.item_col, "item_id", "intents"),
+                      exp.alias_(intent, "intent"),
+                      exp.alias_(exp.Max(this=rel) if plan.duplicates == "best" else rel, "relevance"))
+    rows = rows.from_(plan.intents.copy())
+    # a de-duplicating policy keeps one judgment per (user, item, intent): the largest
+    return rows.group_by(exp.column("user_id"), exp.column("item_id"), exp.column("intent")) \
+        if plan.duplicates == "best" else rows
+
+
 def catalog_in(plan: Plan) -> exp.Expression:
     """The catalog input, else the items input, else every item of truth and recommendations."""
     source = plan.catalog if plan.catalog is not None else plan.items

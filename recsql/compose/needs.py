@@ -22,6 +22,8 @@ _REQUIREMENTS: dict[str, tuple[set[str], str]] = {
                                              "or item_features= with rows ({item}, {feature}, {value})"),
     "interactions": ({"interactions"}, "needs training interactions: pass interactions= with columns {user} and {item}"),
     "expected_recs": ({"expected_recs"}, "needs expected_recs: pass expected_recs= (another recommender's lists, columns like recs)"),
+    "intents": ({"intents"}, "needs judgments per intent: pass intents= with columns {user}, {item}, {intent} and "
+                             "optionally relevance (rows: user, item, intent, grade; a grade >= 1 is relevant)"),
     "interactions_or_expected_recs": ({"interactions", "expected_recs"}, "needs expected_recs= (another recommender's lists) or "
                                  "interactions= (its k most popular items are then the expected lists)"),
 }
@@ -86,11 +88,11 @@ def _alternatives(metric: Metric, given: set[str], names: dict[str, str]) -> str
 
 def plan_inputs(plan: Plan) -> tuple[set[str], dict[str, str]]:
     """The roles a plan was given and its column names, for :func:`check_inputs`."""
-    given = {role for role in ("truth", "items", "interactions", "catalog", "expected_recs", "item_features")
+    given = {role for role in ("truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents")
              if getattr(plan, role) is not None}
     return given, dict(item=plan.item_col, user=plan.user_col, price=plan.price_col, probability=plan.probability_col,
                        category=plan.category_col, features=plan.features_col, feature=plan.feature_col,
-                       value=plan.value_col)
+                       value=plan.value_col, intent=plan.intent_col)
 
 
 def metric_population(plan: Plan, metric: Metric) -> str:

@@ -88,11 +88,14 @@ class Plan:
     catalog: exp.Expression | None = None  # items; default: the items input, else truth ∪ recs items
     expected_recs: exp.Expression | None = None  # another recommender's lists, ordered like recs
     item_features: exp.Expression | None = None  # (item, feature, value) rows
+    intents: exp.Expression | None = None  # (user, item, intent, relevance): judgments per intent (subtopic)
     probability_col: str = "probability"
     category_col: str = "category"
     features_col: str = "features"  # an items column holding a feature vector (array; DuckDB)
     feature_col: str = "feature"
     value_col: str = "value"
+    intent_col: str = "intent"
+    intent_relevance_col: str | None = None  # the intents' relevance column (None: every row relevant)
     # Segments (docs/guide/populations.md, "Segments"): a relation (user, segment columns) giving each
     # user one segment; its columns are the last run keys (run_cols ends with segment_cols), read by
     # recs and truth through a join on the user, so each (run, segment) is evaluated as a run.

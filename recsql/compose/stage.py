@@ -13,6 +13,7 @@ from ..metrics import Metric
 from ..templates import read_template
 from ..trees import parse
 from .inputs import collation
+from .intents import MAX_IDEAL_K, ideal_chain
 from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, order_datatype, truth_runs as truth_run_keys
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
                       pad_union, substitute, union_all, union_branches)
@@ -39,11 +40,13 @@ def _parsed_stage() -> exp.Select:
 # UNION ALL branches of `stacked`, by the CTE they read:
 BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
              "corr": "corr_rows", "cascade": "cascade_rows",
-             "agreement": "agreement_rows", "category_shares": "category_rows"}
+             "agreement": "agreement_rows", "category_shares": "category_rows", "intents": "intent_rows",
+             "intent_depths": "intent_depths"}
 
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
 _JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "bl"}), "interaction_users": ("ranked", {"iu"}),
+          "intents": ("ranked", {"ius"}),
           "catalog": ("ranked", {"cs"}), "categories": ("pair_rows", {"ca", "cb"}),
           "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
 
@@ -62,6 +65,8 @@ def _feature_key(feature: str, metric: Metric) -> object:
     """What a feature is built for: the metric's cutoff, or for cascades (metric, max_grade)."""
     if feature == "cascade":
         return metric.name, metric.all_options().get("max_grade", "auto")
+    if feature in ("intent_depths", "intent_ideal"):
+        return float(metric.all_options()["alpha"]), metric.k
     return metric.k or 0
 
 
@@ -104,6 +109,20 @@ def _ranking(plan: Plan, cte: exp.CTE, ties: str, max_k: int | None, features: d
         cte.set("this", override)
     else:
         _order_ties(cte.this, ties, key)
+
+
+def _intent_ideal(with_: exp.With, ctes: dict[str, exp.CTE], features: dict) -> None:
+    """The alphas the intent-aware metrics ask (``intent_alphas``) and, when one is normalised by the
+    ideal list, the greedy chain of picks before ``intent_ideal`` (recsql/compose/intents.py)."""
+    alphas = sorted({alpha for feature in ("intent_depths", "intent_ideal") for alpha, _ in features.get(feature, ())})
+    ctes["intent_alphas"].set("this", union_all([exp.select(exp.alias_(exp.cast(exp.Literal.number(a), "DOUBLE"),
+                                                                        "alpha")) for a in alphas or [0.5]]))
+    if "intent_ideal" not in features:
+        return
+    chain, ideal = ideal_chain(max(k for _, k in features["intent_ideal"]))
+    ctes["intent_ideal"].set("this", ideal)
+    position = next(i for i, c in enumerate(with_.expressions) if c is ctes["intent_ideal"])
+    with_.set("expressions", [*with_.expressions[:position], *chain, *with_.expressions[position:]])
 
 
 HEADS = "list_heads"  # DuckDB's per-user top-k heaps, when the main list is ranked by them
@@ -166,6 +185,10 @@ def stage_features(metrics: list[Metric]) -> dict[str, set]:
     if max(features.get("slots", {0})) > MAX_SLOTS:
         raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
                           f"got k = {max(features['slots'])}")
+    for feature, limit in (("intent_depths", MAX_SLOTS), ("intent_ideal", MAX_IDEAL_K)):
+        if max((k for _, k in features.get(feature, ())), default=0) > limit:
+            raise RecsqlError(f"the intent-aware metrics normalised by an ideal list support k <= {limit} "
+                              f"(the greedy ideal is unrolled in SQL, two steps per position); ask a smaller cutoff")
     if max(features.get("agreement", {0})) > MAX_SLOTS:
         raise RecsqlError(f"rbo supports k <= {MAX_SLOTS} (its depths are generated in SQL); "
                           f"got k = {max(features['agreement'])}")
@@ -193,6 +216,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         "second_negative_unjudged": "yes" if second_negative else "no",
         "second_max_k": largest_cutoff(list(second_metrics)),
         "ideal_max_k": ideal_cutoff(metrics, features),
+        "intent_max_k": max((k for _, k in features.get("intent_depths", ())), default=1),
     }
     stage = fold_constants(substitute(stage, values, "sql/_ranked.sql"))
     with_ = stage.args["with_"]
@@ -211,6 +235,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     for table, feature in _CUT_TABLES.items():
         ctes[table].set("this", _cutoffs_select(sorted(features.get(feature, {1}))))
     ctes["cascade_params"].set("this", _cascades_select(sorted(features.get("cascade", {("err", "auto")}))))
+    _intent_ideal(with_, ctes, features)
     for feature, (cte, aliases) in _JOINS.items():
         if feature not in features:
             drop_joins(ctes[cte].this, aliases)

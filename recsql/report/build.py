@@ -48,7 +48,7 @@ def build_report(recs: Any, truth: Any = None, metrics: Any = None, *, run_cols:
     extra = curve_metrics(asked, max_k) if curves else []
     step(f"evaluating {len(asked)} metric(s)" + (f" and {len(extra)} cutoff(s) for the curves" if extra else ""))
     inputs = {"recs": recs, "truth": truth, **{k: options.get(k) for k in ("items", "interactions", "catalog",
-                                                                          "item_features")},
+                                                                          "item_features", "intents")},
               "expected_recs": expected_recs, "segments": segments}
     evaluation = api.evaluate(recs, truth, [*asked, *extra], run_cols=run_cols, expected_recs=expected_recs, **options)
     shown = [next(e for e in evaluation.metrics if e == m) for m in asked]  # as evaluated (named as asked)

@@ -57,15 +57,25 @@ DEFAULT_OPTIONS = {
     "jaccard": {},
     "miscalibration": {"alpha": 0.01, "by": "category"},
     "entropy": {"base": "e", "by": "category"},
+    "alpha_ndcg": {"alpha": 0.5},
+    "alpha_dcg": {"alpha": 0.5},
+    "err_ia": {"alpha": 0.5},
+    "nerr_ia": {"alpha": 0.5},
+    "nrbp": {"alpha": 0.5, "beta": 0.5},
+    "p_ia": {},
+    "s_recall": {},
+    "map_ia": {},
 }
+# the intent-aware metrics: read the intents input (user, item, intent, relevance)
+INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "p_ia", "s_recall", "map_ia"}
 
 TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp"}
 LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
-                "jaccard", "miscalibration", "entropy"}
+                "jaccard", "miscalibration", "entropy"} | INTENT_METRICS
 GLOBAL_METRICS = {"coverage", "gini", "personalization"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
 NEEDS_K = {"surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
-           "miscalibration", "entropy"}
+           "miscalibration", "entropy", "alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "p_ia", "s_recall"}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -383,6 +393,143 @@ def entropy(ctx, user):
     return value / math.log(2) if ctx.opts["base"] in (2, 2.0, "2") else value
 
 
+def _judgments(ctx, user):
+    """({item: intents it is relevant to}, S): the user's relevant judgments per intent (relevance >=
+    threshold; no relevance = relevant) and the intents with one; None for a user absent from intents."""
+    rows = [r for r in ctx.intents if r["user_id"] == user]
+    if not rows:
+        return None
+    judged = {}
+    for r in rows:
+        if r.get("relevance") is None or r["relevance"] >= ctx.threshold:
+            judged.setdefault(r["item_id"], set()).add(r["intent"])
+    return judged, {s for intents in judged.values() for s in intents}
+
+
+def _intent_gains(items, judged, alpha):
+    """Per position r = 1, 2, ...: Σ_s J(r, s) (1 − α)^{c_s(r)}, c_s(r) = positions above r relevant to s."""
+    seen, gains = {}, []
+    for item in items:
+        gain = 0.0
+        for s in judged.get(item, ()):
+            gain += (1 - alpha) ** seen.get(s, 0)
+            seen[s] = seen.get(s, 0) + 1
+        gains.append(gain)
+    return gains
+
+
+def _greedy_ideal(judged, alpha, k):
+    """The greedy ideal list's gains at positions 1..k: each position takes the not yet taken relevant
+    item of largest gain given those above (ties: the smallest item id)."""
+    left, seen, gains = sorted(i for i, s in judged.items() if s), {}, []
+    while left and len(gains) < k:
+        best = max(left, key=lambda i: (sum((1 - alpha) ** seen.get(s, 0) for s in judged[i]), -left.index(i)))
+        gains.append(sum((1 - alpha) ** seen.get(s, 0) for s in judged[best]))
+        for s in judged[best]:
+            seen[s] = seen.get(s, 0) + 1
+        left.remove(best)
+    return gains
+
+
+def _log2_discount(r):
+    return 1.0 / math.log2(r + 1)
+
+
+def alpha_ndcg(ctx, user):
+    """α-DCG@k / the greedy ideal's α-DCG@k."""
+    found = _judgments(ctx, user)
+    if found is None:
+        return None
+    judged, _ = found
+    a = ctx.opts["alpha"]
+    dcg = sum(g * _log2_discount(r) for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
+    ideal = sum(g * _log2_discount(r) for r, g in enumerate(_greedy_ideal(judged, a, ctx.k), 1))
+    return dcg / ideal if ideal else 0.0
+
+
+def alpha_dcg(ctx, user):
+    """α-DCG@k / (|S| Σ_{r≤k} (1 − α)^(r−1) / log2(r + 1)) (ndeval's normalisation)."""
+    found = _judgments(ctx, user)
+    if found is None:
+        return None
+    judged, S = found
+    a = ctx.opts["alpha"]
+    dcg = sum(g * _log2_discount(r) for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
+    top = len(S) * sum((1 - a) ** (r - 1) * _log2_discount(r) for r in range(1, ctx.k + 1))
+    return dcg / top if top else 0.0
+
+
+def err_ia(ctx, user):
+    """Σ_r (1/r) α Σ_s J (1 − α)^c / (|S| Σ_{r≤k} (1/r) α (1 − α)^(r−1))."""
+    found = _judgments(ctx, user)
+    if found is None:
+        return None
+    judged, S = found
+    a = ctx.opts["alpha"]
+    err = sum(a * g / r for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
+    top = len(S) * sum(a * (1 - a) ** (r - 1) / r for r in range(1, ctx.k + 1))
+    return err / top if top else 0.0
+
+
+def nerr_ia(ctx, user):
+    """Σ_r (1/r) Σ_s J (1 − α)^c over the same sum of the greedy ideal list."""
+    found = _judgments(ctx, user)
+    if found is None:
+        return None
+    judged, _ = found
+    a = ctx.opts["alpha"]
+    err = sum(g / r for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
+    ideal = sum(g / r for r, g in enumerate(_greedy_ideal(judged, a, ctx.k), 1))
+    return err / ideal if ideal else 0.0
+
+
+def nrbp(ctx, user):
+    """(1 − (1 − α) β) / |S| Σ_r β^(r−1) Σ_s J (1 − α)^c over L."""
+    found = _judgments(ctx, user)
+    if found is None:
+        return None
+    judged, S = found
+    a, b = ctx.opts["alpha"], ctx.opts["beta"]
+    total = sum(b ** (r - 1) * g for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
+    return (1 - (1 - a) * b) * total / len(S) if S else 0.0
+
+
+def p_ia(ctx, user):
+    """(1/|S|) Σ_s #(items of L relevant to s) / k."""
+    found = _judgments(ctx, user)
+    if found is None:
+        return None
+    judged, S = found
+    hits = sum(len(judged.get(i, ())) for i in ctx.top(user))
+    return hits / (len(S) * ctx.k) if S else 0.0
+
+
+def s_recall(ctx, user):
+    """#(intents with a relevant item in L) / |S|."""
+    found = _judgments(ctx, user)
+    if found is None:
+        return None
+    judged, S = found
+    covered = set().union(*(judged.get(i, set()) for i in ctx.top(user)))
+    return len(covered) / len(S) if S else 0.0
+
+
+def map_ia(ctx, user):
+    """(1/|S|) Σ_s AP_s, AP_s = (1/R_s) Σ_{r relevant to s} (hits of s up to r) / r."""
+    found = _judgments(ctx, user)
+    if found is None:
+        return None
+    judged, S = found
+    if not S:
+        return 0.0
+    total, seen = 0.0, {}
+    for r, item in enumerate(ctx.top(user), 1):
+        for s in judged.get(item, ()):
+            seen[s] = seen.get(s, 0) + 1
+            total += seen[s] / r / sum(1 for i in judged if s in judged[i])
+    return total / len(S)
+
+
 def _most_popular(ctx):
     """The k most popular items of interactions: n_i descending, ties item_id ascending."""
     ranked = sorted(ctx.n.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -658,6 +805,14 @@ METRICS = {
     "intersection": intersection,
     "jaccard": jaccard,
     "rbo": rbo,
+    "alpha_ndcg": alpha_ndcg,
+    "alpha_dcg": alpha_dcg,
+    "err_ia": err_ia,
+    "nerr_ia": nerr_ia,
+    "nrbp": nrbp,
+    "p_ia": p_ia,
+    "s_recall": s_recall,
+    "map_ia": map_ia,
     "miscalibration": miscalibration,
     "entropy": entropy,
     "serendipity": serendipity,
@@ -693,7 +848,7 @@ def _option_value(value):
 
 
 def reference_beyond(name, k, options, recs, truth=None, *, items=None, features=None,
-                     interactions=None, catalog=None, baseline=None, threshold=1.0, use_rank=False):
+                     interactions=None, catalog=None, baseline=None, intents=None, threshold=1.0, use_rank=False):
     """returns {user_id: value or None} for per-user metrics (users of the metric's population),
     or a float/None for global metrics.
 
@@ -716,6 +871,9 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
 
     ctx = _Context(k, opts, recs, truth, items, features, interactions, catalog, baseline,
                    float(threshold), use_rank)
+    ctx.intents = intents
+    if name in INTENT_METRICS:
+        ctx.need("intents")
 
     # inputs each metric needs
     if name in TRUTH_METRICS:

@@ -1,0 +1,54 @@
+"""The greedy ideal order of the intent-aware metrics (alpha_ndcg, nerr_ia), written as a chain of steps.
+
+The ideal list of α-nDCG is NP-hard to find; ndeval, and after it every tool, takes the greedy one
+(Clarke et al., SIGIR 2008): at each step the relevant item with the largest gain given the items
+already picked, gain(i) = Σ_{s ∈ intents of i} (1 − α)^{c_s}, c_s = the picked items relevant to s;
+ties go to the smallest item id. Each step depends on the one before, so the chain is unrolled, one
+CTE per step up to the largest cutoff asked: a plain query every engine runs (a recursive one would
+not run on Spark). A step reads the one before once (an engine that inlines CTEs, as Spark does,
+would otherwise repeat the earlier steps exponentially often): its rows are the relevant judgments
+(user, alpha, item, intent) with the step that picked the item (NULL: not yet) and its gain, and it
+marks the best item not yet picked. ``intent_ideal`` then reads (user_id, alpha, step, gain).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..trees import parse
+
+MAX_IDEAL_K = 100  # steps of the chain: a larger cutoff is refused
+
+_FIRST = ("SELECT j.user_id, a.alpha, j.item_id, j.intent, CAST(NULL AS BIGINT) AS step, CAST(NULL AS DOUBLE) AS gain "
+          "FROM intent_judged AS j CROSS JOIN intent_alphas AS a")
+
+
+def _step(before: str, step: int) -> str:
+    """Step ``step``: each row's intent seen count c_s among the items picked, each item's gain, the best
+    item not yet picked (rank 1: unpicked first, largest gain, smallest id) marked with ``step``."""
+    seen = ("SELECT s.user_id, s.alpha, s.item_id, s.intent, s.step, s.gain, "
+            "COUNT(s.step) OVER (PARTITION BY s.user_id, s.alpha, s.intent) AS seen "
+            f"FROM {before} AS s")
+    gains = ("SELECT c.user_id, c.alpha, c.item_id, c.intent, c.step, c.gain, "
+             "SUM(CASE WHEN c.step IS NULL THEN POWER(1 - c.alpha, c.seen) END) "
+             "OVER (PARTITION BY c.user_id, c.alpha, c.item_id) AS item_gain "
+             f"FROM ({seen}) AS c")
+    ranked = ("SELECT g.user_id, g.alpha, g.item_id, g.intent, g.step, g.gain, g.item_gain, "
+              "DENSE_RANK() OVER (PARTITION BY g.user_id, g.alpha ORDER BY CASE WHEN g.step IS NULL THEN 0 ELSE 1 END, "
+              "g.item_gain DESC, g.item_id ASC) AS best "
+              f"FROM ({gains}) AS g")
+    return ("SELECT r.user_id, r.alpha, r.item_id, r.intent, "
+            f"CASE WHEN r.step IS NULL AND r.best = 1 THEN CAST({step} AS BIGINT) ELSE r.step END AS step, "
+            "CASE WHEN r.step IS NULL AND r.best = 1 THEN r.item_gain ELSE r.gain END AS gain "
+            f"FROM ({ranked}) AS r")
+
+
+def ideal_chain(steps: int) -> tuple[list[exp.CTE], exp.Select]:
+    """The CTEs of the first ``steps`` greedy picks and the query of ``intent_ideal`` over them."""
+    ctes = [exp.CTE(this=parse(_FIRST, read="duckdb"), alias=exp.to_identifier("intent_pick_0"))]
+    for step in range(1, steps + 1):
+        ctes.append(exp.CTE(this=parse(_step(f"intent_pick_{step - 1}", step), read="duckdb"),
+                            alias=exp.to_identifier(f"intent_pick_{step}")))
+    ideal = parse(f"SELECT user_id, alpha, step, MAX(gain) AS gain FROM intent_pick_{steps} "
+                  "WHERE step IS NOT NULL GROUP BY user_id, alpha, step", read="duckdb")
+    return ctes, ideal

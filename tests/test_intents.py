@@ -1,0 +1,146 @@
+"""The intent-aware metrics against ndeval (TREC Web track diversity), the reference tool: through
+pyndeval (ndeval's C code) and through ir_measures' names, which resolve to recsql's metrics.
+
+How the two are lined up:
+- ndeval reads a run's documents by score; the run is given recsql's order (score descending, ties by
+  item id) as distinct scores, so both see the same lists.
+- ndeval scores the queries of both the run and the qrels: recsql's per-user table holds the users with
+  a list, NULL for those absent from intents, and the mean is over the defined values. A user of intents
+  without a list is not scored by ndeval nor by recsql; ir_measures (iter_calc) reports such a query
+  as 0, so its mean over them is lower.
+- A judgment is relevant at relevance >= 1 in both (ndeval's relevance level 1, recsql's threshold).
+- ndeval's alpha-DCG@1 and ERR-IA@1 are its raw sums, not normalised as at every other cutoff (up to
+  |S| for a first item relevant to every intent; ndeval prints 2.0 for one relevant to two intents):
+  recsql normalises at every k, so there ndeval's value is recsql's times |S| (checked below).
+- ndeval supports cutoffs up to 20.
+"""
+from __future__ import annotations
+
+import math
+
+import ir_measures
+import pandas as pd
+import pyndeval
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import recsql
+from support.strategies import ITEMS, USERS, recs_rows
+
+NDEVAL = {"alpha_ndcg": "alpha-nDCG", "alpha_dcg": "alpha-DCG", "err_ia": "ERR-IA", "nerr_ia": "nERR-IA",
+          "p_ia": "P-IA", "s_recall": "strec"}
+WHOLE = {"nrbp": "NRBP", "map_ia": "MAP-IA"}
+FIXTURE = "fixtures/data"
+
+
+def _ranked(recs: pd.DataFrame) -> pd.DataFrame:
+    return recs.sort_values(["user_id", "score", "item_id"], ascending=[True, False, True])
+
+
+def _ndeval(recs: pd.DataFrame, intents: pd.DataFrame, measures: list[str], alpha=0.5, beta=0.5) -> dict:
+    qrels = [(str(u), str(s), str(i), int(r)) for u, i, s, r in intents[["user_id", "item_id", "intent", "relevance"]]
+             .itertuples(index=False)]
+    run = []
+    for user, rows in _ranked(recs).groupby("user_id", sort=False):
+        run += [(str(user), str(item), 1000.0 - n) for n, item in enumerate(rows["item_id"])]
+    return pyndeval.ndeval(qrels, run, measures=measures, alpha=alpha, beta=beta)
+
+
+def _intent_counts(intents: pd.DataFrame) -> dict:
+    relevant = intents[intents["relevance"] >= 1]
+    return {str(u): rows["intent"].nunique() for u, rows in relevant.groupby("user_id")}
+
+
+def _compare(recs: pd.DataFrame, intents: pd.DataFrame, k: int, alpha: float = 0.5, beta: float = 0.5) -> None:
+    asked = [f"{n}(alpha={alpha})@{k}" if n in ("alpha_ndcg", "alpha_dcg") else f"{n}@{k}" for n in NDEVAL]
+    asked += [f"nrbp(alpha={alpha},beta={beta})", "map_ia"]
+    got = recsql.evaluate(recs, None, asked, intents=intents).per_user.set_index("user_id")
+    # ndeval's ERR-IA family and P-IA/strec take α = 0.5 whatever alpha-nDCG's is: one call per α
+    want = _ndeval(recs, intents, [f"{v}@{k}" for v in NDEVAL.values()] + list(WHOLE.values()), alpha, beta)
+    fixed = _ndeval(recs, intents, [f"{v}@{k}" for v in NDEVAL.values()])
+    counts = _intent_counts(intents)
+    for user in got.index:
+        mine = got.loc[user]
+        theirs = want.get(str(user))
+        if theirs is None:  # absent from intents
+            assert mine.isna().all(), (user, mine)
+            continue
+        for metric, column in zip([*NDEVAL, *WHOLE], asked):
+            source = theirs if metric in ("alpha_ndcg", "alpha_dcg") or metric in WHOLE else fixed[str(user)]
+            tool = source[f"{NDEVAL[metric]}@{k}" if metric in NDEVAL else WHOLE[metric]]
+            value = mine[column]
+            if k == 1 and metric in ("alpha_dcg", "err_ia"):
+                value *= counts.get(str(user), 0)  # ndeval leaves @1 unnormalised
+            assert math.isclose(value, tool, rel_tol=1e-9, abs_tol=1e-12), (user, column, value, tool)
+
+
+@st.composite
+def intent_rows(draw) -> pd.DataFrame:
+    rows = [{"user_id": u, "item_id": i, "intent": s, "relevance": draw(st.sampled_from([0, 1, 1, 2]))}
+            for u, i, s in draw(st.lists(st.tuples(st.sampled_from(USERS[:5]), st.sampled_from(ITEMS),
+                                                   st.sampled_from(["a", "b", "c", "d"])), unique=True, min_size=1))]
+    return pd.DataFrame(rows).astype({"user_id": "int64", "item_id": "int64", "intent": "object", "relevance": "int64"})
+
+
+@settings(max_examples=60, deadline=None)
+@given(recs=recs_rows(), intents=intent_rows(), k=st.integers(1, 12),
+       alpha=st.sampled_from([0.5, 0.25, 0.75]), beta=st.sampled_from([0.5, 0.8]))
+def test_intent_aware_metrics_equal_ndeval_on_random_runs(recs, intents, k, alpha, beta):
+    assume(recs)
+    frame = pd.DataFrame(recs).astype({"user_id": "int64", "item_id": "int64", "score": "float64"})
+    _compare(frame, intents, k, alpha, beta)
+
+
+def _genre_intents() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The fixture's personal model with intents from its truth: each truth item is relevant to its
+    category (a user's intents are the categories of the items they liked) and judged 0 for another."""
+    both = pd.read_parquet(f"{FIXTURE}/recs.parquet")
+    recs = both[both["model"] == "personal"].drop(columns="model").reset_index(drop=True)
+    truth = pd.read_parquet(f"{FIXTURE}/truth.parquet")
+    items = pd.read_parquet(f"{FIXTURE}/items.parquet")[["item_id", "category"]]
+    judged = truth.merge(items, on="item_id").rename(columns={"category": "intent"})
+    judged["relevance"] = (judged["relevance"] >= 1).astype("int64") * 2
+    other = judged.assign(intent=judged["intent"] + "_other", relevance=0)
+    return recs, pd.concat([judged, other])[["user_id", "item_id", "intent", "relevance"]]
+
+
+@pytest.mark.parametrize("k", [1, 5, 10, 20])
+def test_intent_aware_metrics_equal_ndeval_on_the_fixture(k):
+    recs, intents = _genre_intents()
+    _compare(recs, intents, k)
+
+
+def test_ir_measures_names_give_ndevals_values():
+    """ir_measures' own spelling (alpha_nDCG@10, ERR_IA@10, NRBP, P_IA@10, StRecall@10, AP_IA)
+    computed by ir_measures (its pyndeval provider) and by recsql from the same names."""
+    recs, intents = _genre_intents()
+    names = ["alpha_nDCG@10", "alpha_nDCG(alpha=0.8)@5", "alpha_DCG@10", "ERR_IA@10", "nERR_IA@10", "NRBP",
+             "NRBP(alpha=0.8, beta=0.7)", "P_IA@10", "StRecall@10", "AP_IA"]
+    got = recsql.evaluate(recs, None, names, intents=intents)
+    per_user = got.per_user.set_index("user_id")
+    qrels = pd.DataFrame({"query_id": intents["user_id"].astype(str), "doc_id": intents["item_id"].astype(str),
+                          "relevance": intents["relevance"], "iteration": intents["intent"]})
+    ranked = _ranked(recs)
+    run = pd.DataFrame({"query_id": ranked["user_id"].astype(str), "doc_id": ranked["item_id"].astype(str),
+                        "score": 1000.0 - ranked.groupby("user_id").cumcount()})
+    columns = dict(zip(names, [m.column for m in got.metrics]))
+    for name in names:
+        measure = ir_measures.parse_measure(name)
+        want = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+        assert want, name
+        for user, value in want.items():
+            if int(user) not in per_user.index:  # a user of intents without a list: ir_measures reports 0
+                assert value == 0, (name, user, value)
+                continue
+            assert math.isclose(per_user.at[int(user), columns[name]], value, rel_tol=1e-9, abs_tol=1e-12), (name, user)
+        assert set(per_user.index[per_user[columns[name]].notna()]) <= {int(u) for u in want}, name
+
+
+def test_a_cutoff_beyond_the_unrolled_ideal_is_refused():
+    recs = pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]})
+    intents = pd.DataFrame({"user_id": [1], "item_id": [1], "intent": ["a"], "relevance": [1]})
+    with pytest.raises(recsql.RecsqlError, match="k <= 100"):
+        recsql.evaluate(recs, None, ["alpha_ndcg@101"], intents=intents)
+    assert recsql.evaluate(recs, None, ["alpha_dcg@101", "p_ia@101"], intents=intents).summary["p_ia@101"].iloc[0] \
+        == pytest.approx(1 / 101)
