@@ -5,7 +5,7 @@
 -- needs: intents
 -- stage: intents; intent_depths
 -- range: [0, 1]
--- formula: α-DCG@k as ndeval reports it, normalised by its largest value in any collection: Σ_{r≤k} Σ_s J(r, s) (1 − α)^{c_s(r)} / log2(r + 1) / (|S| · Σ_{r≤k} (1 − α)^(r−1) / log2(r + 1)), J and c_s as in alpha_ndcg, |S| = the user's intents with a relevant item; 0 when there is none; NULL for a user absent from intents
+-- formula: (α = alpha) α-DCG@k as ndeval reports it, normalised by its largest value in any collection: Σ_{r≤k} Σ_s J(r, s) (1 − α)^{c_s(r)} / log2(r + 1) / (|S| · Σ_{r≤k} (1 − α)^(r−1) / log2(r + 1)), J and c_s as in alpha_ndcg, |S| = the user's intents with a relevant item; 0 when there is none; NULL for a user absent from intents
 -- cite: Clarke et al., SIGIR 2008; ndeval (TREC Web track) alpha-DCG with its collection-independent normalisation, ir_measures alpha_DCG
 SELECT
     user_id,

@@ -144,3 +144,26 @@ def test_a_cutoff_beyond_the_unrolled_ideal_is_refused():
         recsql.evaluate(recs, None, ["alpha_ndcg@101"], intents=intents)
     assert recsql.evaluate(recs, None, ["alpha_dcg@101", "p_ia@101"], intents=intents).summary["p_ia@101"].iloc[0] \
         == pytest.approx(1 / 101)
+
+
+def test_bad_intents_are_clear_errors():
+    recs = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "score": [2.0, 1.0]})
+    good = pd.DataFrame({"user_id": [1, 1], "item_id": [1, 2], "intent": ["a", "b"], "relevance": [1, 1]})
+    with pytest.raises(recsql.RecsqlError, match="needs judgments per intent: pass intents="):
+        recsql.evaluate(recs, None, ["alpha_ndcg@2"])
+    repeated = pd.concat([good, good.head(1)])
+    with pytest.raises(recsql.RecsqlError, match=r"intents has 1 duplicated \(user_id, item_id, intent\)"):
+        recsql.evaluate(recs, None, ["alpha_ndcg@2"], intents=repeated)
+    assert recsql.evaluate(recs, None, ["alpha_ndcg@2"], intents=repeated, duplicates="max").summary[
+        "alpha_ndcg@2"].iloc[0] == pytest.approx(1.0)
+    missing = good.assign(intent=[None, "b"])
+    with pytest.raises(recsql.RecsqlError, match="intents column 'intent' has 1 NULL"):
+        recsql.evaluate(recs, None, ["s_recall@2"], intents=missing)
+    unnamed = good.rename(columns={"intent": "subtopic"})
+    with pytest.raises(recsql.RecsqlError, match="intent_col"):
+        recsql.evaluate(recs, None, ["s_recall@2"], intents=unnamed)
+    assert recsql.evaluate(recs, None, ["s_recall@1"], intents=unnamed, intent_col="subtopic").summary[
+        "s_recall@1"].iloc[0] == pytest.approx(0.5)
+    before = good.copy()
+    recsql.evaluate(recs, None, ["p_ia@2"], intents=good)
+    pd.testing.assert_frame_equal(good, before)  # the user's frame is not changed
