@@ -370,28 +370,26 @@ category_rows AS (
     FROM category_masses AS m
 ),
 intent_judged AS (
-    -- the relevant judgments per intent (subtopic): (user, item, intent) with relevance >= $threshold
-    SELECT DISTINCT user_id, item_id, intent FROM intents_in WHERE relevance >= $threshold
-),
-intent_counts AS (
-    -- R_s: the relevant items of each intent of a user
-    SELECT user_id, intent, CAST(COUNT(*) AS BIGINT) AS intent_rel FROM intent_judged GROUP BY user_id, intent
+    -- the relevant judgments per intent (subtopic): (user, item, intent) with relevance >= $threshold,
+    -- and R_s = the relevant items of the intent
+    SELECT j.user_id, j.item_id, j.intent,
+        CAST(COUNT(*) OVER (PARTITION BY j.user_id, j.intent) AS BIGINT) AS intent_rel
+    FROM (SELECT DISTINCT user_id, item_id, intent FROM intents_in WHERE relevance >= $threshold) AS j
 ),
 intent_users AS (
     -- every user of intents, with n_intents = |S|, the intents that have a relevant item (0: none has)
-    SELECT u.user_id, CAST(COUNT(c.intent) AS BIGINT) AS n_intents
+    SELECT u.user_id, CAST(COUNT(DISTINCT j.intent) AS BIGINT) AS n_intents
     FROM (SELECT DISTINCT user_id FROM intents_in) AS u
-    LEFT JOIN intent_counts AS c ON u.user_id = c.user_id
+    LEFT JOIN intent_judged AS j ON u.user_id = j.user_id
     GROUP BY u.user_id
 ),
 intent_rows AS (
     -- a list position relevant to an intent, with intent_prior = the positions above it relevant to it
-    SELECT l.run_keys, l.user_id, 12 AS src, l.rank, c.intent_rel,
+    SELECT l.run_keys, l.user_id, 12 AS src, l.rank, j.intent_rel,
         CAST(ROW_NUMBER() OVER (PARTITION BY l.run_keys, l.user_id, j.intent ORDER BY l.rank ASC) - 1 AS BIGINT)
             AS intent_prior
     FROM list_rows AS l
     JOIN intent_judged AS j ON l.user_id = j.user_id AND l.item_id = j.item_id
-    JOIN intent_counts AS c ON j.user_id = c.user_id AND j.intent = c.intent
 ),
 intent_alphas AS (
     SELECT CAST(0.5 AS DOUBLE) AS alpha
@@ -409,11 +407,10 @@ intent_depths AS (
     SELECT l.run_keys, l.user_id, 13 AS src, CAST(p.pos AS BIGINT) AS rank, a.alpha AS intent_alpha,
         CAST(COALESCE(i.gain, 0) AS DOUBLE) AS ideal_gain
     FROM list_rows AS l
-    JOIN intent_users AS u ON l.user_id = u.user_id
     CROSS JOIN intent_alphas AS a
     JOIN slot_positions AS p ON p.pos <= $intent_max_k
     LEFT JOIN intent_ideal AS i ON i.user_id = l.user_id AND i.alpha = a.alpha AND i.step = p.pos
-    WHERE l.rank = 1
+    WHERE l.rank = 1 AND l.user_id IN (SELECT user_id FROM intent_users)
 ),
 cascade_params AS (
     SELECT kind, grade FROM cascades

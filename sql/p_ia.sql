@@ -9,7 +9,9 @@
 SELECT
     user_id,
     CASE WHEN MAX(n_intents) IS NOT NULL THEN
-        COALESCE(CAST(SUM(CASE WHEN src = 12 AND rank <= $k THEN 1 ELSE 0 END) AS DOUBLE) / NULLIF(MAX(n_intents) * $k, 0), 0)
+        -- the relevant (position, intent) pairs of the top k, one row each
+        COALESCE(CAST(COUNT(CASE WHEN src = 12 AND rank <= $k THEN intent_prior END) AS DOUBLE)
+                 / NULLIF(MAX(n_intents) * $k, 0), 0)
     END AS p_ia
 FROM ranked
 GROUP BY user_id

@@ -3,7 +3,7 @@
 -- population: lists
 -- params: p number in (0, 1) = 0.9
 -- needs: expected_recs
--- stage: agreement; expected_recs
+-- stage: agreement
 -- range: [0, 1]
 -- formula: rank-biased overlap, extrapolated (RBO_EXT), of the user's top k L and the top k E of expected_recs (the reference run): with s and l the shorter and longer list's lengths and X_d the overlap of the two lists' top d, RBO_EXT = (1 − p) Σ_{d=1..l} p^(d−1) X_d / d + (1 − p) Σ_{d=s+1..l} p^(d−1) X_s (d − s) / (s d) + ((X_l − X_s) / l + X_s / s) p^l (for lists of one length, (1 − p) Σ_{d=1..k} p^(d−1) X_d / d + p^k X_k / k); 0 for a user without an expected list; 1 only when the lists agree to depth k
 -- cite: Webber, Moffat & Zobel, ACM TOIS 28(4), 2010, equation 32 (rank-biased overlap for uneven lists); the rbo package's RankingSimilarity.rbo_ext

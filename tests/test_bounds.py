@@ -62,7 +62,7 @@ def with_cutoff_if_needed(metric: recsql.Metric, convention: str) -> recsql.Metr
         return metric
     try:
         recsql.to_sql(metrics=[metric], items="items", interactions="interactions", catalog="catalog",
-                      expected_recs="baseline", item_features="item_features", convention=convention)
+                      expected_recs="baseline", item_features="item_features", intents="intents", convention=convention)
     except recsql.RecsqlError as err:
         if "needs a cutoff" not in str(err):
             raise
@@ -86,7 +86,10 @@ def side_inputs(draw) -> dict:
     interactions = [{"user_id": u, "item_id": i} for u, i in
                     draw(st.lists(st.tuples(st.sampled_from(USERS + [7, 8]), st.sampled_from(ITEMS)), unique=True))]
     catalog = [{"item_id": i} for i in draw(st.lists(st.sampled_from(ITEMS + [10, 11]), unique=True))]
-    return {"items": items, "features": features, "interactions": interactions, "catalog": catalog}
+    intents = [{"user_id": u, "item_id": i, "intent": g, "relevance": draw(st.sampled_from([0.0, 1.0, 3.0]))}
+               for u, i, g in draw(st.lists(st.tuples(st.sampled_from(USERS), st.sampled_from(ITEMS),
+                                                      st.sampled_from(["a", "b"])), unique=True))]
+    return {"items": items, "features": features, "interactions": interactions, "catalog": catalog, "intents": intents}
 
 
 def frame(rows: list[dict], columns: dict[str, str]) -> pd.DataFrame:
@@ -130,6 +133,8 @@ def test_every_metric_stays_in_its_declared_range(asked, use_rank, data, truth, 
             catalog=frame(side["catalog"], {"item_id": "int64"}), expected_recs=frame(baseline, RANKS if use_rank else RECS),
             item_features=None if dense else frame(side["features"], {"item_id": "int64", "feature": "object",
                                                                        "value": "float64"}),
+            intents=frame(side["intents"], {"user_id": "int64", "item_id": "int64", "intent": "object",
+                                            "relevance": "float64"}),
             convention=convention, ties=ties, population=population, threshold=threshold)
     except recsql.RecsqlError as err:
         # the only refusals valid options may meet: a run-level input that is empty

@@ -82,6 +82,8 @@ def _alone(name: str) -> tuple[str, dict]:
         inputs["interactions"] = "db.interactions"
     if "expected_recs" in needs:
         inputs["expected_recs"] = "db.expected_recs"
+    if "intents" in needs:
+        inputs["intents"] = "db.intents"
     return str(metric), inputs
 
 

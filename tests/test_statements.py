@@ -20,7 +20,7 @@ from recsql.metrics import registry
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
 SIDE = dict(items="analytics.items", interactions="analytics.interactions", catalog="analytics.catalog",
-            expected_recs="analytics.baseline", item_features="analytics.features")
+            expected_recs="analytics.baseline", item_features="analytics.features", intents="analytics.intents")
 
 
 def every_metric() -> list[str]:

@@ -46,7 +46,7 @@ BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
 _JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "bl"}), "interaction_users": ("ranked", {"iu"}),
-          "intents": ("ranked", {"ius"}),
+          "intents": ("ranked", {"ius"}), "intent_ideal": ("intent_depths", {"i"}),
           "catalog": ("ranked", {"cs"}), "categories": ("pair_rows", {"ca", "cb"}),
           "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
 

@@ -435,99 +435,81 @@ def _log2_discount(r):
     return 1.0 / math.log2(r + 1)
 
 
-def alpha_ndcg(ctx, user):
+def _of_intent_users(metric):
+    """A metric of the users of intents, written as (ctx, user, judged, S) -> value; None for a user
+    absent from intents."""
+    def per_user(ctx, user):
+        found = _judgments(ctx, user)
+        return None if found is None else metric(ctx, user, *found)
+    per_user.__doc__ = metric.__doc__
+    return per_user
+
+
+def _discounted(gains, discount):
+    return sum(g * discount(r) for r, g in enumerate(gains, 1))
+
+
+@_of_intent_users
+def alpha_ndcg(ctx, user, judged, S):
     """α-DCG@k / the greedy ideal's α-DCG@k."""
-    found = _judgments(ctx, user)
-    if found is None:
-        return None
-    judged, _ = found
     a = ctx.opts["alpha"]
-    dcg = sum(g * _log2_discount(r) for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
-    ideal = sum(g * _log2_discount(r) for r, g in enumerate(_greedy_ideal(judged, a, ctx.k), 1))
-    return dcg / ideal if ideal else 0.0
+    return _div(_discounted(_intent_gains(ctx.top(user), judged, a), _log2_discount),
+                _discounted(_greedy_ideal(judged, a, ctx.k), _log2_discount))
 
 
-def alpha_dcg(ctx, user):
+@_of_intent_users
+def alpha_dcg(ctx, user, judged, S):
     """α-DCG@k / (|S| Σ_{r≤k} (1 − α)^(r−1) / log2(r + 1)) (ndeval's normalisation)."""
-    found = _judgments(ctx, user)
-    if found is None:
-        return None
-    judged, S = found
     a = ctx.opts["alpha"]
-    dcg = sum(g * _log2_discount(r) for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
-    top = len(S) * sum((1 - a) ** (r - 1) * _log2_discount(r) for r in range(1, ctx.k + 1))
-    return dcg / top if top else 0.0
+    return _div(_discounted(_intent_gains(ctx.top(user), judged, a), _log2_discount),
+                len(S) * _discounted([(1 - a) ** r for r in range(ctx.k)], _log2_discount))
 
 
-def err_ia(ctx, user):
-    """Σ_r (1/r) α Σ_s J (1 − α)^c / (|S| Σ_{r≤k} (1/r) α (1 − α)^(r−1))."""
-    found = _judgments(ctx, user)
-    if found is None:
-        return None
-    judged, S = found
+@_of_intent_users
+def err_ia(ctx, user, judged, S):
+    """Σ_r (1/r) α Σ_s J (1 − α)^c / (|S| Σ_{r≤k} (1/r) α (1 − α)^(r−1)); α cancels."""
     a = ctx.opts["alpha"]
-    err = sum(a * g / r for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
-    top = len(S) * sum(a * (1 - a) ** (r - 1) / r for r in range(1, ctx.k + 1))
-    return err / top if top else 0.0
+    return _div(_discounted(_intent_gains(ctx.top(user), judged, a), lambda r: 1 / r),
+                len(S) * _discounted([(1 - a) ** r for r in range(ctx.k)], lambda r: 1 / r))
 
 
-def nerr_ia(ctx, user):
+@_of_intent_users
+def nerr_ia(ctx, user, judged, S):
     """Σ_r (1/r) Σ_s J (1 − α)^c over the same sum of the greedy ideal list."""
-    found = _judgments(ctx, user)
-    if found is None:
-        return None
-    judged, _ = found
     a = ctx.opts["alpha"]
-    err = sum(g / r for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
-    ideal = sum(g / r for r, g in enumerate(_greedy_ideal(judged, a, ctx.k), 1))
-    return err / ideal if ideal else 0.0
+    return _div(_discounted(_intent_gains(ctx.top(user), judged, a), lambda r: 1 / r),
+                _discounted(_greedy_ideal(judged, a, ctx.k), lambda r: 1 / r))
 
 
-def nrbp(ctx, user):
+@_of_intent_users
+def nrbp(ctx, user, judged, S):
     """(1 − (1 − α) β) / |S| Σ_r β^(r−1) Σ_s J (1 − α)^c over L."""
-    found = _judgments(ctx, user)
-    if found is None:
-        return None
-    judged, S = found
     a, b = ctx.opts["alpha"], ctx.opts["beta"]
-    total = sum(b ** (r - 1) * g for r, g in enumerate(_intent_gains(ctx.top(user), judged, a), 1))
-    return (1 - (1 - a) * b) * total / len(S) if S else 0.0
+    return _div((1 - (1 - a) * b) * _discounted(_intent_gains(ctx.top(user), judged, a), lambda r: b ** (r - 1)),
+                len(S))
 
 
-def p_ia(ctx, user):
+@_of_intent_users
+def p_ia(ctx, user, judged, S):
     """(1/|S|) Σ_s #(items of L relevant to s) / k."""
-    found = _judgments(ctx, user)
-    if found is None:
-        return None
-    judged, S = found
-    hits = sum(len(judged.get(i, ())) for i in ctx.top(user))
-    return hits / (len(S) * ctx.k) if S else 0.0
+    return _div(sum(len(judged.get(i, ())) for i in ctx.top(user)), len(S) * ctx.k)
 
 
-def s_recall(ctx, user):
+@_of_intent_users
+def s_recall(ctx, user, judged, S):
     """#(intents with a relevant item in L) / |S|."""
-    found = _judgments(ctx, user)
-    if found is None:
-        return None
-    judged, S = found
-    covered = set().union(*(judged.get(i, set()) for i in ctx.top(user)))
-    return len(covered) / len(S) if S else 0.0
+    return _div(len(set().union(*(judged.get(i, set()) for i in ctx.top(user)))), len(S))
 
 
-def map_ia(ctx, user):
+@_of_intent_users
+def map_ia(ctx, user, judged, S):
     """(1/|S|) Σ_s AP_s, AP_s = (1/R_s) Σ_{r relevant to s} (hits of s up to r) / r."""
-    found = _judgments(ctx, user)
-    if found is None:
-        return None
-    judged, S = found
-    if not S:
-        return 0.0
     total, seen = 0.0, {}
     for r, item in enumerate(ctx.top(user), 1):
         for s in judged.get(item, ()):
             seen[s] = seen.get(s, 0) + 1
             total += seen[s] / r / sum(1 for i in judged if s in judged[i])
-    return total / len(S)
+    return _div(total, len(S))
 
 
 def _most_popular(ctx):
