@@ -140,7 +140,7 @@ def test_ir_measures_names_give_ndevals_values():
 def test_a_cutoff_beyond_the_unrolled_ideal_is_refused():
     recs = pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]})
     intents = pd.DataFrame({"user_id": [1], "item_id": [1], "intent": ["a"], "relevance": [1]})
-    with pytest.raises(recsql.RecsqlError, match="k <= 100"):
+    with pytest.raises(recsql.RecsqlError, match="alpha_ndcg and nerr_ia support k <= 100 .*got k = 101"):
         recsql.evaluate(recs, None, ["alpha_ndcg@101"], intents=intents)
     assert recsql.evaluate(recs, None, ["alpha_dcg@101", "p_ia@101"], intents=intents).summary["p_ia@101"].iloc[0] \
         == pytest.approx(1 / 101)

@@ -185,10 +185,13 @@ def stage_features(metrics: list[Metric]) -> dict[str, set]:
     if max(features.get("slots", {0})) > MAX_SLOTS:
         raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
                           f"got k = {max(features['slots'])}")
-    for feature, limit in (("intent_depths", MAX_SLOTS), ("intent_ideal", MAX_IDEAL_K)):
-        if max((k for _, k in features.get(feature, ())), default=0) > limit:
-            raise RecsqlError(f"the intent-aware metrics normalised by an ideal list support k <= {limit} "
-                              f"(the greedy ideal is unrolled in SQL, two steps per position); ask a smaller cutoff")
+    for feature, limit, why in (("intent_ideal", MAX_IDEAL_K, "alpha_ndcg and nerr_ia support k <= {} (their greedy "
+                                                           "ideal list is unrolled in SQL, one step per position)"),
+                                ("intent_depths", MAX_SLOTS, "the intent-aware metrics support k <= {} (their "
+                                                             "normalisers' positions are generated in SQL)")):
+        largest = max((k for _, k in features.get(feature, ())), default=0)
+        if largest > limit:
+            raise RecsqlError(f"{why.format(limit)}; got k = {largest}: ask a smaller cutoff")
     if max(features.get("agreement", {0})) > MAX_SLOTS:
         raise RecsqlError(f"rbo supports k <= {MAX_SLOTS} (its depths are generated in SQL); "
                           f"got k = {max(features['agreement'])}")
