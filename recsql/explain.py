@@ -107,17 +107,17 @@ def _explain_duplicates(runner: Runner, plan: Plan, role: str, found: int, recs_
     example keys."""
     runs = internal_runs(plan)
     best = "Pass duplicates='best' to keep each item's best-ranked row."
-    keyed = {"recs": (lambda: recs_in(plan), runs, best),
-             "truth": (lambda: truth_in(plan), truth_runs(plan),
-                       "Pass duplicates='max' to keep the highest relevance."),
-             "expected_recs": (lambda: expected_in(plan), [], best)}
-    if role == "intents":
-        keyed["intents"] = (lambda: intents_in(plan), [], "Pass duplicates='max' to keep the highest relevance.")
+    highest = "Pass duplicates='max' to keep the highest relevance."
+    # role -> (its rows with internal names, its run keys, its key columns after user and item, the fix)
+    keyed = {"recs": (lambda: recs_in(plan), runs, {}, best),
+             "truth": (lambda: truth_in(plan), truth_runs(plan), {}, highest),
+             "expected_recs": (lambda: expected_in(plan), [], {}, best),
+             "intents": (lambda: intents_in(plan), [], {"intent": plan.intent_col}, highest)}
     if role in keyed:
-        make, run_keys, fix = keyed[role]
-        body, keys = make(), [*run_keys, "user_id", "item_id", *(["intent"] if role == "intents" else [])]
+        make, run_keys, more, fix = keyed[role]
+        body, keys = make(), [*run_keys, "user_id", "item_id", *more]
         names = [*[dict(zip(runs, plan.run_cols))[k] for k in run_keys], plan.user_col, plan.item_col,
-                 *([plan.intent_col] if role == "intents" else [])]
+                 *more.values()]
     else:  # items (item key), item_features (item, feature)
         item = exp.alias_(quoted_column(plan.item_col), "item_id")
         if role == "items":

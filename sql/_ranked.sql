@@ -287,7 +287,7 @@ agreement_common AS (
 ),
 agreement_lengths AS (
     -- per user with a list and cutoff k: the shorter and longer of the two top-k lists' lengths
-    -- (s >= 1: a user without an expected list has no rows) and the overlap X_s at depth s
+    -- (s >= 1: a user without an expected list has no rows)
     SELECT n.run_keys, n.user_id, n.cut,
         CASE WHEN n.list_n <= n.other_n THEN n.list_n ELSE n.other_n END AS short_n,
         CASE WHEN n.list_n <= n.other_n THEN n.other_n ELSE n.list_n END AS long_n
@@ -365,9 +365,14 @@ category_rows AS (
     -- p_share = p(g|u), the history's category distribution (NULL without a categorized history item);
     -- q_share = q(g|u), the top k's (0 for every category when no listed item has one)
     SELECT m.run_keys, m.user_id, 11 AS src, m.cut, m.category_source, m.category,
-        CASE WHEN SUM(m.p_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) > 0 THEN m.p_mass / SUM(m.p_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) END AS p_share,
-        CASE WHEN SUM(m.q_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) > 0 THEN m.q_mass / SUM(m.q_mass) OVER (PARTITION BY m.run_keys, m.user_id, m.cut, m.category_source) ELSE 0 END AS q_share
-    FROM category_masses AS m
+        CASE WHEN m.p_total > 0 THEN m.p_mass / m.p_total END AS p_share,
+        CASE WHEN m.q_total > 0 THEN m.q_mass / m.q_total ELSE 0 END AS q_share
+    FROM (
+        SELECT c.run_keys, c.user_id, c.cut, c.category_source, c.category, c.p_mass, c.q_mass,
+            SUM(c.p_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_source) AS p_total,
+            SUM(c.q_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_source) AS q_total
+        FROM category_masses AS c
+    ) AS m
 ),
 intent_judged AS (
     -- the relevant judgments per intent (subtopic): (user, item, intent) with relevance >= $threshold,
@@ -490,14 +495,16 @@ stacked AS (
     UNION ALL
     SELECT run_keys, user_id, src, cut, CAST(category_source AS BIGINT) AS category_source,
         CAST(category AS VARCHAR) AS category_name, CAST(p_share AS DOUBLE) AS p_share, CAST(q_share AS DOUBLE) AS q_share
-    FROM category_rows    UNION ALL
+    FROM category_rows
+    UNION ALL
     SELECT run_keys, user_id, src, rank, CAST(intent_rel AS BIGINT) AS intent_rel,
         CAST(intent_prior AS BIGINT) AS intent_prior
     FROM intent_rows
     UNION ALL
     SELECT run_keys, user_id, src, rank, CAST(intent_alpha AS DOUBLE) AS intent_alpha,
         CAST(ideal_gain AS DOUBLE) AS ideal_gain
-    FROM intent_depths    UNION ALL
+    FROM intent_depths
+    UNION ALL
     SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
     FROM second_rows
     UNION ALL

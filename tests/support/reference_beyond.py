@@ -422,9 +422,12 @@ def _greedy_ideal(judged, alpha, k):
     """The greedy ideal list's gains at positions 1..k: each position takes the not yet taken relevant
     item of largest gain given those above (ties: the smallest item id)."""
     left, seen, gains = sorted(i for i, s in judged.items() if s), {}, []
+
+    def gain(item):
+        return sum((1 - alpha) ** seen.get(s, 0) for s in judged[item])
     while left and len(gains) < k:
-        best = max(left, key=lambda i: (sum((1 - alpha) ** seen.get(s, 0) for s in judged[i]), -left.index(i)))
-        gains.append(sum((1 - alpha) ** seen.get(s, 0) for s in judged[best]))
+        best = max(left, key=gain)  # the first of equal gains: left is in item id order
+        gains.append(gain(best))
         for s in judged[best]:
             seen[s] = seen.get(s, 0) + 1
         left.remove(best)
@@ -504,11 +507,12 @@ def s_recall(ctx, user, judged, S):
 @_of_intent_users
 def map_ia(ctx, user, judged, S):
     """(1/|S|) Σ_s AP_s, AP_s = (1/R_s) Σ_{r relevant to s} (hits of s up to r) / r."""
+    relevant = {s: sum(1 for intents in judged.values() if s in intents) for s in S}  # R_s
     total, seen = 0.0, {}
     for r, item in enumerate(ctx.top(user), 1):
         for s in judged.get(item, ()):
             seen[s] = seen.get(s, 0) + 1
-            total += seen[s] / r / sum(1 for i in judged if s in judged[i])
+            total += seen[s] / r / relevant[s]
     return _div(total, len(S))
 
 
