@@ -16,6 +16,7 @@ How the two are lined up:
 """
 from __future__ import annotations
 
+import io
 import math
 
 import ir_measures
@@ -167,3 +168,25 @@ def test_bad_intents_are_clear_errors():
     before = good.copy()
     recsql.evaluate(recs, None, ["p_ia@2"], intents=good)
     pd.testing.assert_frame_equal(good, before)  # the user's frame is not changed
+
+
+def test_the_command_line_reads_intents_and_names_its_flag(capsys):
+    from recsql.cli import main
+    args = ["evaluate", f"{FIXTURE}/recs.parquet", "--run-col", "model", "-m", "alpha_nDCG@10", "-m", "s_recall@5",
+            "--format", "csv"]
+    assert main([*args, "--intents", f"{FIXTURE}/intents.parquet"]) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("model")
+    want = recsql.evaluate(f"{FIXTURE}/recs.parquet", None, ["alpha_ndcg@10", "s_recall@5"], run_cols="model",
+                           intents=f"{FIXTURE}/intents.parquet").summary.set_index("model")
+    for run in want.index:
+        assert printed.at[run, "alpha_nDCG@10"] == pytest.approx(want.at[run, "alpha_ndcg@10"], rel=1e-12)
+        assert printed.at[run, "s_recall@5"] == pytest.approx(want.at[run, "s_recall@5"], rel=1e-12)
+    assert main(args) == 2
+    assert "pass --intents with columns 'user_id', 'item_id', 'intent'" in capsys.readouterr().err
+
+
+def test_the_normalisers_positions_are_bounded():
+    recs = pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]})
+    intents = pd.DataFrame({"user_id": [1], "item_id": [1], "intent": ["a"], "relevance": [1]})
+    with pytest.raises(recsql.RecsqlError, match="intent-aware metrics support k <= 10000 .*got k = 10001"):
+        recsql.evaluate(recs, None, ["alpha_dcg@10001"], intents=intents)
