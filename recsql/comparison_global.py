@@ -44,7 +44,10 @@ def global_metrics(metrics: Sequence[Metric]) -> dict[int, Metric]:
         reason = resampling_refusal(m.name)
         if reason:
             raise RecsqlError(f"compare: metric {str(m)!r} is global (one number per run) and has no resampled "
-                              f"form: {reason}; evaluate computes it, compare cannot")
+                              f"form: compare resamples a global metric through each item's count of lists "
+                              f"only (coverage, gini, personalization), and this one is weighted by position, "
+                              f"grouped or split by popularity; evaluate computes it, compare cannot (in detail: "
+                              f"{reason})")
         found[i] = m
     return found
 

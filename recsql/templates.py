@@ -2,6 +2,9 @@
 
 A template starts with ``-- key: value`` header lines, which :mod:`recsql.metrics` turns into the
 registry; the SQL after them is parsed with sqlglot (DuckDB dialect) by :mod:`recsql.compose`.
+A header ``-- let: v = <expression>; w = <expression>`` names expressions the body repeats: each
+``v()`` of the body reads ``(<expression>)``, so a formula that reads one selection of rows many
+times states it once.
 
 >>> "ndcg" in template_names()
 True
@@ -43,4 +46,21 @@ def read_template(name: str) -> tuple[dict[str, str], str]:
                 header[key.strip().lower()] = value.strip()
             continue
         body.append(line)
-    return header, "\n".join(body).strip()
+    return header, _expand_lets(header.get("let", ""), "\n".join(body).strip())
+
+
+def _expand_lets(lets: str, body: str) -> str:
+    """``body`` with each ``name()`` of a ``let`` (``name = expression; ...``, an expression may use the
+    other lets) replaced by its expression."""
+    names: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in lets.split(";"))):
+        name, sep, expression = part.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise RuntimeError(f"a template's `let: {part}` must read 'name = expression'")
+        names[f"{name.strip()}()"] = f"({expression.strip()})"
+    for _ in range(len(names) + 1):
+        for call, expression in names.items():
+            body = body.replace(call, expression)
+    if any(call in body for call in names):
+        raise RuntimeError(f"a template's lets use each other in a circle: {', '.join(names)}")
+    return body

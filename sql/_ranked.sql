@@ -35,8 +35,13 @@
 --          rbo): overlap X_d = #(items in both top d), short_n/long_n the shorter/longer list's length
 --          s/l, short_overlap X_s; only for users with both lists
 --   src 11 category of a user's history or top `cut` (feature category_shares: miscalibration, entropy):
---          p_share = p(g|u) of interactions, q_share = q(g|u) of the list, for category_source 1 (the
---          items' category) and 2 (item_features as weighted categories)
+--          p_share = p(g|u) of interactions, q_share = q(g|u) of the list (positions weighted by
+--          category_patience^(rank − 1)), for category_source 1 (the items' category) and 2 (item_features
+--          as weighted categories)
+--   src 14 item of a run's top `cut` lists, or seen in interactions, with its attention under one position
+--          weight (feature attention: exposure_gini, exposure_entropy, lt_coverage), user_id NULL
+--   src 15 group (items category) of a run's top `cut` lists with its attention per item and merit
+--          under one position weight (feature attention_groups: exposure_disparity), user_id NULL
 --   src 12 list position relevant to an intent of intents (feature intents: alpha_ndcg, err_ia, ...):
 --          intent_prior = its positions above relevant to that intent, intent_rel = the intent's
 --          relevant items; n_intents (every row of a user of intents) = the intents with one
@@ -229,6 +234,93 @@ exposure_rows AS (
                                 ORDER BY e.exposure ASC, e.item_id ASC) AS BIGINT) AS exposure_rank
     FROM exposure_counts AS e LEFT JOIN catalog_items AS g ON e.item_id = g.item_id
 ),
+attention_params AS (
+    -- (position weight, patience, cutoff) of each exposure metric asked: kind 'log' (w(r) = 1/log2(r + 1)),
+    -- 'geometric' (w(r) = (1 − patience)·patience^(r − 1)) or 'uniform' (w = 1), patience 0 but for
+    -- 'geometric'; set by recsql/compose/stage.py
+    SELECT kind, patience, k FROM attention_keys
+),
+attention_listed AS (
+    -- per run, weight and cutoff, each listed item's attention Σ_u w(its rank in u's top k) and merit
+    -- (its relevant listings: Σ_u hit)
+    SELECT l.run_keys, p.kind AS weight_kind, CAST(p.patience AS DOUBLE) AS weight_patience, CAST(p.k AS BIGINT) AS cut,
+        l.item_id,
+        SUM(CASE WHEN p.kind = 'log' THEN LN(2) / LN(l.rank + 1)
+                 WHEN p.kind = 'geometric' THEN (1 - p.patience) * POWER(p.patience, l.rank - 1)
+                 ELSE 1 END) AS attention,
+        CAST(SUM(l.hit) AS DOUBLE) AS merit,
+        MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user
+    FROM list_rows AS l JOIN attention_params AS p ON l.rank <= p.k
+    GROUP BY l.run_keys, p.kind, p.patience, p.k, l.item_id
+),
+attention_runs AS (
+    SELECT run_keys, weight_kind, weight_patience, cut, MAX(no_user) AS no_user
+    FROM attention_listed
+    GROUP BY run_keys, weight_kind, weight_patience, cut
+),
+attention_items AS (
+    -- the listed items, and the items seen in interactions but never listed (attention 0)
+    SELECT run_keys, weight_kind, weight_patience, cut, item_id, attention, merit, no_user
+    FROM attention_listed
+    UNION ALL
+    SELECT r.run_keys, r.weight_kind, r.weight_patience, r.cut, s.item_id, CAST(0 AS DOUBLE) AS attention,
+        CAST(0 AS DOUBLE) AS merit, r.no_user
+    FROM attention_runs AS r
+    CROSS JOIN item_popularity AS s
+    LEFT JOIN attention_listed AS a
+        ON r.run_keys = a.run_keys AND r.weight_kind = a.weight_kind AND r.weight_patience = a.weight_patience
+       AND r.cut = a.cut AND s.item_id = a.item_id
+    WHERE a.item_id IS NULL
+),
+attention_rows AS (
+    -- attention_rank: the item's place in ascending attention among the catalog's listed items
+    SELECT a.run_keys, a.no_user AS user_id, 14 AS src, a.cut, a.item_id, a.weight_kind, a.weight_patience,
+        a.attention, a.merit, a.in_catalog,
+        CAST(ROW_NUMBER() OVER (PARTITION BY a.run_keys, a.weight_kind, a.weight_patience, a.cut, a.in_catalog, a.listed
+                                ORDER BY a.attention ASC, a.item_id ASC) AS BIGINT) AS attention_rank
+    FROM (
+        SELECT i.run_keys, i.no_user, i.cut, i.item_id, i.weight_kind, i.weight_patience, i.attention, i.merit,
+            CASE WHEN g.item_id IS NULL THEN 0 ELSE 1 END AS in_catalog,
+            CASE WHEN i.attention > 0 THEN 1 ELSE 0 END AS listed
+        FROM attention_items AS i LEFT JOIN catalog_items AS g ON i.item_id = g.item_id
+    ) AS a
+),
+attention_group_sizes AS (
+    SELECT CAST(category AS VARCHAR) AS group_name, CAST(COUNT(DISTINCT item_id) AS BIGINT) AS group_items
+    FROM items_in
+    WHERE category IS NOT NULL
+    GROUP BY CAST(category AS VARCHAR)
+),
+attention_group_sums AS (
+    SELECT a.run_keys, a.weight_kind, a.weight_patience, a.cut, CAST(i.category AS VARCHAR) AS group_name,
+        SUM(a.attention) AS attention, SUM(a.merit) AS merit
+    FROM attention_listed AS a JOIN items_in AS i ON a.item_id = i.item_id
+    WHERE i.category IS NOT NULL
+    GROUP BY a.run_keys, a.weight_kind, a.weight_patience, a.cut, CAST(i.category AS VARCHAR)
+),
+attention_groups AS (
+    -- every group (items category) per run, weight and cutoff: group_exposure = its attention per item of
+    -- the group, group_merit = its merit; group_mean the mean of group_exposure over the groups,
+    -- group_rank its place in ascending group_exposure
+    SELECT g.run_keys, g.user_id, 15 AS src, g.cut, g.weight_kind, g.weight_patience, g.group_name,
+        g.group_attention, g.group_exposure, g.group_merit,
+        AVG(g.group_exposure) OVER (PARTITION BY g.run_keys, g.weight_kind, g.weight_patience, g.cut) AS group_mean,
+        AVG(CASE WHEN g.group_merit > 0 THEN g.group_attention / g.group_merit END)
+            OVER (PARTITION BY g.run_keys, g.weight_kind, g.weight_patience, g.cut) AS group_merit_mean,
+        CAST(ROW_NUMBER() OVER (PARTITION BY g.run_keys, g.weight_kind, g.weight_patience, g.cut
+                                ORDER BY g.group_exposure ASC, g.group_name ASC) AS BIGINT) AS group_rank
+    FROM (
+        SELECT r.run_keys, r.no_user AS user_id, r.cut, r.weight_kind, r.weight_patience, z.group_name,
+            COALESCE(s.attention, 0) AS group_attention,
+            COALESCE(s.attention, 0) / z.group_items AS group_exposure,
+            COALESCE(s.merit, 0) AS group_merit
+        FROM attention_runs AS r
+        CROSS JOIN attention_group_sizes AS z
+        LEFT JOIN attention_group_sums AS s
+            ON r.run_keys = s.run_keys AND r.weight_kind = s.weight_kind AND r.weight_patience = s.weight_patience
+           AND r.cut = s.cut AND z.group_name = s.group_name
+    ) AS g
+),
 list_pairs AS (
     SELECT a.run_keys, a.user_id, b.rank, a.item_id AS item_a, b.item_id AS item_b,
         a.relevance AS relevance_a, b.relevance AS relevance_b
@@ -319,7 +411,9 @@ agreement_rows AS (
     ) AS a
 ),
 category_cuts AS (
-    SELECT k FROM cutoffs
+    -- (cutoff, patience) of each category metric asked: a top k's position r weighs patience^(r − 1)
+    -- (patience 1: every position the same); set by recsql/compose/stage.py
+    SELECT k, patience FROM category_keys
 ),
 item_categories AS (
     -- an item's share of each of its categories: 1 for its items category (source 1), or its positive
@@ -342,35 +436,36 @@ history_categories AS (
     GROUP BY h.user_id, g.category_source, g.category
 ),
 category_masses AS (
-    -- per user with a list and cutoff k: each category's mass in the history and in the top k
-    SELECT m.run_keys, m.user_id, m.cut, m.category_source, m.category, SUM(m.p_mass) AS p_mass,
+    -- per user with a list, cutoff k and patience: each category's mass in the history and in the top k
+    -- (an item's share weighted by patience^(rank − 1))
+    SELECT m.run_keys, m.user_id, m.cut, m.category_patience, m.category_source, m.category, SUM(m.p_mass) AS p_mass,
         SUM(m.q_mass) AS q_mass
     FROM (
-        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, h.category_source, h.category, h.p_mass,
-            CAST(0 AS DOUBLE) AS q_mass
+        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, CAST(c.patience AS DOUBLE) AS category_patience,
+            h.category_source, h.category, h.p_mass, CAST(0 AS DOUBLE) AS q_mass
         FROM list_rows AS l
         CROSS JOIN category_cuts AS c
         JOIN history_categories AS h ON l.user_id = h.user_id
         WHERE l.rank = 1
         UNION ALL
-        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, g.category_source, g.category,
-            CAST(0 AS DOUBLE) AS p_mass, g.share AS q_mass
+        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, CAST(c.patience AS DOUBLE) AS category_patience,
+            g.category_source, g.category, CAST(0 AS DOUBLE) AS p_mass, g.share * POWER(c.patience, l.rank - 1) AS q_mass
         FROM list_rows AS l
         JOIN category_cuts AS c ON l.rank <= c.k
         JOIN item_categories AS g ON l.item_id = g.item_id
     ) AS m
-    GROUP BY m.run_keys, m.user_id, m.cut, m.category_source, m.category
+    GROUP BY m.run_keys, m.user_id, m.cut, m.category_patience, m.category_source, m.category
 ),
 category_rows AS (
     -- p_share = p(g|u), the history's category distribution (NULL without a categorized history item);
     -- q_share = q(g|u), the top k's (0 for every category when no listed item has one)
-    SELECT m.run_keys, m.user_id, 11 AS src, m.cut, m.category_source, m.category,
+    SELECT m.run_keys, m.user_id, 11 AS src, m.cut, m.category_patience, m.category_source, m.category,
         CASE WHEN m.p_total > 0 THEN m.p_mass / m.p_total END AS p_share,
         CASE WHEN m.q_total > 0 THEN m.q_mass / m.q_total ELSE 0 END AS q_share
     FROM (
-        SELECT c.run_keys, c.user_id, c.cut, c.category_source, c.category, c.p_mass, c.q_mass,
-            SUM(c.p_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_source) AS p_total,
-            SUM(c.q_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_source) AS q_total
+        SELECT c.run_keys, c.user_id, c.cut, c.category_patience, c.category_source, c.category, c.p_mass, c.q_mass,
+            SUM(c.p_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_patience, c.category_source) AS p_total,
+            SUM(c.q_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_patience, c.category_source) AS q_total
         FROM category_masses AS c
     ) AS m
 ),
@@ -475,6 +570,18 @@ stacked AS (
         CAST(exposure_rank AS BIGINT) AS exposure_rank
     FROM exposure_rows
     UNION ALL
+    SELECT run_keys, user_id, src, cut, item_id, CAST(weight_kind AS VARCHAR) AS weight_kind,
+        CAST(weight_patience AS DOUBLE) AS weight_patience, CAST(attention AS DOUBLE) AS attention,
+        CAST(merit AS DOUBLE) AS merit, CAST(in_catalog AS BIGINT) AS in_catalog, CAST(attention_rank AS BIGINT) AS attention_rank
+    FROM attention_rows
+    UNION ALL
+    SELECT run_keys, user_id, src, cut, CAST(weight_kind AS VARCHAR) AS weight_kind,
+        CAST(weight_patience AS DOUBLE) AS weight_patience, CAST(group_name AS VARCHAR) AS group_name,
+        CAST(group_attention AS DOUBLE) AS group_attention, CAST(group_exposure AS DOUBLE) AS group_exposure,
+        CAST(group_merit AS DOUBLE) AS group_merit, CAST(group_mean AS DOUBLE) AS group_mean,
+        CAST(group_merit_mean AS DOUBLE) AS group_merit_mean, CAST(group_rank AS BIGINT) AS group_rank
+    FROM attention_groups
+    UNION ALL
     SELECT run_keys, user_id, src, rank, CAST(pair_sign AS BIGINT) AS pair_sign,
         CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
         CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim
@@ -493,7 +600,8 @@ stacked AS (
         CAST(overlap AS BIGINT) AS overlap, CAST(short_overlap AS BIGINT) AS short_overlap
     FROM agreement_rows
     UNION ALL
-    SELECT run_keys, user_id, src, cut, CAST(category_source AS BIGINT) AS category_source,
+    SELECT run_keys, user_id, src, cut, CAST(category_patience AS DOUBLE) AS category_patience,
+        CAST(category_source AS BIGINT) AS category_source,
         CAST(category AS VARCHAR) AS category_name, CAST(p_share AS DOUBLE) AS p_share, CAST(q_share AS DOUBLE) AS q_share
     FROM category_rows
     UNION ALL
@@ -524,8 +632,10 @@ ranked AS (
         s.tie_first, s.tie_last, s.exposure, s.list_users, s.in_catalog, s.exposure_rank,
         s.pair_sign, s.pair_category_dissim, s.pair_feature_dissim, s.corr_rank_x, s.corr_rank_y,
         s.cascade_kind, s.cascade_grade, s.cascade_rel, s.cascade_reach,
-        s.short_n, s.long_n, s.overlap, s.short_overlap, s.category_source, s.category_name, s.p_share, s.q_share,
+        s.short_n, s.long_n, s.overlap, s.short_overlap, s.category_patience, s.category_source, s.category_name, s.p_share, s.q_share,
         s.intent_rel, s.intent_prior, s.intent_alpha, s.ideal_gain, ius.n_intents AS n_intents,
+        s.weight_kind, s.weight_patience, s.attention, s.merit, s.attention_rank, s.group_name, s.group_attention,
+        s.group_exposure, s.group_merit, s.group_mean, s.group_merit_mean, s.group_rank,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s

@@ -2,17 +2,17 @@
 -- aliases: calibration_kl
 -- k: required
 -- population: lists
--- params: alpha number in (0, 1) = 0.01; by enum(category, features) = category
+-- params: alpha number in (0, 1) = 0.01; by enum(category, features) = category; patience number in (0, 1] = 1
 -- needs: interactions; category if by = category; features if by = features
 -- stage: category_shares
 -- range: [0, inf)
--- formula: C_KL@k = Σ_g p(g|u) · ln(p(g|u) / q̃(g|u)), q̃ = (1 − alpha)·q(g|u) + alpha·p(g|u); p(g|u) = the share of category g among the user's interactions, q(g|u) among the top k, each item split over its categories: weight 1 for its items category (by = category), its positive item_features values over their sum (by = features: several weighted categories per item, e.g. genres); items without a category are left out of both; NULL for a user whose interactions hold no categorized item; ln(1/alpha) when no listed item has a category; 0 = perfectly calibrated
+-- formula: C_KL@k = Σ_g p(g|u) · ln(p(g|u) / q̃(g|u)), q̃ = (1 − alpha)·q(g|u) + alpha·p(g|u); p(g|u) = the share of category g among the user's interactions, q(g|u) among the top k (position r weighted by patience^(r − 1), Steck's rank weights; patience = 1: every position the same), each item split over its categories: weight 1 for its items category (by = category), its positive item_features values over their sum (by = features: several weighted categories per item, e.g. genres); items without a category are left out of both; NULL for a user whose interactions hold no categorized item; ln(1/alpha) when no listed item has a category; 0 = perfectly calibrated
 -- cite: Steck, RecSys 2018 (calibrated recommendations, equations 1–3)
 SELECT
     user_id,
-    CASE WHEN SUM(CASE WHEN src = 11 AND cut = $k AND category_source = CASE WHEN $by = 'features' THEN 2 ELSE 1 END
+    CASE WHEN SUM(CASE WHEN src = 11 AND cut = $k AND category_patience = $patience AND category_source = CASE WHEN $by = 'features' THEN 2 ELSE 1 END
                        THEN p_share END) IS NULL THEN NULL
-         ELSE COALESCE(SUM(CASE WHEN src = 11 AND cut = $k AND p_share > 0
+         ELSE COALESCE(SUM(CASE WHEN src = 11 AND cut = $k AND category_patience = $patience AND p_share > 0
                                  AND category_source = CASE WHEN $by = 'features' THEN 2 ELSE 1 END
                                 THEN p_share * LN(p_share / ((1 - $alpha) * q_share + $alpha * p_share)) END), 0)
     END AS miscalibration

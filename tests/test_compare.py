@@ -685,18 +685,33 @@ def exposure_runs(draw):
     return pd.DataFrame(rows, columns=["model", "user_id", "item_id", "score"]), n
 
 
-# every global metric of the registry: a new one fails the tests below until global_value computes it
-GLOBAL = tuple(name for name, spec in registry().items() if spec.population == "global")
+# the global metrics compare cannot resample yet (position-weighted and group exposure: docs/status.md);
+# any other global metric of the registry fails the tests below until compare resamples it
+NOT_RESAMPLED = {"exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage"}
+GLOBAL = tuple(name for name, spec in registry().items() if spec.population == "global" and name not in NOT_RESAMPLED)
 
 
 def test_every_global_metric_of_the_registry_has_a_resampled_form():
     """compare resamples a global metric through its template's expression over the exposure sums;
-    one that reads more than the sums would be refused, so none of the registry's may."""
+    one that reads more than the sums is refused, so only the listed ones may."""
     assert set(GLOBAL) >= {"coverage", "gini", "personalization"}
+    assert NOT_RESAMPLED <= {name for name, spec in registry().items() if spec.population == "global"}
     for name in GLOBAL:
         assert resampling_refusal(name) is None, name
         stat = stat_expression({0: recsql.parse_metric(f"{name}@4")})
         assert {c.name for c in stat.find_all(exp.Column)} <= {"slot", *weighted_sums()}, name
+
+
+@pytest.mark.parametrize("name", sorted(NOT_RESAMPLED))
+def test_compare_refuses_a_global_metric_it_cannot_resample_and_says_why(name):
+    recs = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "user_id": [1, 1, 2, 2] * 2,
+                         "item_id": [10, 11, 10, 12, 11, 12, 12, 10], "score": [2.0, 1.0] * 4})
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [10, 12], "relevance": [1, 1]})
+    items = pd.DataFrame({"item_id": [10, 11, 12], "category": ["x", "x", "y"]})
+    interactions = pd.DataFrame({"user_id": [1, 2, 3], "item_id": [10, 10, 11]})
+    assert "reads" in resampling_refusal(name)
+    with pytest.raises(recsql.RecsqlError, match=rf"metric '{name}@2' is global .* no resampled form: .*compare cannot"):
+        recsql.compare(recs, truth, [f"{name}@2"], run_cols="model", items=items, interactions=interactions)
 
 
 def test_a_global_metric_reading_the_ranked_rows_is_refused_with_the_reason():

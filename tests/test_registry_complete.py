@@ -79,7 +79,7 @@ def test_the_property_tests_draw_every_option(name):
 
 def _header_keys_read() -> set[str]:
     """The header keys recsql/specs.py, the registry, reads (``header.get("key"...)``)."""
-    source = (ROOT / "recsql" / "specs.py").read_text(encoding="utf-8")
+    source = "".join((ROOT / "recsql" / f).read_text(encoding="utf-8") for f in ("specs.py", "templates.py"))
     return set(re.findall(r'header\.get\("(\w+)"', source))
 
 

@@ -31,6 +31,17 @@ def _cascades_select(keys: list[tuple[str, str]]) -> exp.Expression:
                        for kind, grade in keys])
 
 
+ATTENTION = ("attention", "attention_groups")  # features keyed by (position weight, patience, cutoff)
+
+
+def _attention_select(keys: list[tuple[str, float, int]]) -> exp.Expression:
+    """(kind, patience, k) rows for the exposure metrics asked (sql/_ranked.sql, attention_params)."""
+    return union_all([exp.select(exp.alias_(exp.Literal.string(kind), "kind"),
+                                  exp.alias_(exp.cast(exp.Literal.number(patience), "DOUBLE"), "patience"),
+                                  exp.alias_(exp.Literal.number(k), "k"))
+                       for kind, patience, k in keys])
+
+
 @lru_cache(maxsize=1)
 def _parsed_stage() -> exp.Select:
     return parse(read_template("_ranked")[1], read="duckdb")
@@ -41,7 +52,7 @@ def _parsed_stage() -> exp.Select:
 BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
              "corr": "corr_rows", "cascade": "cascade_rows",
              "agreement": "agreement_rows", "category_shares": "category_rows", "intents": "intent_rows",
-             "intent_depths": "intent_depths"}
+             "intent_depths": "intent_depths", "attention": "attention_rows", "attention_groups": "attention_groups"}
 
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
@@ -58,7 +69,7 @@ _COLUMNS = {"tie_bounds": (("list_judged", "ord", None), ("list_rows", "tie_firs
 
 # Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
 _CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr",
-               "agreement_cuts": "agreement", "category_cuts": "category_shares"}
+               "agreement_cuts": "agreement"}
 
 
 def _feature_key(feature: str, metric: Metric) -> object:
@@ -67,6 +78,12 @@ def _feature_key(feature: str, metric: Metric) -> object:
         return metric.name, metric.all_options().get("max_grade", "auto")
     if feature in ("intent_depths", "intent_ideal"):
         return float(metric.all_options()["alpha"]), metric.k
+    if feature == "category_shares":
+        return metric.k, float(metric.all_options().get("patience", 1))
+    if feature in ATTENTION:
+        options = metric.all_options()
+        weight = options.get("weight", "log")
+        return weight, float(options["patience"]) if weight == "geometric" else 0.0, metric.k
     return metric.k or 0
 
 
@@ -239,6 +256,11 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         ctes[table].set("this", _cutoffs_select(sorted(features.get(feature, {1}))))
     ctes["cascade_params"].set("this", _cascades_select(sorted(features.get("cascade", {("err", "auto")}))))
     _intent_ideal(with_, ctes, features)
+    ctes["category_cuts"].set("this", union_all([
+        exp.select(exp.alias_(exp.Literal.number(k), "k"), exp.alias_(exp.cast(exp.Literal.number(p), "DOUBLE"), "patience"))
+        for k, p in sorted(features.get("category_shares", {(1, 1.0)}))]))
+    attention = sorted({key for feature in ATTENTION for key in features.get(feature, ())})
+    ctes["attention_params"].set("this", _attention_select(attention or [("log", 0.0, 1)]))
     for feature, (cte, aliases) in _JOINS.items():
         if feature not in features:
             drop_joins(ctes[cte].this, aliases)

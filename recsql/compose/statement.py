@@ -19,7 +19,7 @@ from .inputs import (expected_in, catalog_in, features_in, intents_in, interacti
                      segments_in, truth_in)
 from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
                     population_condition, second_view)
-from .plan import METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs
+from .plan import GLOBAL_SRC, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs
 from .rewrite import fold_constants, prune, reachable, union_branches
 from .stage import HEADS, build_stage, largest_cutoff
 
@@ -97,7 +97,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
         exp.alias_(exp.Max(this=exp.column("n_truth")), "_n_truth"),
         exp.alias_(exp.Max(this=parse("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
-        *([exp.alias_(exp.Max(this=parse("CASE WHEN src = 5 THEN 1 ELSE 0 END")), "_is_global")]
+        *([exp.alias_(exp.Max(this=parse(f"CASE WHEN src IN ({', '.join(map(str, GLOBAL_SRC))}) THEN 1 ELSE 0 END")),
+                          "_is_global")]
           if has_global else []),
         *[exp.alias_(exp.cast(expression(m), "DOUBLE"), c) for m, c in zip(resolved, columns)],
     ).from_("ranked").group_by(*[exp.column(r) for r in runs], "user_id")

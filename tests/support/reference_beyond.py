@@ -55,8 +55,8 @@ DEFAULT_OPTIONS = {
     "rbo": {"p": 0.9},
     "intersection": {},
     "jaccard": {},
-    "miscalibration": {"alpha": 0.01, "by": "category"},
-    "entropy": {"base": "e", "by": "category"},
+    "miscalibration": {"alpha": 0.01, "by": "category", "patience": 1.0},
+    "entropy": {"base": "e", "by": "category", "patience": 1.0},
     "alpha_ndcg": {"alpha": 0.5},
     "alpha_dcg": {"alpha": 0.5},
     "err_ia": {"alpha": 0.5},
@@ -65,6 +65,10 @@ DEFAULT_OPTIONS = {
     "p_ia": {},
     "s_recall": {},
     "map_ia": {},
+    "exposure_disparity": {"weight": "log", "patience": 0.5, "target": "items", "combine": "min_max_ratio"},
+    "exposure_gini": {"weight": "geometric", "patience": 0.85, "over": "items"},
+    "exposure_entropy": {"weight": "geometric", "patience": 0.85, "base": "e"},
+    "lt_coverage": {"head": 0.8},
 }
 # the intent-aware metrics: read the intents input (user, item, intent, relevance)
 INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "p_ia", "s_recall", "map_ia"}
@@ -72,9 +76,10 @@ INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "p_ia"
 TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp"}
 LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
                 "jaccard", "miscalibration", "entropy"} | INTENT_METRICS
-GLOBAL_METRICS = {"coverage", "gini", "personalization"}
+GLOBAL_METRICS = {"coverage", "gini", "personalization", "exposure_disparity", "exposure_gini", "exposure_entropy",
+                  "lt_coverage"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
-NEEDS_K = {"surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
+NEEDS_K = {"exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
            "miscalibration", "entropy", "alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "p_ia", "s_recall"}
 
 
@@ -361,12 +366,13 @@ def _shares(ctx, item):
     return {f: v / total for f, v in positive.items()}
 
 
-def _distribution(ctx, items):
-    """The items' category distribution (each item split over its categories); None when no item has one."""
+def _distribution(ctx, items, patience=1.0):
+    """The items' category distribution (each item split over its categories, the r-th item of ``items``
+    weighted patience^(r − 1)); None when no item has one."""
     mass = {}
-    for item in items:
+    for r, item in enumerate(items, start=1):
         for category, share in _shares(ctx, item).items():
-            mass[category] = mass.get(category, 0.0) + share
+            mass[category] = mass.get(category, 0.0) + share * patience ** (r - 1)
     total = sum(mass.values())
     return {c: m / total for c, m in mass.items()} if total > 0 else None
 
@@ -374,11 +380,11 @@ def _distribution(ctx, items):
 def miscalibration(ctx, user):
     """Steck's C_KL = Σ_g p ln(p / q̃), q̃ = (1 − α) q + α p; p from the user's interactions (each item
     once), q from L; None without a categorized item in the history, ln(1/α) with none in L."""
-    history = {r["item_id"] for r in ctx.interactions if r["user_id"] == user}
+    history = sorted({r["item_id"] for r in ctx.interactions if r["user_id"] == user}, key=str)
     p = _distribution(ctx, history)
     if p is None:
         return None
-    q = _distribution(ctx, ctx.top(user)) or {}
+    q = _distribution(ctx, ctx.top(user), ctx.opts["patience"]) or {}
     alpha = ctx.opts["alpha"]
     return sum(pg * math.log(pg / ((1 - alpha) * q.get(g, 0.0) + alpha * pg)) for g, pg in p.items() if pg > 0)
 
@@ -386,7 +392,7 @@ def miscalibration(ctx, user):
 def entropy(ctx, user):
     """−Σ_g q(g) log q(g) of L's category distribution (natural log, or log2 with base=2); None when no
     item of L has a category."""
-    q = _distribution(ctx, ctx.top(user))
+    q = _distribution(ctx, ctx.top(user), ctx.opts["patience"])
     if q is None:
         return None
     value = -sum(v * math.log(v) for v in q.values() if v > 0)
@@ -769,6 +775,100 @@ def personalization(ctx):
     return 1.0 - sum(ci * (ci - 1) for ci in c.values()) / (U * (U - 1) * ctx.k)
 
 
+def _weight(opts, r):
+    """The attention of position r: 1/log2(r + 1), (1 − patience)·patience^(r − 1), or 1."""
+    if opts["weight"] == "log":
+        return 1 / math.log2(r + 1)
+    if opts["weight"] == "geometric":
+        return (1 - opts["patience"]) * opts["patience"] ** (r - 1)
+    return 1.0
+
+
+def _attention(ctx):
+    """({item: a_i}, {item: merit_i}): a_i = Σ_u w(rank of i in u's top k), merit_i = its relevant listings."""
+    attention, merit = {}, {}
+    for user, ranked in ctx.lists.items():
+        for r, item in enumerate(_cut(ranked, ctx.k), start=1):
+            attention[item] = attention.get(item, 0.0) + _weight(ctx.opts, r)
+            hit = ctx.truth is not None and ctx.relevant(user, item)
+            merit[item] = merit.get(item, 0) + (1 if hit else 0)
+    return attention, merit
+
+
+def _gini_of(values):
+    """Σ_j (2j − m − 1)·v_(j) / (m·Σ v), v ascending; None when Σ v = 0."""
+    v, m = sorted(values), len(values)
+    total = sum(v)
+    return sum((2 * j - m - 1) * x for j, x in enumerate(v, start=1)) / (m * total) if total > 0 else None
+
+
+def _groups(ctx):
+    """{group: (attention per item of the group, attention, merit)} over the items input's categories."""
+    attention, merit = _attention(ctx)
+    members = {}
+    for item, row in ctx.items.items():
+        if row.get("category") is not None:
+            members.setdefault(row["category"], []).append(item)
+    return {g: (sum(attention.get(i, 0.0) for i in its) / len(its), sum(attention.get(i, 0.0) for i in its),
+                sum(merit.get(i, 0) for i in its)) for g, its in members.items()}
+
+
+def exposure_disparity(ctx):
+    """The groups' v (attention per item, or per relevant listing with target=merit) combined; None
+    without lists or groups."""
+    groups = _groups(ctx)
+    if not ctx.lists or not groups:
+        return None
+    if ctx.opts["target"] == "merit":
+        if any(m == 0 for _, _, m in groups.values()):
+            return None
+        v = [a / m for _, a, m in groups.values()]
+    else:
+        v = [per_item for per_item, _, _ in groups.values()]
+    mean = sum(v) / len(v)
+    combine = ctx.opts["combine"]
+    if combine == "min_max_ratio":
+        return min(v) / max(v) if max(v) != 0 else None
+    if combine == "max_min_ratio":
+        return max(v) / min(v) if min(v) != 0 else None
+    if combine == "max_min_diff":
+        return max(v) - min(v)
+    if combine == "max_abs_dev":
+        return max(abs(x - mean) for x in v)
+    if combine == "mean_abs_dev":
+        return sum(abs(x - mean) for x in v) / len(v)
+    if combine == "l2":
+        return math.sqrt(sum(x * x for x in v))
+    return sum((x - mean) ** 2 for x in v) / len(v)
+
+
+def exposure_gini(ctx):
+    """Gini of the catalog items' attention (0 for unshown ones), or of the groups' attention per item."""
+    if ctx.opts["over"] == "groups":
+        groups = _groups(ctx)
+        return _gini_of([per_item for per_item, _, _ in groups.values()]) if ctx.lists and groups else None
+    attention, _ = _attention(ctx)
+    return _gini_of([attention.get(i, 0.0) for i in _catalog(ctx.catalog_rows, ctx.items_rows, ctx.truth_rows, ctx.recs)])
+
+
+def exposure_entropy(ctx):
+    """−Σ p_i log p_i over the catalog items, p_i = a_i / Σ a; None when nothing of the catalog is shown."""
+    attention, _ = _attention(ctx)
+    a = [attention[i] for i in _catalog(ctx.catalog_rows, ctx.items_rows, ctx.truth_rows, ctx.recs) if i in attention]
+    total = sum(a)
+    if total == 0:
+        return None
+    h = -sum(x / total * math.log(x / total) for x in a)
+    return h / math.log(2) if ctx.opts["base"] in (2, 2.0, "2") else h
+
+
+def lt_coverage(ctx):
+    """#(T ∩ items in any top k) / #T; None for an empty tail or a run without recommendations."""
+    tail = _long_tail(ctx)
+    shown = set(_exposure(ctx.lists, ctx.k))
+    return len(tail & shown) / len(tail) if tail and ctx.lists else None
+
+
 def personalization_pairwise(recs, k, use_rank=False):
     """Check form of personalization@k: 1 − mean over unordered user pairs (u, v) of
     #(L_u ∩ L_v) / k; None when fewer than 2 users have recommendations.
@@ -816,6 +916,10 @@ METRICS = {
     "coverage": coverage,
     "gini": gini,
     "personalization": personalization,
+    "exposure_disparity": exposure_disparity,
+    "exposure_gini": exposure_gini,
+    "exposure_entropy": exposure_entropy,
+    "lt_coverage": lt_coverage,
 }
 
 
@@ -864,12 +968,14 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
     # inputs each metric needs
     if name in TRUTH_METRICS:
         ctx.need("truth")
-    if name in ("surprisal", "arp", "aplt", "aclt") or (name == "novelty" and opts["p"] == "interactions"):
+    if name in ("surprisal", "arp", "aplt", "aclt", "lt_coverage") or (name == "novelty" and opts["p"] == "interactions"):
         ctx.need("interactions")
     if name == "miscalibration":
         ctx.need("interactions")
     if (name == "novelty" and opts["p"] == "items") or (name in ("diversity", "miscalibration", "entropy")
                                                          and opts["by"] == "category"):
+        ctx.need("items")
+    if name == "exposure_disparity" or (name == "exposure_gini" and opts["over"] == "groups"):
         ctx.need("items")
     if name == "diversity" and opts["by"] == "features" and items is None and features is None:
         raise ValueError("diversity(by=features) needs the items or features input")
