@@ -42,6 +42,8 @@
 --          weight (feature attention: exposure_gini, exposure_entropy, lt_coverage), user_id NULL
 --   src 15 group (items category) of a run's top `cut` lists with its attention per item and merit
 --          under one position weight (feature attention_groups: exposure_disparity), user_id NULL
+--   src 16 item seen in interactions, per run and cutoff, with the counts of pop_rsp and pop_reo over the
+--          users with a list and truth (feature popularity_bias), user_id NULL
 --   src 12 list position relevant to an intent of intents (feature intents: alpha_ndcg, err_ia, ...):
 --          intent_prior = its positions above relevant to that intent, intent_rel = the intent's
 --          relevant items; n_intents (every row of a user of intents) = the intents with one
@@ -321,6 +323,60 @@ attention_groups AS (
            AND r.cut = s.cut AND z.group_name = s.group_name
     ) AS g
 ),
+bias_cuts AS (
+    SELECT k FROM cutoffs
+),
+bias_users AS (
+    -- per run, the users with a list and truth (Elliot's users with test data)
+    SELECT l.run_keys, l.user_id
+    FROM list_rows AS l JOIN truth_users AS u ON l.run_keys = u.run_keys AND l.user_id = u.user_id
+    WHERE l.rank = 1
+),
+bias_runs AS (
+    SELECT b.run_keys, CAST(c.k AS BIGINT) AS cut, CAST(COUNT(*) AS BIGINT) AS n_users,
+        MAX(CASE WHEN c.k < 0 THEN b.user_id END) AS no_user
+    FROM bias_users AS b CROSS JOIN bias_cuts AS c
+    GROUP BY b.run_keys, c.k
+),
+bias_history AS (
+    SELECT DISTINCT user_id, item_id FROM interactions_in
+),
+bias_seen AS (
+    -- per run and item: its users of bias_users who interacted with it
+    SELECT b.run_keys, h.item_id, CAST(COUNT(*) AS BIGINT) AS trained
+    FROM bias_users AS b JOIN bias_history AS h ON b.user_id = h.user_id
+    GROUP BY b.run_keys, h.item_id
+),
+bias_relevant AS (
+    -- per run and item: its users of bias_users for whom it is relevant in truth and not in interactions
+    SELECT b.run_keys, t.item_id, CAST(COUNT(*) AS BIGINT) AS relevant_unseen
+    FROM bias_users AS b
+    JOIN truth_judged AS t ON b.run_keys = t.run_keys AND b.user_id = t.user_id AND t.relevance >= $threshold
+    LEFT JOIN bias_history AS h ON t.user_id = h.user_id AND t.item_id = h.item_id
+    WHERE h.item_id IS NULL
+    GROUP BY b.run_keys, t.item_id
+),
+bias_listed AS (
+    -- per run, cutoff and item: its users of bias_users whose top k holds it, and of them those for whom
+    -- it is relevant
+    SELECT l.run_keys, CAST(c.k AS BIGINT) AS cut, l.item_id, CAST(COUNT(*) AS BIGINT) AS listed,
+        SUM(l.hit) AS listed_relevant
+    FROM list_rows AS l
+    JOIN bias_users AS b ON l.run_keys = b.run_keys AND l.user_id = b.user_id
+    JOIN bias_cuts AS c ON l.rank <= c.k
+    GROUP BY l.run_keys, c.k, l.item_id
+),
+bias_rows AS (
+    -- every item seen in interactions, per run and cutoff (feature popularity_bias: pop_rsp, pop_reo)
+    SELECT r.run_keys, r.no_user AS user_id, 16 AS src, r.cut, p.item_id,
+        COALESCE(s.listed, 0) AS bias_listed, r.n_users - COALESCE(t.trained, 0) AS bias_unseen,
+        COALESCE(s.listed_relevant, 0) AS bias_hits, COALESCE(v.relevant_unseen, 0) AS bias_relevant
+    FROM bias_runs AS r
+    CROSS JOIN item_popularity AS p
+    LEFT JOIN bias_listed AS s ON r.run_keys = s.run_keys AND r.cut = s.cut AND p.item_id = s.item_id
+    LEFT JOIN bias_seen AS t ON r.run_keys = t.run_keys AND p.item_id = t.item_id
+    LEFT JOIN bias_relevant AS v ON r.run_keys = v.run_keys AND p.item_id = v.item_id
+),
 list_pairs AS (
     SELECT a.run_keys, a.user_id, b.rank, a.item_id AS item_a, b.item_id AS item_b,
         a.relevance AS relevance_a, b.relevance AS relevance_b
@@ -582,6 +638,11 @@ stacked AS (
         CAST(group_merit_mean AS DOUBLE) AS group_merit_mean, CAST(group_rank AS BIGINT) AS group_rank
     FROM attention_groups
     UNION ALL
+    SELECT run_keys, user_id, src, cut, item_id, CAST(bias_listed AS BIGINT) AS bias_listed,
+        CAST(bias_unseen AS BIGINT) AS bias_unseen, CAST(bias_hits AS DOUBLE) AS bias_hits,
+        CAST(bias_relevant AS BIGINT) AS bias_relevant
+    FROM bias_rows
+    UNION ALL
     SELECT run_keys, user_id, src, rank, CAST(pair_sign AS BIGINT) AS pair_sign,
         CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
         CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim
@@ -636,6 +697,7 @@ ranked AS (
         s.intent_rel, s.intent_prior, s.intent_alpha, s.ideal_gain, ius.n_intents AS n_intents,
         s.weight_kind, s.weight_patience, s.attention, s.merit, s.attention_rank, s.group_name, s.group_attention,
         s.group_exposure, s.group_merit, s.group_mean, s.group_merit_mean, s.group_rank,
+        s.bias_listed, s.bias_unseen, s.bias_hits, s.bias_relevant,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s

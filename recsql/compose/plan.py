@@ -35,11 +35,11 @@ METRIC_POPULATION_SQL = {"lists": "_has_recs = 1", "global": "_is_global = 1"}
 # Stage features read from the main list's rows (src 1) by other CTEs: a metric ranked under a
 # second tie rule (src 9) cannot use them.
 MAIN_LIST_FEATURES = {"list_ideal", "pairs", "corr", "cascade", "exposure", "tie_bounds", "agreement", "category_shares",
-                      "intents", "intent_depths", "attention", "attention_groups"}
+                      "intents", "intent_depths", "attention", "attention_groups", "popularity_bias"}
 
 
 SECOND_SRC = 9  # sql/_ranked.sql: the list under a second tie rule
-GLOBAL_SRC = (5, 14, 15)  # sql/_ranked.sql: a run's rows of no user (exposure, attention, groups' attention)
+GLOBAL_SRC = (5, 14, 15, 16)  # sql/_ranked.sql: a run's rows of no user (exposure, attention, groups' attention)
 
 
 OUTPUTS = ("per_user", "summary", "raw", "checks")

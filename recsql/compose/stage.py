@@ -52,7 +52,8 @@ def _parsed_stage() -> exp.Select:
 BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_rows", "pairs": "pair_rows",
              "corr": "corr_rows", "cascade": "cascade_rows",
              "agreement": "agreement_rows", "category_shares": "category_rows", "intents": "intent_rows",
-             "intent_depths": "intent_depths", "attention": "attention_rows", "attention_groups": "attention_groups"}
+             "intent_depths": "intent_depths", "attention": "attention_rows", "attention_groups": "attention_groups",
+             "popularity_bias": "bias_rows"}
 
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
@@ -69,7 +70,7 @@ _COLUMNS = {"tie_bounds": (("list_judged", "ord", None), ("list_rows", "tie_firs
 
 # Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
 _CUT_TABLES = {"list_ideal_cuts": "list_ideal", "exposure_cuts": "exposure", "corr_cuts": "corr",
-               "agreement_cuts": "agreement"}
+               "agreement_cuts": "agreement", "bias_cuts": "popularity_bias"}
 
 
 def _feature_key(feature: str, metric: Metric) -> object:
@@ -290,7 +291,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     if not plan.truth_has_runs:  # truth without run keys is read and ordered once per user
         for name in ("truth_ordered", "truth_judged", "second_truth"):
             ctes[name].set("this", expand_run_keys(ctes[name].this, keys))
-        for name in ("list_judged", "second_judged"):
+        for name in ("list_judged", "second_judged", "bias_relevant"):
             for join in ctes[name].this.find_all(exp.Join):
                 if join.this.name in ("truth_judged", "second_truth"):
                     join.set("on", expand_run_keys(join.args["on"], keys))

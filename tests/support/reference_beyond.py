@@ -69,6 +69,8 @@ DEFAULT_OPTIONS = {
     "exposure_gini": {"weight": "geometric", "patience": 0.85, "over": "items"},
     "exposure_entropy": {"weight": "geometric", "patience": 0.85, "base": "e"},
     "lt_coverage": {"head": 0.8},
+    "pop_rsp": {"head": 0.8},
+    "pop_reo": {"head": 0.8},
 }
 # the intent-aware metrics: read the intents input (user, item, intent, relevance)
 INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "p_ia", "s_recall", "map_ia"}
@@ -77,9 +79,9 @@ TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", 
 LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
                 "jaccard", "miscalibration", "entropy"} | INTENT_METRICS
 GLOBAL_METRICS = {"coverage", "gini", "personalization", "exposure_disparity", "exposure_gini", "exposure_entropy",
-                  "lt_coverage"}
+                  "lt_coverage", "pop_rsp", "pop_reo"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
-NEEDS_K = {"exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
+NEEDS_K = {"pop_rsp", "pop_reo", "exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
            "miscalibration", "entropy", "alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "p_ia", "s_recall"}
 
 
@@ -869,6 +871,35 @@ def lt_coverage(ctx):
     return len(tail & shown) / len(tail) if tail and ctx.lists else None
 
 
+def _popularity_parity(ctx, listed, available):
+    """|P_H − P_T| / (P_H + P_T), P_g = Σ_u #listed(u, g) / Σ_u #available(u, g) over the users with a list
+    and truth, g the short head or the long tail (aplt's); None when a ratio or the sum is undefined."""
+    tail = _long_tail(ctx)
+    groups = {"head": set(ctx.n) - tail, "tail": tail}
+    users = [u for u in ctx.lists if ctx.truth and u in ctx.truth]
+    history = {(r["user_id"], r["item_id"]) for r in ctx.interactions}
+    shares = []
+    for group in groups.values():
+        num = sum(len([i for i in listed(u) if i in group]) for u in users)
+        den = sum(len([i for i in available(u, group) if (u, i) not in history]) for u in users)
+        if den == 0:
+            return None
+        shares.append(num / den)
+    total = shares[0] + shares[1]
+    return abs(shares[0] - shares[1]) / total if total > 0 else None
+
+
+def pop_rsp(ctx):
+    """PopRSP: P_g = Σ_u #(L_u ∩ g) / Σ_u #(g \\ I_u)."""
+    return _popularity_parity(ctx, lambda u: set(ctx.top(u)), lambda u, group: group)
+
+
+def pop_reo(ctx):
+    """PopREO: P_g = Σ_u #(L_u ∩ R_u ∩ g) / Σ_u #((g ∩ R_u) \\ I_u)."""
+    return _popularity_parity(ctx, lambda u: {i for i in ctx.top(u) if ctx.relevant(u, i)},
+                              lambda u, group: {i for i in group if ctx.relevant(u, i)})
+
+
 def personalization_pairwise(recs, k, use_rank=False):
     """Check form of personalization@k: 1 − mean over unordered user pairs (u, v) of
     #(L_u ∩ L_v) / k; None when fewer than 2 users have recommendations.
@@ -920,6 +951,8 @@ METRICS = {
     "exposure_gini": exposure_gini,
     "exposure_entropy": exposure_entropy,
     "lt_coverage": lt_coverage,
+    "pop_rsp": pop_rsp,
+    "pop_reo": pop_reo,
 }
 
 
@@ -968,7 +1001,7 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
     # inputs each metric needs
     if name in TRUTH_METRICS:
         ctx.need("truth")
-    if name in ("surprisal", "arp", "aplt", "aclt", "lt_coverage") or (name == "novelty" and opts["p"] == "interactions"):
+    if name in ("surprisal", "arp", "aplt", "aclt", "lt_coverage", "pop_rsp", "pop_reo") or (name == "novelty" and opts["p"] == "interactions"):
         ctx.need("interactions")
     if name == "miscalibration":
         ctx.need("interactions")
