@@ -328,8 +328,8 @@ bias_cuts AS (
 ),
 bias_users AS (
     -- per run, the users with a list and truth (Elliot's users with test data)
-    SELECT l.run_keys, l.user_id
-    FROM list_rows AS l JOIN truth_users AS u ON l.run_keys = u.run_keys AND l.user_id = u.user_id
+    SELECT u.run_keys, u.user_id
+    FROM truth_users AS u JOIN list_rows AS l ON u.run_keys = l.run_keys AND u.user_id = l.user_id
     WHERE l.rank = 1
 ),
 bias_runs AS (
@@ -358,12 +358,12 @@ bias_relevant AS (
 ),
 bias_listed AS (
     -- per run, cutoff and item: its users of bias_users whose top k holds it, and of them those for whom
-    -- it is relevant
-    SELECT l.run_keys, CAST(c.k AS BIGINT) AS cut, l.item_id, CAST(COUNT(*) AS BIGINT) AS listed,
-        SUM(l.hit) AS listed_relevant
+    -- it is relevant (a user without truth has no relevant item)
+    SELECT l.run_keys, CAST(c.k AS BIGINT) AS cut, l.item_id,
+        CAST(SUM(CASE WHEN u.user_id IS NULL THEN 0 ELSE 1 END) AS BIGINT) AS listed, SUM(l.hit) AS listed_relevant
     FROM list_rows AS l
-    JOIN bias_users AS b ON l.run_keys = b.run_keys AND l.user_id = b.user_id
     JOIN bias_cuts AS c ON l.rank <= c.k
+    LEFT JOIN truth_users AS u ON l.run_keys = u.run_keys AND l.user_id = u.user_id
     GROUP BY l.run_keys, c.k, l.item_id
 ),
 bias_rows AS (

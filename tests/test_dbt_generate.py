@@ -144,9 +144,22 @@ def test_the_model_runs_with_real_jinja_and_quotes_hostile_column_names(tmp_path
     ({**EVAL, "run_col": ["model"]}, ["unknown key 'run_col'", "did you mean 'run_cols'"]),
     ({**EVAL, "metrics": ["ndgc@10"]}, ["unknown metric 'ndgc'"]),
     ({**EVAL, "output": "both"}, ["output", "summary, per_user"]),
+    ({**EVAL, "items": "items", "column_names": "as_asked", "metrics": ["exposure_disparity(weight=geometric,patience=0.25,combine=max_min_diff)@5"]},
+     ["longer than 63 bytes", "column_names: safe"]),
 ])
 def test_refusals_change_nothing(tmp_path, evaluation, words):
     _refused(_project(tmp_path, [evaluation]), *words)
+
+
+def test_a_long_safe_name_is_shortened_and_kept_apart(tmp_path):
+    """PostgreSQL cuts identifiers at 63 characters without a word: two long names differing only past
+    them would become one column. Safe names that long keep their start and cutoff around a hash."""
+    metrics = [f"exposure_disparity(weight=geometric,patience=0.5,combine={c})@5" for c in ("max_min_diff", "variance")]
+    project = _project(tmp_path, [{**EVAL, "items": "items", "metrics": metrics}])
+    generate(project)
+    model = (project / "models" / "recsql" / "quality.sql").read_text()
+    names = sorted(set(re.findall(r"exposure_disparity_weight_geometric_patience_0_5_[0-9a-f]{8}_at_5", model)))
+    assert len(names) == 2 and all(len(n) <= 63 for n in names), names
 
 
 @pytest.mark.parametrize("name", ["ref", "source", "config", "var", "this", "target"])

@@ -42,7 +42,7 @@ from ..options import yml_keys
 from ..plans import build_plan
 from ..sources import bind
 from .adapters import adapter
-from .names import SIMPLE, output_name
+from .names import MAX_LENGTH, SIMPLE, output_name
 
 _PLACEHOLDER = "recsql_input_{}"  # the placeholder relation of each input, replaced by its ref()/source()
 # evaluate's options, by their recsql.yml keys (recsql/options.py: the table every entry point shares), so a
@@ -164,9 +164,14 @@ def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
 
 def _rename(statement: exp.Select, metrics: list, spec: ModelSpec) -> None:
     """Safe output names for the result columns (the run keys and user column keep the input's)."""
-    if spec.column_names != "safe":
-        return
     asked = {m.column for m in metrics}
+    if spec.column_names != "safe":
+        long = [name for name in sorted(asked) if len(name.encode("utf-8")) > MAX_LENGTH]
+        if long:
+            raise RecsqlError(f"evaluation {spec.name!r}: column name {long[0]!r} is longer than {MAX_LENGTH} bytes, "
+                              f"which PostgreSQL cuts without an error; set column_names: safe (long names are "
+                              f"shortened with a hash of the whole name there)")
+        return
     seen: dict[str, str] = {}
     for projection in statement.expressions:
         name = projection.alias_or_name
