@@ -467,9 +467,10 @@ agreement_rows AS (
     ) AS a
 ),
 category_cuts AS (
-    -- (cutoff, patience) of each category metric asked: a top k's position r weighs patience^(r − 1)
-    -- (patience 1: every position the same); set by recsql/compose/stage.py
-    SELECT k, patience FROM category_keys
+    -- (cutoff, weight, patience) of each category metric asked: a top k's position r weighs
+    -- patience^(r − 1) (weight 'geometric'; patience 1: every position the same), 1/log2(r + 1) ('log')
+    -- or 1/log2(max(r, 2)) ('trec', TREC Fair Ranking's discount); set by recsql/compose/stage.py
+    SELECT k, weight, patience FROM category_keys
 ),
 item_categories AS (
     -- an item's share of each of its categories: 1 for its items category (source 1), or its positive
@@ -484,6 +485,26 @@ item_categories AS (
         ON f.item_id = t.item_id
     WHERE f.value > 0
 ),
+category_targets AS (
+    -- each category's share of the catalog: 1/G of the G categories (uniform_share), and its mass over
+    -- every categorized item's (items_share); read from the inputs, not from item_categories (DataFusion
+    -- fails on a second read of that union when its two inputs' schemas carry different metadata)
+    SELECT g.category_source, g.category,
+        CAST(1 AS DOUBLE) / COUNT(*) OVER (PARTITION BY g.category_source) AS uniform_share,
+        g.mass / SUM(g.mass) OVER (PARTITION BY g.category_source) AS items_share
+    FROM (
+        SELECT 1 AS category_source, i.category, CAST(COUNT(*) AS DOUBLE) AS mass
+        FROM (SELECT CAST(category AS VARCHAR) AS category FROM items_in WHERE category IS NOT NULL) AS i
+        GROUP BY i.category
+        UNION ALL
+        SELECT 2 AS category_source, f.feature AS category, SUM(CAST(f.value AS DOUBLE) / t.total) AS mass
+        FROM features_in AS f
+        JOIN (SELECT item_id, SUM(CAST(value AS DOUBLE)) AS total FROM features_in WHERE value > 0 GROUP BY item_id) AS t
+            ON f.item_id = t.item_id
+        WHERE f.value > 0
+        GROUP BY f.feature
+    ) AS g
+),
 history_categories AS (
     -- the mass of each category in a user's interactions (each item seen counted once)
     SELECT h.user_id, g.category_source, g.category, SUM(g.share) AS p_mass
@@ -494,36 +515,44 @@ history_categories AS (
 category_masses AS (
     -- per user with a list, cutoff k and patience: each category's mass in the history and in the top k
     -- (an item's share weighted by patience^(rank − 1))
-    SELECT m.run_keys, m.user_id, m.cut, m.category_patience, m.category_source, m.category, SUM(m.p_mass) AS p_mass,
-        SUM(m.q_mass) AS q_mass
+    SELECT m.run_keys, m.user_id, m.cut, m.category_weight, m.category_patience, m.category_source, m.category,
+        SUM(m.p_mass) AS p_mass, SUM(m.q_mass) AS q_mass
     FROM (
-        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, CAST(c.patience AS DOUBLE) AS category_patience,
-            h.category_source, h.category, h.p_mass, CAST(0 AS DOUBLE) AS q_mass
+        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, c.weight AS category_weight,
+            CAST(c.patience AS DOUBLE) AS category_patience, h.category_source, h.category, h.p_mass, CAST(0 AS DOUBLE) AS q_mass
         FROM list_rows AS l
         CROSS JOIN category_cuts AS c
         JOIN history_categories AS h ON l.user_id = h.user_id
         WHERE l.rank = 1
         UNION ALL
-        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, CAST(c.patience AS DOUBLE) AS category_patience,
-            g.category_source, g.category, CAST(0 AS DOUBLE) AS p_mass, g.share * POWER(c.patience, l.rank - 1) AS q_mass
+        SELECT l.run_keys, l.user_id, CAST(c.k AS BIGINT) AS cut, c.weight AS category_weight,
+            CAST(c.patience AS DOUBLE) AS category_patience, g.category_source, g.category, CAST(0 AS DOUBLE) AS p_mass,
+            g.share * CASE WHEN c.weight = 'trec' THEN LN(2) / LN(CASE WHEN l.rank < 2 THEN 2 ELSE l.rank END)
+                           WHEN c.weight = 'log' THEN LN(2) / LN(l.rank + 1)
+                           ELSE POWER(c.patience, l.rank - 1) END AS q_mass
         FROM list_rows AS l
         JOIN category_cuts AS c ON l.rank <= c.k
         JOIN item_categories AS g ON l.item_id = g.item_id
     ) AS m
-    GROUP BY m.run_keys, m.user_id, m.cut, m.category_patience, m.category_source, m.category
+    GROUP BY m.run_keys, m.user_id, m.cut, m.category_weight, m.category_patience, m.category_source, m.category
 ),
 category_rows AS (
     -- p_share = p(g|u), the history's category distribution (NULL without a categorized history item);
     -- q_share = q(g|u), the top k's (0 for every category when no listed item has one)
-    SELECT m.run_keys, m.user_id, 11 AS src, m.cut, m.category_patience, m.category_source, m.category,
+    SELECT m.run_keys, m.user_id, 11 AS src, m.cut, m.category_weight, m.category_patience, m.category_source, m.category,
         CASE WHEN m.p_total > 0 THEN m.p_mass / m.p_total END AS p_share,
-        CASE WHEN m.q_total > 0 THEN m.q_mass / m.q_total ELSE 0 END AS q_share
+        CASE WHEN m.q_total > 0 THEN m.q_mass / m.q_total ELSE 0 END AS q_share,
+        t.uniform_share, t.items_share
     FROM (
-        SELECT c.run_keys, c.user_id, c.cut, c.category_patience, c.category_source, c.category, c.p_mass, c.q_mass,
-            SUM(c.p_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_patience, c.category_source) AS p_total,
-            SUM(c.q_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_patience, c.category_source) AS q_total
+        SELECT c.run_keys, c.user_id, c.cut, c.category_weight, c.category_patience, c.category_source, c.category,
+            c.p_mass, c.q_mass,
+            SUM(c.p_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_weight, c.category_patience,
+                                             c.category_source) AS p_total,
+            SUM(c.q_mass) OVER (PARTITION BY c.run_keys, c.user_id, c.cut, c.category_weight, c.category_patience,
+                                             c.category_source) AS q_total
         FROM category_masses AS c
     ) AS m
+    LEFT JOIN category_targets AS t ON m.category_source = t.category_source AND m.category = t.category
 ),
 intent_judged AS (
     -- the relevant judgments per intent (subtopic): (user, item, intent) with relevance >= $threshold,
@@ -661,9 +690,10 @@ stacked AS (
         CAST(overlap AS BIGINT) AS overlap, CAST(short_overlap AS BIGINT) AS short_overlap
     FROM agreement_rows
     UNION ALL
-    SELECT run_keys, user_id, src, cut, CAST(category_patience AS DOUBLE) AS category_patience,
-        CAST(category_source AS BIGINT) AS category_source,
-        CAST(category AS VARCHAR) AS category_name, CAST(p_share AS DOUBLE) AS p_share, CAST(q_share AS DOUBLE) AS q_share
+    SELECT run_keys, user_id, src, cut, CAST(category_weight AS VARCHAR) AS category_weight,
+        CAST(category_patience AS DOUBLE) AS category_patience, CAST(category_source AS BIGINT) AS category_source,
+        CAST(category AS VARCHAR) AS category_name, CAST(p_share AS DOUBLE) AS p_share, CAST(q_share AS DOUBLE) AS q_share,
+        CAST(uniform_share AS DOUBLE) AS uniform_share, CAST(items_share AS DOUBLE) AS items_share
     FROM category_rows
     UNION ALL
     SELECT run_keys, user_id, src, rank, CAST(intent_rel AS BIGINT) AS intent_rel,
@@ -693,7 +723,8 @@ ranked AS (
         s.tie_first, s.tie_last, s.exposure, s.list_users, s.in_catalog, s.exposure_rank,
         s.pair_sign, s.pair_category_dissim, s.pair_feature_dissim, s.corr_rank_x, s.corr_rank_y,
         s.cascade_kind, s.cascade_grade, s.cascade_rel, s.cascade_reach,
-        s.short_n, s.long_n, s.overlap, s.short_overlap, s.category_patience, s.category_source, s.category_name, s.p_share, s.q_share,
+        s.short_n, s.long_n, s.overlap, s.short_overlap, s.category_weight, s.category_patience, s.category_source, s.category_name, s.p_share, s.q_share,
+        s.uniform_share, s.items_share,
         s.intent_rel, s.intent_prior, s.intent_alpha, s.ideal_gain, ius.n_intents AS n_intents,
         s.weight_kind, s.weight_patience, s.attention, s.merit, s.attention_rank, s.group_name, s.group_attention,
         s.group_exposure, s.group_merit, s.group_mean, s.group_merit_mean, s.group_rank,

@@ -9,9 +9,9 @@
 -- cite: Shannon, Bell System Technical Journal 27, 1948; as a list's category diversity, e.g. Steck, RecSys 2018 and Kaminskas & Bridge, ACM TiiS 2016; rank-biased as LensKit's RankBiasedEntropy (Ekstrand et al., lenskit.metrics, 2025)
 SELECT
     user_id,
-    CASE WHEN SUM(CASE WHEN src = 11 AND cut = $k AND category_patience = $patience AND category_source = CASE WHEN $by = 'features' THEN 2 ELSE 1 END
+    CASE WHEN SUM(CASE WHEN src = 11 AND cut = $k AND category_weight = 'geometric' AND category_patience = $patience AND category_source = CASE WHEN $by = 'features' THEN 2 ELSE 1 END
                        THEN q_share END) > 0
-         THEN -SUM(CASE WHEN src = 11 AND cut = $k AND category_patience = $patience AND q_share > 0
+         THEN -SUM(CASE WHEN src = 11 AND cut = $k AND category_weight = 'geometric' AND category_patience = $patience AND q_share > 0
                          AND category_source = CASE WHEN $by = 'features' THEN 2 ELSE 1 END
                         THEN q_share * LN(q_share) END) / CASE WHEN $base = '2' THEN LN(2) ELSE 1 END
     END AS entropy

@@ -10,9 +10,9 @@
 -- cite: Steck, RecSys 2018 (calibrated recommendations, equations 1–3)
 SELECT
     user_id,
-    CASE WHEN SUM(CASE WHEN src = 11 AND cut = $k AND category_patience = $patience AND category_source = CASE WHEN $by = 'features' THEN 2 ELSE 1 END
+    CASE WHEN SUM(CASE WHEN src = 11 AND cut = $k AND category_weight = 'geometric' AND category_patience = $patience AND category_source = CASE WHEN $by = 'features' THEN 2 ELSE 1 END
                        THEN p_share END) IS NULL THEN NULL
-         ELSE COALESCE(SUM(CASE WHEN src = 11 AND cut = $k AND category_patience = $patience AND p_share > 0
+         ELSE COALESCE(SUM(CASE WHEN src = 11 AND cut = $k AND category_weight = 'geometric' AND category_patience = $patience AND p_share > 0
                                  AND category_source = CASE WHEN $by = 'features' THEN 2 ELSE 1 END
                                 THEN p_share * LN(p_share / ((1 - $alpha) * q_share + $alpha * p_share)) END), 0)
     END AS miscalibration

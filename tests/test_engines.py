@@ -176,7 +176,8 @@ def test_beyond_accuracy_metrics(engine):
              "miscalibration(patience=0.5)@10", "exposure_disparity@10", "exposure_disparity(target=merit,combine=l2)@5",
              "exposure_disparity(weight=geometric,combine=variance)@5", "exposure_disparity(weight=uniform,combine=max_abs_dev)@10",
              "exposure_gini@10", "exposure_gini(weight=log,over=groups)@5", "exposure_entropy(base=2)@10",
-             "exposure_entropy(weight=uniform)@5", "lt_coverage@10", "lt_coverage(head=0.5)@5", "pop_rsp@10", "pop_reo@5"]
+             "exposure_entropy(weight=uniform)@5", "lt_coverage@10", "lt_coverage(head=0.5)@5", "pop_rsp@10", "pop_reo@5",
+             "awrf@10", "awrf(target=items,by=features,weight=geometric)@5"]
     # intents: each truth item relevant to its category, and judged 0 for a second intent
     intents = truth.merge(items[["item_id", "category"]], on="item_id").rename(columns={"category": "intent"})
     intents = pd.concat([intents, intents.assign(intent=intents["intent"] + "_b", relevance=0.0)])[

@@ -26,6 +26,7 @@ import pandas as pd
 import pytest
 from FairRankTune.Metrics import AWRF, EXP, EXPU
 from hypothesis import given, settings
+from scipy.spatial.distance import jensenshannon
 from hypothesis import strategies as st
 
 import recsql
@@ -121,3 +122,38 @@ def test_exposure_gini_uniform_is_gini_and_exposure_disparity_needs_categories()
     assert _close(got["gini@10"], got["exposure_gini(weight=uniform)@10"])
     with pytest.raises(recsql.RecsqlError, match="items"):
         recsql.evaluate(recs, None, ["exposure_disparity@10"])
+
+
+def _trec_discount(n: int) -> np.ndarray:
+    """TREC Fair Ranking's discount(n), as written there."""
+    ranks = np.maximum(np.arange(1, n + 1, dtype="f4"), 2)
+    return np.reciprocal(np.log2(ranks))
+
+
+def _trec_awrf(qrun: list, page_align: pd.DataFrame, qtgt: np.ndarray) -> float:
+    """TREC Fair Ranking 2021's qr_awrf, as written there (float32 discount, scipy's natural log)."""
+    n = len(qrun)
+    disc = _trec_discount(n)
+    ralign = page_align.reindex(qrun)
+    ralign = ralign.multiply(disc, axis=0)
+    ralign = ralign.sum(axis=0) / np.sum(disc)
+    dist = jensenshannon(ralign, qtgt)
+    return 1 - dist * dist
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases(), st.booleans())
+def test_awrf_equals_trec_fair_ranking(case, uniform):
+    recs, _, items, k, _ = case
+    items = items.iloc[: max(1, len(items) - 1)]  # an item without a group: left out (NaN rows in TREC's code)
+    align = pd.get_dummies(items.set_index("item_id")["category"]).astype(float)
+    target = (np.full(align.shape[1], 1 / align.shape[1]) if uniform else align.sum().to_numpy() / len(items))
+    _, lists = _rankings(recs, k)
+    name = f"awrf(target={'uniform' if uniform else 'items'})@{k}"
+    got = recsql.evaluate(recs, None, [name], items=items).per_user.set_index("user_id")[name]
+    for user, qrun in lists.items():
+        if not set(qrun) & set(items["item_id"]):
+            assert pd.isna(got[user])
+            continue
+        # the float32 discount of TREC's code: equal to 1e-6
+        assert math.isclose(got[user], _trec_awrf(qrun, align, target), rel_tol=1e-6, abs_tol=1e-6), user

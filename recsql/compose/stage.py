@@ -59,7 +59,7 @@ BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
 _JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "bl"}), "interaction_users": ("ranked", {"iu"}),
           "intents": ("ranked", {"ius"}), "intent_ideal": ("intent_depths", {"i"}),
-          "catalog": ("ranked", {"cs"}), "categories": ("pair_rows", {"ca", "cb"}),
+          "catalog": ("ranked", {"cs"}), "category_targets": ("category_rows", {"t"}), "categories": ("pair_rows", {"ca", "cb"}),
           "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
 
 
@@ -80,7 +80,9 @@ def _feature_key(feature: str, metric: Metric) -> object:
     if feature in ("intent_depths", "intent_ideal"):
         return float(metric.all_options()["alpha"]), metric.k
     if feature == "category_shares":
-        return metric.k, float(metric.all_options().get("patience", 1))
+        options = metric.all_options()
+        weight = options.get("weight", "geometric")
+        return metric.k, weight, float(options.get("patience", 1)) if weight == "geometric" else 1.0
     if feature in ATTENTION:
         options = metric.all_options()
         weight = options.get("weight", "log")
@@ -258,8 +260,9 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     ctes["cascade_params"].set("this", _cascades_select(sorted(features.get("cascade", {("err", "auto")}))))
     _intent_ideal(with_, ctes, features)
     ctes["category_cuts"].set("this", union_all([
-        exp.select(exp.alias_(exp.Literal.number(k), "k"), exp.alias_(exp.cast(exp.Literal.number(p), "DOUBLE"), "patience"))
-        for k, p in sorted(features.get("category_shares", {(1, 1.0)}))]))
+        exp.select(exp.alias_(exp.Literal.number(k), "k"), exp.alias_(exp.cast(exp.Literal.string(w), "VARCHAR"), "weight"),
+                   exp.alias_(exp.cast(exp.Literal.number(p), "DOUBLE"), "patience"))
+        for k, w, p in sorted(features.get("category_shares", {(1, "geometric", 1.0)}))]))
     attention = sorted({key for feature in ATTENTION for key in features.get(feature, ())})
     ctes["attention_params"].set("this", _attention_select(attention or [("log", 0.0, 1)]))
     for feature, (cte, aliases) in _JOINS.items():

@@ -71,17 +71,18 @@ DEFAULT_OPTIONS = {
     "lt_coverage": {"head": 0.8},
     "pop_rsp": {"head": 0.8},
     "pop_reo": {"head": 0.8},
+    "awrf": {"target": "uniform", "weight": "trec", "patience": 0.5, "by": "category"},
 }
 # the intent-aware metrics: read the intents input (user, item, intent, relevance)
 INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "p_ia", "s_recall", "map_ia"}
 
 TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp"}
 LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
-                "jaccard", "miscalibration", "entropy"} | INTENT_METRICS
+                "jaccard", "miscalibration", "entropy", "awrf"} | INTENT_METRICS
 GLOBAL_METRICS = {"coverage", "gini", "personalization", "exposure_disparity", "exposure_gini", "exposure_entropy",
                   "lt_coverage", "pop_rsp", "pop_reo"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
-NEEDS_K = {"pop_rsp", "pop_reo", "exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
+NEEDS_K = {"awrf", "pop_rsp", "pop_reo", "exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
            "miscalibration", "entropy", "alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "p_ia", "s_recall"}
 
 
@@ -399,6 +400,36 @@ def entropy(ctx, user):
         return None
     value = -sum(v * math.log(v) for v in q.values() if v > 0)
     return value / math.log(2) if ctx.opts["base"] in (2, 2.0, "2") else value
+
+
+def awrf(ctx, user):
+    """1 − JSD(a, t) (natural log): a = the top k's attention over the groups (position r weighing
+    1/log2(max(r, 2)), 1/log2(r + 1) or patience^(r − 1)), t = 1/G or the groups' shares of the items;
+    None when no listed item has a group."""
+    weights = {"trec": lambda r: 1 / math.log2(max(r, 2)), "log": lambda r: 1 / math.log2(r + 1),
+               "geometric": lambda r: ctx.opts["patience"] ** (r - 1)}[ctx.opts["weight"]]
+    mass = {}
+    for r, item in enumerate(ctx.top(user), start=1):
+        for group, share in _shares(ctx, item).items():
+            mass[group] = mass.get(group, 0.0) + share * weights(r)
+    if not mass:
+        return None
+    catalog = {}
+    items = ctx.items if ctx.opts["by"] == "category" else ctx.vectors
+    for item in (items or {}):
+        for group, share in _shares(ctx, item).items():
+            catalog[group] = catalog.get(group, 0.0) + share
+    if ctx.opts["target"] == "uniform":
+        t = {g: 1 / len(catalog) for g in catalog}
+    else:
+        t = {g: m / sum(catalog.values()) for g, m in catalog.items()}
+    a = {g: m / sum(mass.values()) for g, m in mass.items()}
+    jsd = 0.0
+    for g in set(a) | set(t):
+        ag, tg = a.get(g, 0.0), t.get(g, 0.0)
+        mg = (ag + tg) / 2
+        jsd += 0.5 * (ag * math.log(ag / mg) if ag > 0 else 0) + 0.5 * (tg * math.log(tg / mg) if tg > 0 else 0)
+    return 1 - jsd
 
 
 def _judgments(ctx, user):
@@ -932,6 +963,7 @@ METRICS = {
     "map_ia": map_ia,
     "miscalibration": miscalibration,
     "entropy": entropy,
+    "awrf": awrf,
     "serendipity": serendipity,
     "diversity": diversity,
     "arp": arp,
@@ -1005,7 +1037,7 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
         ctx.need("interactions")
     if name == "miscalibration":
         ctx.need("interactions")
-    if (name == "novelty" and opts["p"] == "items") or (name in ("diversity", "miscalibration", "entropy")
+    if (name == "novelty" and opts["p"] == "items") or (name in ("diversity", "miscalibration", "entropy", "awrf")
                                                          and opts["by"] == "category"):
         ctx.need("items")
     if name == "exposure_disparity" or (name == "exposure_gini" and opts["over"] == "groups"):
