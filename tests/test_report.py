@@ -195,6 +195,16 @@ def test_the_same_inputs_give_the_same_page_but_the_date():
             assert one[key] == (pytest.approx(two[key], abs=1e-12) if isinstance(one[key], float) else two[key])
 
 
+def test_global_metrics_compare_cannot_resample_are_shown_without_intervals_and_the_others_compared():
+    built = build_report(RECS, TRUTH, ["ndcg@5", "gini@5", "exposure_gini@5"], run_cols="model", resamples=50,
+                         items=str(DATA / "items.parquet"))
+    data = plotted(built.html)
+    assert "exposure_gini@5 are shown without intervals or tests: compare does not resample them yet" in built.html
+    compared = {row["metric"] for row in data["runs"] if row.get("ci_low") is not None}
+    assert {"ndcg@5", "gini@5"} <= compared and "exposure_gini@5" not in compared
+    assert all(isinstance(row["exposure_gini@5"], float) for row in data["summary"])
+
+
 def test_markdown_and_latex_tables_mark_significance_as_ranx_does():
     comparison = recsql.compare(RECS, TRUTH, ["ndcg@10", "hit_rate@5"], run_cols="model", resamples=RESAMPLES)
     tests = comparison.tests  # every pair: popular − personal

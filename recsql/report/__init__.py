@@ -19,6 +19,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..compose.exposure import resampling_refusal
 from ..errors import RecsqlError
 from .data import MAX_K, ReportData, assemble
 
@@ -60,17 +61,25 @@ class Report:
 
 
 def comparison_of(compare: Callable[[list], Any], metrics: Sequence[Any]) -> tuple[Any, list[str]]:
-    """``compare(metrics)``; when that is refused and some metrics are global (one number per run),
-    again without them, saying why: they stay in the summary without intervals."""
+    """``compare(metrics)`` without the global metrics compare does not resample (the exposure and
+    popularity-bias metrics), saying so; when that is refused and some metrics are global (one number
+    per run), again without them, saying why: they stay in the summary without intervals."""
+    unresampled = [m for m in metrics if m.spec.population == "global" and resampling_refusal(m.name)]
+    notes = [f"The global metric(s) {', '.join(m.column for m in unresampled)} are shown without intervals or "
+             "tests: compare does not resample them yet (weighted by position, grouped or split by "
+             "popularity)."] if unresampled else []
+    metrics = [m for m in metrics if not any(m is u for u in unresampled)]
+    if not metrics:
+        return None, notes
     try:
-        return compare(list(metrics)), []
+        return compare(list(metrics)), notes
     except RecsqlError as err:
         per_user = [m for m in metrics if m.spec.population != "global"]
         if len(per_user) == len(metrics) or not per_user:
             raise
         left = ", ".join(m.column for m in metrics if m.spec.population == "global")
-        return compare(per_user), [f"The global metric(s) {left} are shown without intervals or tests; the "
-                                   f"comparison with them was refused: {err}"]
+        return compare(per_user), notes + [f"The global metric(s) {left} are shown without intervals or tests; the "
+                                           f"comparison with them was refused: {err}"]
 
 
 def from_evaluation(evaluation: Any, *, baseline: Any = None, comparison: Any = None, title: str | None = None,
