@@ -134,7 +134,9 @@ class MetricSpec:
 
     @property
     def needs_truth(self) -> bool:
-        return self.population == "truth"
+        """Scored against truth: its population is truth's, or its header needs it (a global metric over
+        the users with truth, pop_rsp and pop_reo)."""
+        return self.population == "truth" or "truth" in self.needs
 
 
 def _parse_params(text: str, metric: str) -> dict[str, Param]:

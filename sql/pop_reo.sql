@@ -2,7 +2,7 @@
 -- k: required
 -- population: global
 -- params: head number in (0, 1] = 0.8
--- needs: interactions
+-- needs: interactions; truth
 -- stage: popularity_bias; popularity
 -- let: head_row = src = 16 AND cut = $k AND seen_before < $head * seen_total; tail_row = src = 16 AND cut = $k AND seen_before >= $head * seen_total; p_head = CAST(SUM(CASE WHEN head_row() THEN bias_hits END) AS DOUBLE) / NULLIF(SUM(CASE WHEN head_row() THEN bias_relevant END), 0); p_tail = CAST(SUM(CASE WHEN tail_row() THEN bias_hits END) AS DOUBLE) / NULLIF(SUM(CASE WHEN tail_row() THEN bias_relevant END), 0)
 -- range: [0, 1]

@@ -157,3 +157,13 @@ def test_awrf_equals_trec_fair_ranking(case, uniform):
             continue
         # the float32 discount of TREC's code: equal to 1e-6
         assert math.isclose(got[user], _trec_awrf(qrun, align, target), rel_tol=1e-6, abs_tol=1e-6), user
+
+
+@pytest.mark.parametrize("name", ["pop_rsp@10", "pop_reo@10"])
+def test_popularity_parity_needs_truth_and_interactions(name):
+    recs = pd.read_parquet(f"{DATA}/recs.parquet")
+    interactions = pd.read_parquet(f"{DATA}/truth.parquet")[["user_id", "item_id"]]
+    with pytest.raises(recsql.RecsqlError, match="needs truth"):
+        recsql.evaluate(recs, None, [name], run_cols="model", interactions=interactions)
+    with pytest.raises(recsql.RecsqlError, match="needs training interactions: pass interactions="):
+        recsql.evaluate(recs, pd.read_parquet(f"{DATA}/truth.parquet"), [name], run_cols="model")

@@ -24,6 +24,7 @@ _REQUIREMENTS: dict[str, tuple[set[str], str]] = {
     "expected_recs": ({"expected_recs"}, "needs expected_recs: pass expected_recs= (another recommender's lists, columns like recs)"),
     "intents": ({"intents"}, "needs judgments per intent: pass intents= with columns {user}, {item}, {intent} and "
                              "optionally relevance (rows: user, item, intent, grade; a grade >= 1 is relevant)"),
+    "truth": ({"truth"}, "needs truth (relevance judgments): pass truth= with columns {user} and {item}"),
     "interactions_or_expected_recs": ({"interactions", "expected_recs"}, "needs expected_recs= (another recommender's lists) or "
                                  "interactions= (its k most popular items are then the expected lists)"),
 }

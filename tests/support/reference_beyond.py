@@ -1040,6 +1040,8 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
     if (name == "novelty" and opts["p"] == "items") or (name in ("diversity", "miscalibration", "entropy", "awrf")
                                                          and opts["by"] == "category"):
         ctx.need("items")
+    if name in ("pop_rsp", "pop_reo"):
+        ctx.need("truth")
     if name == "exposure_disparity" or (name == "exposure_gini" and opts["over"] == "groups"):
         ctx.need("items")
     if name == "diversity" and opts["by"] == "features" and items is None and features is None:
