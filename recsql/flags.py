@@ -30,7 +30,9 @@ _VALUE = r"""(?:'[^']*'|"[^"]*"|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}|None|True|False|[
 # What only the library's messages say, with the command line's words: the CLI's own spelling of a
 # keyword beside it, and SQL to cast a column (on the command line: in a view of a --db file).
 _PHRASES = ((re.compile(r"\s*\(CLI: [^)]*\)"), ""),
-            (re.compile(r"\(e\.g\. (CAST\([^()]*\))\)"), r"(e.g. \1 in a view of a --db FILE.duckdb)"))
+            (re.compile(r"\(e\.g\. (CAST\([^()]*\))\)"), r"(e.g. \1 in a view of a --db FILE.duckdb)"),
+            # truth is the commands' second argument (or --qrels), not an option
+            (re.compile(r"\bpass truth=(?=[;\s]| with)"), "give truth (the TRUTH argument after RECS, or --qrels)"))
 
 
 def python_keywords() -> set[str]:

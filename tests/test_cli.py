@@ -175,7 +175,9 @@ def test_beyond_metrics_from_the_command_line(tmp_path, capsys):
     assert [r["coverage@10"] for r in rows] == pytest.approx(list(api["coverage@10"]), abs=1e-12)
     assert [r["novelty@10"] for r in rows] == pytest.approx(list(api["novelty@10"]), abs=1e-12)
     assert main(["evaluate", RECS, "-m", "ndcg@10"]) == 2
-    assert "needs truth" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "needs truth" in said and "give truth (the TRUTH argument after RECS, or --qrels)" in said, said
+    assert "truth=" not in said
     assert main(["sql", "-m", "personalization@10", "--no-truth", "--recs", "db.recs"]) == 0
     out = capsys.readouterr().out
     assert '"db"."recs"' in out and '"truth"' not in out  # no truth table is read
