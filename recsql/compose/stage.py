@@ -19,27 +19,30 @@ from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys,
                       pad_union, substitute, union_all, union_branches)
 
 
+def _literal(value: object) -> exp.Expression:
+    if value is None:
+        return exp.null()
+    return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
+
+
+def _key_rows(columns: list[tuple[str, str | None]], rows: list[tuple]) -> exp.Expression:
+    """A table of literal rows, ``SELECT v AS name, CAST(w AS type) AS name2 ... UNION ALL ...``: the keys a
+    stage feature is built for (``columns``: each column's name and the type it is cast to, or None)."""
+    return union_all([exp.select(*[exp.alias_(exp.cast(_literal(v), type_) if type_ else _literal(v), name)
+                                   for (name, type_), v in zip(columns, row)]) for row in rows])
+
+
 def _cutoffs_select(ks: list[int]) -> exp.Expression:
-    return union_all([exp.select(exp.alias_(exp.Literal.number(k), "k")) for k in ks])
+    return _key_rows([("k", None)], [(k,) for k in ks])
 
 
 def _cascades_select(keys: list[tuple[str, str]]) -> exp.Expression:
     """(kind, grade) rows for the cascade metrics asked: grade NULL = the largest relevance in truth."""
-    return union_all([exp.select(exp.alias_(exp.Literal.string(kind), "kind"),
-                                  exp.alias_(exp.cast(exp.null() if grade == "auto" else exp.Literal.number(grade),
-                                                      "DOUBLE"), "grade"))
-                       for kind, grade in keys])
+    return _key_rows([("kind", None), ("grade", "DOUBLE")],
+                     [(kind, None if grade == "auto" else grade) for kind, grade in keys])
 
 
 ATTENTION = ("attention", "attention_groups")  # features keyed by (position weight, patience, cutoff)
-
-
-def _attention_select(keys: list[tuple[str, float, int]]) -> exp.Expression:
-    """(kind, patience, k) rows for the exposure metrics asked (sql/_ranked.sql, attention_params)."""
-    return union_all([exp.select(exp.alias_(exp.Literal.string(kind), "kind"),
-                                  exp.alias_(exp.cast(exp.Literal.number(patience), "DOUBLE"), "patience"),
-                                  exp.alias_(exp.Literal.number(k), "k"))
-                       for kind, patience, k in keys])
 
 
 @lru_cache(maxsize=1)
@@ -259,12 +262,11 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         ctes[table].set("this", _cutoffs_select(sorted(features.get(feature, {1}))))
     ctes["cascade_params"].set("this", _cascades_select(sorted(features.get("cascade", {("err", "auto")}))))
     _intent_ideal(with_, ctes, features)
-    ctes["category_cuts"].set("this", union_all([
-        exp.select(exp.alias_(exp.Literal.number(k), "k"), exp.alias_(exp.cast(exp.Literal.string(w), "VARCHAR"), "weight"),
-                   exp.alias_(exp.cast(exp.Literal.number(p), "DOUBLE"), "patience"))
-        for k, w, p in sorted(features.get("category_shares", {(1, "geometric", 1.0)}))]))
+    ctes["category_cuts"].set("this", _key_rows([("k", None), ("weight", "VARCHAR"), ("patience", "DOUBLE")],
+                                                 sorted(features.get("category_shares", {(1, "geometric", 1.0)}))))
     attention = sorted({key for feature in ATTENTION for key in features.get(feature, ())})
-    ctes["attention_params"].set("this", _attention_select(attention or [("log", 0.0, 1)]))
+    ctes["attention_params"].set("this", _key_rows([("kind", None), ("patience", "DOUBLE"), ("k", None)],
+                                                   attention or [("log", 0.0, 1)]))
     for feature, (cte, aliases) in _JOINS.items():
         if feature not in features:
             drop_joins(ctes[cte].this, aliases)
