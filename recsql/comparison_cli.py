@@ -85,7 +85,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(for_terminal(f"\n{name}\n{text}"), flush=True)
         else:
             print(FORMATS[args.format](table), flush=True)
-    status = decisions_cli.decide(args, result, show)
+    def pilot():  # the compared runs' per-user values, for a simulated power
+        from .api import evaluate
+        return evaluate(recs, truth, args.metrics, con=args.db, **column_kwargs(args), **side_kwargs(args))
+    status = decisions_cli.decide(args, result, show, pilot)
     print(f"recsql: {len(result.metrics)} metric(s), {result.runs['run'].nunique()} run(s), {len(result.tests)} "
           f"comparison(s), {result.settings.resamples} resamples, {result.seconds:.3f} s", file=sys.stderr)
     return status

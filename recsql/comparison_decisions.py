@@ -14,6 +14,8 @@ from typing import Any, Sequence
 import pandas as pd
 
 from .decisions import detectable, one_sided_t, t_power, t_quantile, users_needed
+from . import power_simulation
+from .report.data import run_label
 from .errors import RecsqlError
 from .report.data import segment_columns
 from .significance import corrected
@@ -82,14 +84,20 @@ def _verdicts(table: pd.DataFrame, column: str, correction: str | None, alpha: f
     return table
 
 
-def power_table(comparison: Any, power: float, alpha: float, difference: float | None) -> pd.DataFrame:
-    """:meth:`recsql.Comparison.power`'s table."""
+def power_table(comparison: Any, power: float, alpha: float, difference: float | None, test: str = "t",
+                pilot: Any = None, simulations: int = 1000) -> pd.DataFrame:
+    """:meth:`recsql.Comparison.power`'s table: the paired t-test's from each pair's n and sd_diff, or the
+    Wilcoxon or randomization test's simulated from the pilot's per-user differences
+    (:mod:`recsql.power_simulation`)."""
     alpha, target = _level("alpha", alpha), _level("power", power)
     if difference is not None:
         difference = _positive("difference", difference)
     n, _, sd = _pairs(comparison)
     defined = sum(1 for k, s in zip(n, sd) if k >= 2 and not math.isnan(s))
     per_test = alpha / defined if comparison.settings.correction is not None and defined else alpha
+    if test != "t":
+        return pd.concat([_keys(comparison), simulated_table(comparison, target, per_test, difference, test, pilot,
+                                                             simulations)], axis=1)
     rows = []
     for k, s in zip(n, sd):
         d = detectable(k, per_test, target) if k >= 2 and not math.isnan(s) else math.nan
@@ -102,10 +110,75 @@ def power_table(comparison: Any, power: float, alpha: float, difference: float |
                 (2.0 if effect == math.inf else math.nan)
             row["users_needed"] = math.ceil(needed) if math.isfinite(needed) else needed
         rows.append(row)
-    table = pd.DataFrame(rows)
+    return pd.concat([_keys(comparison), _whole_users(pd.DataFrame(rows))], axis=1)
+
+
+def _whole_users(table: pd.DataFrame) -> pd.DataFrame:
     if "users_needed" in table and not table["users_needed"].isin([math.inf]).any():
         table["users_needed"] = table["users_needed"].astype("Int64")  # whole users
-    return pd.concat([_keys(comparison), table], axis=1)
+    return table
+
+
+def _pilot_differences(comparison: Any, pilot: Any, test: str) -> list[Any]:
+    """Each pair's per-user differences (run − baseline over the users with both values, as compare pairs
+    them) from ``pilot``, the evaluation of the comparison's runs; None for a global metric's pair."""
+    if pilot is None or not hasattr(pilot, "per_user"):
+        raise RecsqlError(f"power(test={test!r}) simulates from each pair's per-user differences: pass pilot=, the "
+                          f"evaluation of these runs (recsql.evaluate(recs, truth, metrics, run_cols=...), or the "
+                          f"Evaluation this comparison came from)")
+    if segment_columns(comparison):
+        raise RecsqlError(f"power(test={test!r}) of a comparison within segments is not simulated yet; use "
+                          f"test='t', or compare one segment's users at a time")
+    per_user, run_cols = pilot.per_user, list(pilot.run_cols)
+    labels = per_user[run_cols].apply(lambda r: run_label(list(r), run_cols), axis=1) if run_cols else None
+    found = []
+    for _, row in comparison.tests.iterrows():
+        metric = row["metric"]
+        if metric not in per_user.columns:
+            found.append(None)  # a global metric (one number per run) or one the pilot lacks: no differences
+            continue
+        sides = [per_user.loc[labels == run, [pilot.user_col, metric]].set_index(pilot.user_col)[metric]
+                 for run in (row["run"], row["baseline"])]
+        both = pd.concat(sides, axis=1, join="inner").dropna()
+        d = (both.iloc[:, 0] - both.iloc[:, 1]).to_numpy(dtype=float)
+        if len(d) != int(row["n"]):
+            raise RecsqlError(f"pilot: {row['run']} vs {row['baseline']} ({metric}) pairs {len(d)} users in the pilot "
+                              f"and {int(row['n'])} in the comparison; pass the evaluation of the same runs, inputs "
+                              f"and options")
+        found.append(d)
+    return found
+
+
+def simulated_table(comparison: Any, target: float, per_test: float, difference: float | None, test: str,
+                    pilot: Any, simulations: int) -> pd.DataFrame:
+    """The power table of the Wilcoxon or randomization test, simulated from the pilot's differences."""
+    if test not in power_simulation.TESTS:
+        raise RecsqlError(f"test={test!r}: pass 't' (the paired t-test, computed exactly) or one of "
+                          f"{', '.join(repr(t) for t in power_simulation.TESTS)} (simulated from pilot=)")
+    if isinstance(simulations, bool) or not isinstance(simulations, numbers.Integral) or simulations < 100:
+        raise RecsqlError(f"simulations={simulations!r}: pass a whole number of simulated comparisons, at least 100 "
+                          f"(e.g. simulations=1000: a power's Monte Carlo error is then at most 0.016)")
+    seed, flips = comparison.settings.seed, comparison.settings.resamples
+    if test == "randomization" and 1 / (flips + 1) >= per_test:
+        raise RecsqlError(f"power(test='randomization'): with resamples={flips} no p-value falls below the level "
+                          f"{per_test:.3g} (the least is 1/(resamples + 1)); compare with more resamples")
+    rows = []
+    for d in _pilot_differences(comparison, pilot, test):
+        row: dict[str, Any] = {"n": math.nan if d is None else len(d), "test": test, "simulations": simulations,
+                               "alpha_per_test": per_test, "detectable": math.nan}
+        if difference is not None:
+            row.update(power_now=math.nan, power_se=math.nan, users_needed=math.nan)
+        if d is not None and len(d) >= 2:
+            args = (test, simulations, seed, flips)
+            row["detectable"] = power_simulation.detectable(d, len(d), per_test, target, *args)
+            if difference is not None:
+                now = power_simulation.simulated_power(d, difference, len(d), per_test, *args)
+                row.update(power_now=now, power_se=math.sqrt(now * (1 - now) / simulations),
+                           users_needed=power_simulation.users_needed(d, difference, per_test, target, *args))
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    table["n"] = table["n"].astype("Int64")
+    return _whole_users(table)
 
 
 def noninferiority_table(comparison: Any, margin: float, relative: bool, alpha: float,

@@ -61,13 +61,17 @@ class Comparison:
 
     # decisions from the paired differences (recsql/decisions.py; docs/guide/decisions.md)
 
-    def power(self, power: float = 0.8, alpha: float = 0.05, difference: float | None = None) -> pd.DataFrame:
+    def power(self, power: float = 0.8, alpha: float = 0.05, difference: float | None = None, *, test: str = "t",
+              pilot: Any = None, simulations: int = 1000) -> pd.DataFrame:
         """Per pair: the smallest difference (in the metric's units) the two-sided paired t-test detects
         with probability ``power`` among its ``n`` users, at ``alpha`` divided by the number of pairs when
         a correction is in force (Bonferroni's level, and the first step of Holm's and
         Benjamini–Hochberg's); with ``difference``, also the power to detect it now and the users it
-        needs. The pair's standard deviation of differences stands for the population's (a pilot)."""
-        return power_table(self, power, alpha, difference)
+        needs. The pair's standard deviation of differences stands for the population's (a pilot).
+        ``test="wilcoxon"`` or ``"randomization"``: the same for that test, simulated (``simulations``
+        comparisons) from the per-user differences of ``pilot``, the evaluation of these runs
+        (:mod:`recsql.power_simulation`); ``power_se`` is the simulated power's Monte Carlo error."""
+        return power_table(self, power, alpha, difference, test, pilot, simulations)
 
     def noninferiority(self, margin: float, *, relative: bool = False, alpha: float = 0.05,
                        lower_is_better: Any = ()) -> pd.DataFrame:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any, Callable
 
 from .comparison_decisions import GATE_FORMS, Gate, gate_failures, parse_margin
 from .errors import RecsqlError
@@ -18,6 +19,11 @@ def add_options(cp: argparse.ArgumentParser) -> None:
     cp.add_argument("--power", type=float, metavar="P",
                     help="also print, per pair, the smallest difference the paired t-test detects with power P "
                          "(e.g. 0.8) at --alpha, divided by the number of pairs under a correction")
+    cp.add_argument("--power-test", choices=("t", "wilcoxon", "randomization"), default="t",
+                    help="with --power: the test whose power is asked; wilcoxon and randomization are simulated from "
+                         "the per-user differences of the runs compared (default: t, computed exactly)")
+    cp.add_argument("--simulations", type=int, default=1000, metavar="S",
+                    help="with --power-test wilcoxon or randomization: the simulated comparisons (default 1000)")
     cp.add_argument("--difference", type=float, metavar="D",
                     help="with --power: the power to detect a difference D now and the users it needs")
     cp.add_argument("--margin", metavar="M",
@@ -42,15 +48,23 @@ def _margin(text: str) -> tuple[float, bool]:
                           "(e.g. --margin 0.01 or --margin 2%)") from None
 
 
-def decide(args: argparse.Namespace, result, show) -> int:
-    """Print the asked decision tables with ``show`` and check the gates: 1 when one fails, else 0."""
+def decide(args: argparse.Namespace, result, show, pilot: Callable[[], Any]) -> int:
+    """Print the asked decision tables with ``show`` and check the gates: 1 when one fails, else 0.
+    ``pilot``: evaluates the compared runs per user (the simulated power's pilot), called only then."""
     gates = [Gate.parse(text) for text in args.fail_if]  # a mistyped gate is refused before anything prints
     if args.difference is not None and args.power is None:
         raise RecsqlError("--difference needs --power (the power to detect it), e.g. --power 0.8")
     if args.equivalence and args.margin is None:
         raise RecsqlError("--equivalence needs --margin (equivalent within ± the margin), e.g. --margin 0.01")
+    if args.power_test != "t" and args.power is None:
+        raise RecsqlError(f"--power-test {args.power_test} needs --power (the power asked), e.g. --power 0.8")
     if args.power is not None:
-        show("power", result.power(args.power, args.alpha, args.difference))
+        simulated = {} if args.power_test == "t" else {"pilot": pilot(), "simulations": args.simulations}
+        try:
+            table = result.power(args.power, args.alpha, args.difference, test=args.power_test, **simulated)
+        except RecsqlError as error:  # the library's words for the simulation's options, as flags
+            raise RecsqlError(str(error).replace("simulations=", "--simulations ")) from None
+        show("power", table)
     if args.margin is not None:
         margin, relative = _margin(args.margin)
         if args.equivalence:

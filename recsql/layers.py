@@ -22,7 +22,7 @@ LAYERS = (
              "the resampling mixer, the tests' tails and power; the package (its version) and this table",
      ("recsql", "recsql.layers", "recsql.errors", "recsql.extras", "recsql.files", "recsql.safe_text",
       "recsql.templates", "recsql.trees", "recsql.database", "recsql.frames", "recsql.trec", "recsql.run_labels",
-      "recsql.resampling", "recsql.significance", "recsql.decisions")),
+      "recsql.resampling", "recsql.significance", "recsql.decisions", "recsql.power_simulation")),
     ("registry", "what a metric is and how SQL is written for a dialect: the headers of sql/*.sql, other tools' "
                  "names for the metrics, conventions, discounts, the dialects' switches",
      ("recsql.foreign_names", "recsql.names", "recsql.specs", "recsql.discounts", "recsql.conventions",

@@ -5,6 +5,7 @@ ttost_paired on the same per-user differences; hand-worked cases; bad options re
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import mpmath
@@ -22,9 +23,11 @@ from recsql.comparison_run import compare_per_user
 from recsql.comparison_settings import Settings
 from recsql.decisions import detectable, one_sided_t, t_power, users_needed
 from recsql.errors import RecsqlError
+from recsql.power_simulation import Simulation, detectable as sim_detectable, simulated_power
 from support.paired import close, paired
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+RECS, TRUTH = str(DATA / "recs.parquet"), str(DATA / "truth.parquet")
 
 
 def comparison_of(x: list[float], y: list[float], correction=None) -> Comparison:
@@ -86,6 +89,105 @@ def test_cohens_table():
     power 0.80 at d = 0.5, and 199 at d = 0.2 (n rounded up)."""
     assert math.ceil(users_needed(0.5, 0.05, 0.8)) == 34
     assert math.ceil(users_needed(0.2, 0.05, 0.8)) == 199
+
+
+# ---------------------------------------------------------------- simulated power (Wilcoxon, randomization)
+
+def _independent_power(d, shift, n, alpha, test, simulations, flips, seed):
+    """The same model simulated apart from recsql: scipy's Wilcoxon, or a plain sign-flip loop, on
+    users drawn with another generator."""
+    rng = np.random.default_rng(seed)
+    d = np.asarray(d)
+    if test == "wilcoxon":  # the Hodges-Lehmann estimate: the median of the Walsh averages
+        i, j = np.triu_indices(len(d))
+        centered = d - np.median((d[i] + d[j]) / 2)
+    else:
+        centered = d - np.mean(d)
+    rejected = 0
+    for _ in range(simulations):
+        x = centered[rng.integers(0, len(d), n)] + shift
+        if test == "wilcoxon":
+            x = np.round(x * 1e12) / 1e12
+            p = np.nan if not np.any(x) else stats.wilcoxon(x, zero_method="wilcox", correction=False,
+                                                             method="approx").pvalue
+        else:
+            signs = rng.choice([-1.0, 1.0], size=(flips, n))
+            extreme = np.sum(np.abs(signs @ x) >= abs(x.sum()) - 1e-9 * np.abs(x).sum())
+            p = (1 + extreme) / (flips + 1)
+        rejected += bool(p < alpha)
+    return rejected / simulations
+
+
+@pytest.mark.parametrize("test", ["wilcoxon", "randomization"])
+@pytest.mark.parametrize("shape, shift", [("normal", 0.0), ("normal", 0.08), ("zeros", 0.05), ("skewed", 0.1)])
+def test_simulated_power_is_within_monte_carlo_error_of_an_independent_simulation(test, shape, shift):
+    """Pilots of three shapes (normal; most users unchanged; skewed), under the null and away from it: the
+    power recsql simulates and scipy's tests simulated apart agree within 4.5 Monte Carlo standard errors
+    of their difference."""
+    rng = np.random.default_rng(7)
+    d = {"normal": rng.normal(0.02, 0.2, 80), "zeros": np.where(rng.random(80) < 0.6, 0.0, rng.normal(0.1, 0.3, 80)),
+         "skewed": rng.exponential(0.2, 80) - 0.15}[shape]
+    mine = simulated_power(d, shift, 60, 0.05, test, 2000, 3, flips=200)
+    theirs = _independent_power(d, shift, 60, 0.05, test, 2000, 200, 11)
+    pooled = (mine + theirs) / 2
+    assert abs(mine - theirs) <= 4.5 * math.sqrt(2 * max(pooled * (1 - pooled), 0.01) / 2000) + 1e-12, (mine, theirs)
+
+
+def test_simulated_power_holds_its_size_and_tracks_the_t_test_on_normal_differences():
+    """Under the null the rejection rate is alpha (within Monte Carlo error); on normal differences the
+    Wilcoxon and randomization tests detect about what the t-test does (their efficiency is 0.955 and 1)."""
+    d = np.random.default_rng(5).normal(0.0, 0.2, 400)
+    for test in ("wilcoxon", "randomization"):
+        size = simulated_power(d, 0.0, 400, 0.05, test, 2000, 1, flips=400)
+        assert abs(size - 0.05) <= 4 * math.sqrt(0.05 * 0.95 / 2000)
+        found = sim_detectable(d, 400, 0.05, 0.8, test, 1000, 1, flips=400)
+        expected = detectable(400, 0.05, 0.8) * float(np.std(d, ddof=1))
+        assert 0.93 * expected <= found <= 1.1 * expected, (test, found, expected)
+
+
+def test_the_simulated_detectable_difference_is_where_the_power_reaches_the_target():
+    d = np.random.default_rng(9).normal(0.01, 0.3, 50)
+    for test in ("wilcoxon", "randomization"):
+        simulation = Simulation(d, 50, test, 500, 2, 300)
+        found = sim_detectable(d, 50, 0.05, 0.8, test, 500, 2, flips=300)
+        assert simulation.power(found, 0.05) >= 0.8 > simulation.power(found * (1 - 2e-4), 0.05)
+
+
+def test_a_fixture_comparison_simulated_from_its_evaluation():
+    """compare on the fixture, its power for Wilcoxon and randomization simulated from evaluate's per-user
+    values: the pairs' users are compare's, the numbers are the simulation's on the per-user differences,
+    a global metric's row is empty, and the table is the same on a second call."""
+    metrics = ["ndcg@10", "coverage@10"]
+    evaluation = recsql.evaluate(RECS, TRUTH, metrics, run_cols="model")
+    comparison = recsql.compare(RECS, TRUTH, metrics, run_cols="model", baseline="popular", resamples=200)
+    wide = evaluation.per_user.pivot(index="user_id", columns="model")
+    both = wide[[("ndcg@10", "personal"), ("ndcg@10", "popular")]].dropna()
+    d = (both.iloc[:, 0] - both.iloc[:, 1]).to_numpy()
+    for test in ("wilcoxon", "randomization"):
+        table = comparison.power(0.8, difference=0.05, test=test, pilot=evaluation, simulations=300)
+        row = table[table["metric"] == "ndcg@10"].iloc[0]
+        assert row["n"] == len(d) == comparison.tests.iloc[0]["n"]
+        level = row["alpha_per_test"]
+        assert level == 0.05  # one pair with per-user differences: the correction divides by 1
+        assert row["power_now"] == simulated_power(d, 0.05, len(d), level, test, 300, 0, flips=200)
+        assert close(row["power_se"], math.sqrt(row["power_now"] * (1 - row["power_now"]) / 300))
+        assert row["detectable"] == sim_detectable(d, len(d), level, 0.8, test, 300, 0, flips=200)
+        assert table[table["metric"] == "coverage@10"][["detectable", "power_now"]].isna().all(axis=None)
+        assert table.equals(comparison.power(0.8, difference=0.05, test=test, pilot=evaluation, simulations=300))
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda c, e: c.power(test="wilcoxon"), "pass pilot="),
+    (lambda c, e: c.power(test="sign", pilot=e), "test='sign'"),
+    (lambda c, e: c.power(test="wilcoxon", pilot=e, simulations=10), "simulations=10"),
+    (lambda c, e: c.power(test="randomization", pilot=recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_cols="model",
+                                                                       threshold=3)), "pairs"),
+])
+def test_bad_simulation_options_are_refused_by_name(call, named):
+    comparison = recsql.compare(RECS, TRUTH, ["ndcg@10"], run_cols="model", baseline="popular", resamples=20)
+    evaluation = recsql.evaluate(RECS, TRUTH, ["ndcg@10"], run_cols="model")
+    with pytest.raises(RecsqlError, match=re.escape(named)):
+        call(comparison, evaluation)
 
 
 # ---------------------------------------------------------------- non-inferiority and equivalence
@@ -176,7 +278,6 @@ def test_bad_decision_options_are_refused_by_name(call, named):
 
 # ---------------------------------------------------------------- the command line: tables and gates
 
-RECS, TRUTH = str(DATA / "recs.parquet"), str(DATA / "truth.parquet")
 COMPARE = ["compare", RECS, TRUTH, "-m", "ndcg@10", "-m", "coverage@10", "--run-col", "model", "--baseline", "popular",
            "--resamples", "50"]
 
@@ -234,13 +335,35 @@ def test_decision_tables_print_as_the_python_tables(capsys):
     assert printed[2][0]["margin"] == pytest.approx(0.02 * 0.302031, rel=1e-5)
 
 
+def test_the_simulated_power_prints_as_the_python_table(capsys):
+    """--power-test wilcoxon: the command line's table is the Python one with the evaluation of the same runs
+    as the pilot."""
+    import json
+    status, out, _ = run_cli(capsys, "--power", "0.8", "--difference", "0.05", "--power-test", "wilcoxon",
+                             "--simulations", "200", "--format", "json")
+    assert status == 0
+    decoder = json.JSONDecoder()
+    _, at = decoder.raw_decode(out.strip())
+    printed, _ = decoder.raw_decode(out.strip()[at:].lstrip())
+    comparison = recsql.compare(RECS, TRUTH, ["ndcg@10", "coverage@10"], run_cols="model", baseline="popular",
+                                resamples=50)
+    pilot = recsql.evaluate(RECS, TRUTH, ["ndcg@10", "coverage@10"], run_cols="model")
+    table = comparison.power(0.8, 0.05, 0.05, test="wilcoxon", pilot=pilot, simulations=200)
+    assert printed[0]["test"] == "wilcoxon" and printed[0]["n"] == table["n"].iloc[0]
+    assert printed[0]["power_now"] == table["power_now"].iloc[0]
+    assert printed[0]["detectable"] == pytest.approx(table["detectable"].iloc[0], abs=0)
+    assert printed[0]["users_needed"] == table["users_needed"].iloc[0]
+
+
 @pytest.mark.parametrize("extra, named", [
     (["--fail-if", "ndcg@10 worse by 0.01", "--lower-is-better", "ndcg@5"], "'ndcg@5' is not a metric"),
     (["--fail-if", "any significant loss", "--lower-is-better", "coverage@5"], "'coverage@5' is not a metric"),
     (["--fail-if", "ndcg@10 is bad"], "--fail-if 'ndcg@10 is bad': write one of"),
     (["--fail-if", "ndcg@5 worse by 0.1"], "'ndcg@5' is not a compared metric"),
     (["--margin", "two"], "--margin 'two'"), (["--difference", "0.1"], "--difference needs --power"),
-    (["--equivalence"], "--equivalence needs --margin"), (["--power", "2"], "power=2.0")])
+    (["--equivalence"], "--equivalence needs --margin"), (["--power", "2"], "power=2.0"),
+    (["--power-test", "wilcoxon"], "--power-test wilcoxon needs --power"),
+    (["--power", "0.8", "--power-test", "randomization", "--simulations", "5"], "--simulations 5")])
 def test_bad_decision_flags_exit_2_naming_the_flag(capsys, extra, named):
     status, _, err = run_cli(capsys, *extra)
     assert status == 2 and named in err and "Traceback" not in err
