@@ -2,8 +2,9 @@
 
 1. **The metric reference** (``docs/reference.md``): the marker line of that page is replaced by
    every metric of the registry (``recsql.metrics.registry()``, read from the headers of
-   ``sql/*.sql``): how it is written, its formula, its options with their choices and defaults, its
-   range, the inputs it needs and its citation. Nothing of it is committed, so it cannot go stale;
+   ``sql/*.sql``), under a heading per family (their ``family:`` lines, ``recsql/families.py``): how
+   it is written, its formula, its options with their choices and defaults, its range, the inputs it
+   needs and its citation. Nothing of it is committed, so it cannot go stale;
    ``tests/test_docs.py`` fails for a metric whose header lacks a formula, an option description or
    a citation (:func:`gaps`).
 2. **Links into the repository.** A page links a file outside ``docs/`` relatively
@@ -33,14 +34,14 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 def _recsql():
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from recsql import metrics, templates
-    return metrics, templates
+    from recsql import families, metrics, templates
+    return metrics, templates, families
 
 
 # ------------------------------------------------------------------------------- the reference
 def shared_choices(option: str) -> dict[str, str]:
     """``{choice: description}`` of a shared option, from its file's header (``sql/_gains.sql``)."""
-    _, templates = _recsql()
+    _, templates, _ = _recsql()
     header, _ = templates.read_template(SHARED[option])
     return {key: value for key, value in header.items() if value}
 
@@ -103,7 +104,7 @@ def _option(p) -> str:
 
 
 def metric_section(spec) -> str:
-    out = [f"## `{spec.name}`", ""]
+    out = [f"### `{spec.name}`", ""]
     facts = [f"Written {_WRITTEN[spec.k_rule].format(n=spec.name)}"]
     if spec.aliases:
         facts.append("aliases " + ", ".join(f"`{a}`" for a in spec.aliases))
@@ -128,12 +129,21 @@ def metric_section(spec) -> str:
     return "\n".join(out)
 
 
+def family_section(family, specs) -> str:
+    """A family's heading (its own anchor, ``family-<key>``: a family may share a metric's name), what
+    it measures, and its metrics' sections."""
+    return "\n".join([f"## {family.title} {{#family-{family.key}}}", "", _text(family.description), "",
+                      *(metric_section(s) for s in specs)])
+
+
 def reference() -> str:
-    """The whole reference, as Markdown: an index, then one section per metric, by name."""
-    metrics, _ = _recsql()
+    """The whole reference, as Markdown: an index, then one heading per family (``recsql/families.py``,
+    in its order) with one section per metric, by name."""
+    metrics, _, families = _recsql()
     specs = list(metrics.registry().values())
     index = ", ".join(f"[`{s.name}`](#{s.name})" for s in specs)
-    return "\n".join([f"{len(specs)} metrics: {index}.", "", *(metric_section(s) for s in specs)])
+    grouped = families.grouped(specs, lambda s: s.family)
+    return "\n".join([f"{len(specs)} metrics: {index}.", "", *(family_section(f, members) for f, members in grouped)])
 
 
 # ------------------------------------------------------------------------------- the hooks

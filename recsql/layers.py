@@ -23,9 +23,9 @@ LAYERS = (
      ("recsql", "recsql.layers", "recsql.errors", "recsql.extras", "recsql.files", "recsql.safe_text",
       "recsql.templates", "recsql.trees", "recsql.database", "recsql.frames", "recsql.trec", "recsql.run_labels",
       "recsql.resampling", "recsql.significance", "recsql.decisions", "recsql.power_simulation")),
-    ("registry", "what a metric is and how SQL is written for a dialect: the headers of sql/*.sql, other tools' "
-                 "names for the metrics, conventions, discounts, the dialects' switches",
-     ("recsql.foreign_names", "recsql.names", "recsql.specs", "recsql.discounts", "recsql.conventions",
+    ("registry", "what a metric is and how SQL is written for a dialect: the headers of sql/*.sql, the metric "
+                 "families, other tools' names for the metrics, conventions, discounts, the dialects' switches",
+     ("recsql.families", "recsql.foreign_names", "recsql.names", "recsql.specs", "recsql.discounts", "recsql.conventions",
       "recsql.metrics", "recsql.dialects")),
     ("compose", "SQL text from a plan, never run: the one query, its memo, the comparison's statistics statement",
      ("recsql.compose", "recsql.compose.plan", "recsql.compose.rewrite", "recsql.compose.inputs",

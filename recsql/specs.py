@@ -1,5 +1,5 @@
 """The metric registry: every metric's description, read from the headers of the SQL templates
-(``sql/*.sql``: name, aliases, cutoff, options, stage features, needs, range, formula, citation).
+(``sql/*.sql``: name, family, aliases, cutoff, options, stage features, needs, range, formula, citation).
 
 >>> spec = registry()["ndcg"]
 >>> spec.k_rule, sorted(spec.params)[:2], resolve_name("hr").name
@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from . import names
 from .errors import RecsqlError
+from .families import FAMILIES
 from .templates import read_template, template_names
 
 # "name kind = default", optionally followed by "(what the default means)": required for `auto`.
@@ -89,6 +90,7 @@ class MetricSpec:
 
     name: str
     aliases: tuple[str, ...]
+    family: str  # a key of recsql.families.FAMILIES: what kind of quality it measures
     k_rule: str  # "required" | "optional" (no cutoff = the whole list) | "none"
     params: dict[str, Param]
     stage: tuple[tuple[str, str, str], ...]  # (feature, option, value that switches it on)
@@ -180,6 +182,16 @@ def _ranges(text: str, metric: str) -> tuple[tuple[str, str | None, str | None],
     return tuple(m.groups() for m, _ in found)  # type: ignore[union-attr]
 
 
+def _family(header: dict[str, str], metric: str) -> str:
+    """The header's required ``family:``, one of :data:`recsql.families.FAMILIES`."""
+    family = header.get("family", "")
+    if family not in FAMILIES:
+        found = f"`family: {family}` is not a family" if family else "the header has no `family:` line"
+        raise RecsqlError(f"sql/{metric}.sql: {found}{suggest(family, FAMILIES)}; write '-- family: <one of "
+                          f"{', '.join(FAMILIES)}>' (recsql/families.py)")
+    return family
+
+
 def _spec(name: str) -> MetricSpec:
     header, sql = read_template(name)
     stage = _conditions(header.get("stage", ""))
@@ -191,6 +203,7 @@ def _spec(name: str) -> MetricSpec:
     return MetricSpec(
         name=header.get("name", name),
         aliases=tuple(a.strip() for a in header.get("aliases", "").split(",") if a.strip()),
+        family=_family(header, name),
         k_rule=k_rule,
         summary=header.get("summary", "mean"),
         population=header.get("population", "truth"),

@@ -1,4 +1,5 @@
 -- name: accuracy
+-- family: accuracy
 -- k: required
 -- list: full
 -- range: [0, 1]

@@ -1,4 +1,5 @@
 -- name: alpha_dcg
+-- family: intent_aware
 -- k: required
 -- population: lists
 -- params: alpha number in [0, 1) = 0.5

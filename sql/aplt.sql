@@ -1,4 +1,5 @@
 -- name: aplt
+-- family: long_tail
 -- k: optional
 -- population: lists
 -- params: head number in (0, 1] = 0.8

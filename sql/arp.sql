@@ -1,4 +1,5 @@
 -- name: arp
+-- family: long_tail
 -- k: optional
 -- population: lists
 -- needs: interactions

@@ -1,4 +1,5 @@
 -- name: auc
+-- family: accuracy
 -- k: optional
 -- stage: tie_bounds
 -- range: [0, 1]

@@ -1,4 +1,5 @@
 -- name: awrf
+-- family: fairness
 -- k: required
 -- population: lists
 -- params: target enum(uniform, items) = uniform; weight enum(trec, log, geometric) = trec; patience number in (0, 1] = 0.5; by enum(category, features) = category

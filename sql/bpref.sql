@@ -1,4 +1,5 @@
 -- name: bpref
+-- family: accuracy
 -- k: optional
 -- range: [0, 1]
 -- formula: bpref = (1/R) Σ_{relevant i ≤ k} (1 − min(N_i, R) / min(N, R)), N_i = judged non-relevant items ranked above i, N = the user's judged non-relevant truth items; a term is 1 when N_i = 0; 0 when R = 0. Unjudged items are skipped, not counted as non-relevant.

@@ -1,4 +1,5 @@
 -- name: cg
+-- family: accuracy
 -- k: optional
 -- params: gain enum(linear, exponential, binary) = linear
 -- ties: average

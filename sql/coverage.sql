@@ -1,4 +1,5 @@
 -- name: coverage
+-- family: coverage
 -- k: required
 -- population: global
 -- stage: exposure; catalog

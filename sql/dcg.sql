@@ -1,4 +1,5 @@
 -- name: dcg
+-- family: accuracy
 -- k: optional
 -- params: gain enum(linear, exponential, binary) = linear; discount discount = log2
 -- ties: average

@@ -1,4 +1,5 @@
 -- name: diversity
+-- family: diversity
 -- k: required
 -- population: lists
 -- params: by enum(category, features) = category

@@ -1,4 +1,5 @@
 -- name: entropy
+-- family: diversity
 -- k: required
 -- population: lists
 -- params: base enum(e, 2) = e; by enum(category, features) = category; patience number in (0, 1] = 1

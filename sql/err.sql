@@ -1,4 +1,5 @@
 -- name: err
+-- family: user_models
 -- k: optional
 -- params: max_grade number in (0, inf) = auto (the largest relevance in truth)
 -- stage: cascade

@@ -1,4 +1,5 @@
 -- name: exposure_disparity
+-- family: fairness
 -- k: required
 -- population: global
 -- params: weight enum(log, geometric, uniform) = log; patience number in (0, 1) = 0.5; target enum(items, merit) = items; combine enum(min_max_ratio, max_min_ratio, max_min_diff, max_abs_dev, mean_abs_dev, l2, variance) = min_max_ratio

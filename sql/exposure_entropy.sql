@@ -1,4 +1,5 @@
 -- name: exposure_entropy
+-- family: fairness
 -- k: required
 -- population: global
 -- params: weight enum(log, geometric, uniform) = geometric; patience number in (0, 1) = 0.85; base enum(e, 2) = e

@@ -1,4 +1,5 @@
 -- name: exposure_gini
+-- family: fairness
 -- k: required
 -- population: global
 -- params: weight enum(log, geometric, uniform) = geometric; patience number in (0, 1) = 0.85; over enum(items, groups) = items

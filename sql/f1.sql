@@ -1,4 +1,5 @@
 -- name: f1
+-- family: accuracy
 -- k: required
 -- ties: average
 -- range: [0, 1]

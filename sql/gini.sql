@@ -1,4 +1,5 @@
 -- name: gini
+-- family: coverage
 -- k: required
 -- population: global
 -- stage: exposure; catalog

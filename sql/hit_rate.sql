@@ -1,4 +1,5 @@
 -- name: hit_rate
+-- family: accuracy
 -- aliases: hr, success
 -- k: required
 -- ties: average

@@ -1,4 +1,5 @@
 -- name: jaccard
+-- family: run_agreement
 -- k: required
 -- population: lists
 -- needs: expected_recs

@@ -1,4 +1,5 @@
 -- name: judged
+-- family: accuracy
 -- k: required
 -- params: denominator enum(k, list) = k
 -- range: [0, 1]

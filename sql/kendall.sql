@@ -1,4 +1,5 @@
 -- name: kendall
+-- family: accuracy
 -- k: required
 -- stage: pairs
 -- range: [-1, 1]

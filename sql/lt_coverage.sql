@@ -1,4 +1,5 @@
 -- name: lt_coverage
+-- family: long_tail
 -- k: required
 -- population: global
 -- params: head number in (0, 1] = 0.8

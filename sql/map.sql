@@ -1,4 +1,5 @@
 -- name: map
+-- family: accuracy
 -- aliases: ap
 -- k: optional
 -- params: denominator enum(min, relevant, hits, k) = min

@@ -1,4 +1,5 @@
 -- name: map_ia
+-- family: intent_aware
 -- aliases: ap_ia
 -- k: optional
 -- population: lists

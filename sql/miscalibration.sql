@@ -1,4 +1,5 @@
 -- name: miscalibration
+-- family: calibration
 -- aliases: calibration_kl
 -- k: required
 -- population: lists

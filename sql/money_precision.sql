@@ -1,4 +1,5 @@
 -- name: money_precision
+-- family: revenue
 -- k: required
 -- needs: price
 -- range: [0, 1]

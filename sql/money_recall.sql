@@ -1,4 +1,5 @@
 -- name: money_recall
+-- family: revenue
 -- k: required
 -- needs: price
 -- stage: truth_rows

@@ -1,4 +1,5 @@
 -- name: mrr
+-- family: accuracy
 -- aliases: rr, recip_rank
 -- k: optional
 -- range: [0, 1]

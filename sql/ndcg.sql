@@ -1,4 +1,5 @@
 -- name: ndcg
+-- family: accuracy
 -- k: optional
 -- params: gain enum(linear, exponential, binary) = linear; discount discount = log2; ideal enum(truth, list, binary, k_slots) = truth
 -- stage: list_ideal if ideal = list; slots if ideal = k_slots

@@ -1,4 +1,5 @@
 -- name: novelty
+-- family: novelty
 -- k: optional
 -- population: lists
 -- params: p enum(interactions, items) = interactions

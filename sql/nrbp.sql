@@ -1,4 +1,5 @@
 -- name: nrbp
+-- family: intent_aware
 -- k: optional
 -- population: lists
 -- params: alpha number in [0, 1) = 0.5; beta number in (0, 1) = 0.5

@@ -1,4 +1,5 @@
 -- name: num_rel
+-- family: accuracy
 -- k: none
 -- summary: sum
 -- range: [0, inf)

@@ -1,4 +1,5 @@
 -- name: num_rel_ret
+-- family: accuracy
 -- k: optional
 -- summary: sum
 -- ties: average

@@ -1,4 +1,5 @@
 -- name: num_ret
+-- family: accuracy
 -- k: optional
 -- summary: sum
 -- range: [0, inf)

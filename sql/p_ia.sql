@@ -1,4 +1,5 @@
 -- name: p_ia
+-- family: intent_aware
 -- k: required
 -- population: lists
 -- needs: intents

@@ -1,4 +1,5 @@
 -- name: personalization
+-- family: diversity
 -- k: required
 -- population: global
 -- stage: exposure

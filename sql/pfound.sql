@@ -1,4 +1,5 @@
 -- name: pfound
+-- family: user_models
 -- k: optional
 -- params: max_grade number in (0, inf) = auto (the largest relevance in truth); p_break number in [0, 1) = 0.15
 -- stage: cascade

@@ -1,4 +1,5 @@
 -- name: pop_rsp
+-- family: long_tail
 -- k: required
 -- population: global
 -- params: head number in (0, 1] = 0.8

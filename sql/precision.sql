@@ -1,4 +1,5 @@
 -- name: precision
+-- family: accuracy
 -- aliases: p
 -- k: required
 -- params: denominator enum(k, list) = k

@@ -1,4 +1,5 @@
 -- name: r_precision
+-- family: accuracy
 -- aliases: rprec
 -- k: none
 -- range: [0, 1]

@@ -1,4 +1,5 @@
 -- name: rbo
+-- family: run_agreement
 -- k: required
 -- population: lists
 -- params: p number in (0, 1) = 0.9

@@ -1,4 +1,5 @@
 -- name: rbp
+-- family: user_models
 -- k: optional
 -- params: p number in (0, 1) = 0.8
 -- ties: average

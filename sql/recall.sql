@@ -1,4 +1,5 @@
 -- name: recall
+-- family: accuracy
 -- aliases: r
 -- k: required
 -- ties: average

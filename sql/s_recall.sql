@@ -1,4 +1,5 @@
 -- name: s_recall
+-- family: intent_aware
 -- aliases: strec
 -- k: required
 -- population: lists

@@ -1,4 +1,5 @@
 -- name: serendipity
+-- family: novelty
 -- k: required
 -- needs: interactions_or_expected_recs
 -- stage: expected_recs; popularity

@@ -1,4 +1,5 @@
 -- name: set_f
+-- family: accuracy
 -- k: none
 -- params: beta number in (0, inf) = 1
 -- range: [0, 1]

@@ -1,4 +1,5 @@
 -- name: set_p
+-- family: accuracy
 -- k: none
 -- range: [0, 1]
 -- formula: hits / n over the whole recommended list (n its length); 0 for an empty list

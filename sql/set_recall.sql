@@ -1,4 +1,5 @@
 -- name: set_recall
+-- family: accuracy
 -- k: none
 -- range: [0, 1]
 -- formula: hits / R over the whole recommended list; 0 when R = 0

@@ -1,4 +1,5 @@
 -- name: spearman
+-- family: accuracy
 -- k: required
 -- stage: corr
 -- range: [-1, 1]

@@ -1,4 +1,5 @@
 -- name: surprisal
+-- family: novelty
 -- k: required
 -- population: lists
 -- needs: interactions

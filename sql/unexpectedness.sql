@@ -1,4 +1,5 @@
 -- name: unexpectedness
+-- family: novelty
 -- k: required
 -- population: lists
 -- needs: expected_recs

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 import recsql
+from recsql.families import FAMILIES
 from recsql.metrics import registry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -225,3 +226,16 @@ def test_the_reference_shows_the_registry():
         for p in spec.params.values():
             assert f"`{p.name}` = `{p.default}`" in section
     assert "`linear`: the relevance itself" in hooks.metric_section(registry()["cg"])
+
+
+def test_the_reference_groups_the_metrics_by_family():
+    """One heading per family, in recsql/families.py's order, with what it measures; each metric's
+    section under its own family's heading."""
+    text = _hooks().reference()
+    headings = re.findall(r"^## (.+) \{#family-(\w+)\}$", text, re.M)
+    assert headings == [(f.title, f.key) for f in FAMILIES.values()]
+    parts = dict(zip([key for _, key in headings], re.split(r"^## .+$", text, flags=re.M)[1:]))
+    for key, part in parts.items():
+        assert part.lstrip("\n").startswith(FAMILIES[key].description)
+        assert sorted(re.findall(r"^### `(\w+)`$", part, re.M)) == sorted(
+            name for name, spec in registry().items() if spec.family == key)

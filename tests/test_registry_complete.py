@@ -18,6 +18,7 @@ from support import reference_beyond
 from support import strategies
 import test_beyond_properties
 from support.cases import load, metric_of
+from recsql.families import FAMILIES
 from recsql.templates import read_template, template_names
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,3 +103,22 @@ def test_a_metric_header_holds_only_known_keys(name):
     header, _ = read_template(name)
     unknown = set(header) - _header_keys_read()
     assert not unknown, f"sql/{name}.sql: unknown header key(s) {sorted(unknown)} (a typo is otherwise ignored)"
+
+
+def test_every_metric_has_a_family_and_every_family_a_metric():
+    """Each header's ``family:`` is one of recsql/families.py, and no family there is empty."""
+    used = {name: spec.family for name, spec in REGISTRY.items()}
+    assert {name: family for name, family in used.items() if family not in FAMILIES} == {}
+    assert [key for key in FAMILIES if key not in used.values()] == []
+
+
+@pytest.mark.parametrize("line, said", [(None, "the header has no `family:` line"),
+                                        ("acuracy", "`family: acuracy` is not a family (did you mean 'accuracy'?)")])
+def test_a_header_without_a_known_family_is_refused(monkeypatch, line, said):
+    from recsql import specs
+    header, sql = read_template("ndcg")
+    header = {k: v for k, v in header.items() if k != "family"} | ({"family": line} if line else {})
+    monkeypatch.setattr(specs, "read_template", lambda name: (header, sql))
+    with pytest.raises(recsql.RecsqlError) as refused:
+        specs._spec("ndcg")
+    assert str(refused.value).startswith(f"sql/ndcg.sql: {said}") and ", ".join(FAMILIES) in str(refused.value)

@@ -23,6 +23,7 @@ import pytest
 from support import browser
 import recsql
 from recsql.cli import main
+from recsql.families import FAMILIES
 from recsql.metrics import registry
 from recsql.report import build_report
 
@@ -475,3 +476,62 @@ def test_the_page_says_what_the_users_could_detect(report):
     expected = f"personal vs popular, {n} users: " + ", ".join(f"{m} {d:.3g}" for m, d in zip(rows["metric"], rows["detectable"]))
     assert found.group(2) == expected and "coverage@10" not in found.group(2)
     assert float(rows["alpha_per_test"].iloc[0]) == pytest.approx(0.05 / 3)  # three per-user metrics, holm
+
+
+def _summary_groups(page: str) -> list[tuple[str | None, list[str], dict[str, list[str]]]]:
+    """The Summary section's tables: (the <h3> above it or None, its column headings, per run the
+    texts of its value and interval divs)."""
+    section = page.split('<section id="summary">', 1)[1].split("</section>", 1)[0]
+    found = []
+    for part in re.split(r"(?=<h3>)", section):
+        title = re.match(r"<h3>(.*?)</h3>", part)
+        for table in re.findall(r'<table class="summary">(.*?)</table>', part, re.S):
+            head = [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<th>(.*?)</th>", table)]
+            rows = {re.sub(r"<[^>]+>", "", run).split(" ", 1)[1].strip(): re.findall(r'<div class="(?:v|ci)">(.*?)</div>', row)
+                    for run, row in re.findall(r'<tr><th scope="row">(.*?)</th>(.*?)</tr>', table)}
+            found.append((html.unescape(title.group(1)) if title else None, head, rows))
+    return found
+
+
+def test_the_summary_has_a_section_per_family_with_evaluates_numbers():
+    """Metrics of two families: one table per family, in the families' order (not the order asked),
+    each holding its family's columns only, its means evaluate's summary and an interval per cell."""
+    evaluation = recsql.evaluate(RECS, TRUTH, ["err@10", "ndcg@10", "recall@5"], run_cols="model")
+    page = recsql.report(evaluation=evaluation, resamples=50).html
+    groups = _summary_groups(page)
+    assert [g[0] for g in groups] == [FAMILIES["accuracy"].title, FAMILIES["user_models"].title]
+    assert [g[1] for g in groups] == [["run", "ndcg@10", "recall@5"], ["run", "err@10"]]
+    assert html.escape(FAMILIES["user_models"].description, quote=True) in page
+    summary = evaluation.summary.set_index("model")
+    for _, head, rows in groups:
+        assert set(rows) == {"personal", "popular"}
+        for run, texts in rows.items():
+            assert len(texts) == 2 * (len(head) - 1)  # a mean and an interval per metric
+            means = [re.sub(r"<sup>.*?</sup>", "", t) for t in texts[::2]]
+            assert means == [f"{summary.loc[run, column]:.4f}" for column in head[1:]]
+            assert all(re.fullmatch(r"\[\d\.\d{4}, \d\.\d{4}\]", t) for t in texts[1::2]), texts
+
+
+def test_metrics_of_one_family_give_one_summary_table_without_family_headings():
+    evaluation = recsql.evaluate(RECS, TRUTH, ["recall@5", "ndcg@10"], run_cols="model")
+    built = recsql.report(evaluation=evaluation, compared=False)
+    groups = _summary_groups(built.html)
+    assert [(title, head) for title, head, _ in groups] == [(None, ["run", "recall@5", "ndcg@10"])]
+    summary = evaluation.summary.set_index("model")
+    assert groups[0][2]["popular"] == [f"{summary.loc['popular', c]:.4f}" for c in ("recall@5", "ndcg@10")]
+    assert "###" not in built.to_markdown() and r"\multicolumn" not in built.to_latex()
+
+
+def test_markdown_and_latex_group_the_summary_by_family():
+    evaluation = recsql.evaluate(RECS, TRUTH, ["coverage@10", "ndcg@10", "recall@5"], run_cols="model")
+    built = recsql.report(evaluation=evaluation, compared=False)
+    markdown = built.to_markdown().splitlines()
+    headings = [line for line in markdown if line.startswith("### ")]
+    assert headings == [f"### {FAMILIES['accuracy'].title}", f"### {FAMILIES['coverage'].title}"]
+    assert [line for line in markdown if line.startswith("| run")] == ["| run | ndcg@10 | recall@5 |", "| run | coverage@10 |"]
+    summary = evaluation.summary.set_index("model")
+    assert f"| b popular | {summary.loc['popular', 'coverage@10']:.4f} |" in markdown
+    latex = built.to_latex()
+    assert (rf" & \multicolumn{{2}}{{c}}{{{FAMILIES['accuracy'].title}}} & "
+            rf"\multicolumn{{1}}{{c}}{{{FAMILIES['coverage'].title}}} \\") in latex
+    assert r"\cmidrule(lr){2-3}\cmidrule(lr){4-4}" in latex and r"run & ndcg@10 & recall@5 & coverage@10 \\" in latex

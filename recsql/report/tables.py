@@ -1,5 +1,9 @@
 """The summary table of a report as HTML, Markdown and LaTeX, from one model of its cells.
 
+When the asked metrics span more than one family (recsql/families.py), the table is split by family, in
+the families' order: a heading, what the family measures and its own table in HTML and Markdown, a
+header row naming each family over its columns in LaTeX.
+
 Each run's cell holds the mean and its bootstrap interval; against a baseline, the difference, its
 interval, the primary test's corrected p-value and a marker (▲ significantly higher, ▼ lower). As
 ranx does, every run has a letter, and a value carries in superscript the letters of the runs it is
@@ -15,6 +19,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..families import Family, grouped
 from ..run_labels import plain
 from ..safe_text import html_text
 from .data import ReportData, alpha, primary_test
@@ -51,9 +56,9 @@ def baseline_of(data: ReportData) -> str | None:
     return found.pop() if len(found) == 1 and data.comparison.settings.baseline is not None else None
 
 
-def cells(data: ReportData) -> tuple[list[str], dict[tuple[str, str], Cell]]:
-    """The metric columns and each (run, column)'s cell: intervals from the comparison's runs where
-    the metric was compared, else the evaluation's summary value alone (a global metric)."""
+def cells(data: ReportData) -> dict[tuple[str, str], Cell]:
+    """Each (run, metric column)'s cell: intervals from the comparison's runs where the metric was
+    compared, else the evaluation's summary value alone (a global metric)."""
     columns = [m.column for m in data.asked]
     found: dict[tuple[str, str], Cell] = {}
     if data.summary is not None:
@@ -79,7 +84,7 @@ def cells(data: ReportData) -> tuple[list[str], dict[tuple[str, str], Cell]]:
             cell_run.p, cell_run.direction = _number(row["p"]), int(row["direction"])
     for cell in found.values():
         cell.beats = sorted(set(cell.beats), key=lambda t: (len(t), t))
-    return columns, found
+    return found
 
 
 def _number(value: Any) -> float | None:
@@ -147,9 +152,23 @@ def interval_note(data: ReportData, text: Any = _same, name: Any = _same) -> str
         "itself.") + excluded)
 
 
+def by_family(data: ReportData) -> list[tuple[Family, list[str]]]:
+    """The asked metrics' columns by family, in the families' order (each family's as asked)."""
+    return [(family, [m.column for m in metrics]) for family, metrics in grouped(data.asked, lambda m: m.spec.family)]
+
+
 def summary_html(data: ReportData) -> str:
-    """The summary table as HTML (rows: runs; columns: metrics)."""
-    columns, found = cells(data)
+    """The summary table as HTML (rows: runs; columns: metrics), one per family under its heading
+    when the metrics span several, then the legend."""
+    found = cells(data)
+    families = by_family(data)
+    headed = len(families) > 1
+    tables = "".join((f'<h3>{html_text(family.title)}</h3><p class="note">{html_text(family.description)}</p>'
+                      if headed else "") + _summary_table(data, columns, found) for family, columns in families)
+    return f'{tables}<p class="legend">{legend(data, html.escape, html_text)}</p>'
+
+
+def _summary_table(data: ReportData, columns: list[str], found: dict[tuple[str, str], Cell]) -> str:
     tag, base = letters(data.runs_order), baseline_of(data)
     head = "".join(f"<th>{html_text(c)}</th>" for c in columns)
     rows = []
@@ -160,8 +179,7 @@ def summary_html(data: ReportData) -> str:
             cell = found.get((run, c))
             out.append(f"<td>{_cell_html(cell)}</td>" if cell else "<td>—</td>")
         rows.append(f"<tr>{''.join(out)}</tr>")
-    return (f'<table class="summary"><thead><tr><th>run</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            f'<p class="legend">{legend(data, html.escape, html_text)}</p>')
+    return f'<table class="summary"><thead><tr><th>run</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _cell_html(cell: Cell) -> str:
@@ -181,11 +199,12 @@ def _signed(value: float | None) -> str:
     return number(value) if value is None or value < 0 else f"+{number(value)}"
 
 
-def _text_rows(data: ReportData, sup: Any, escape: Any, intervals: bool,
+def _text_rows(data: ReportData, columns: list[str], sup: Any, escape: Any, intervals: bool,
                best: Any = None) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the plain-text tables (Markdown, LaTeX), with ``sup`` writing superscripts
-    and ``best`` (when given) writing the highest mean of each metric (every run that has it)."""
-    columns, found = cells(data)
+    """Header and rows of a plain-text table (Markdown, LaTeX) of these metric columns, with ``sup``
+    writing superscripts and ``best`` (when given) writing the highest mean of each metric (every run
+    that has it)."""
+    found = cells(data)
     tag, base = letters(data.runs_order), baseline_of(data)
     highest = {c: max((cell.mean for (_, col), cell in found.items() if col == c and cell.mean is not None),
                       default=None) for c in columns}
@@ -209,11 +228,17 @@ def _text_rows(data: ReportData, sup: Any, escape: Any, intervals: bool,
 
 
 def to_markdown(data: ReportData, intervals: bool = True) -> str:
-    """The summary table in Markdown (GitHub's), superscripts as ``<sup>``, with its legend."""
+    """The summary table in Markdown (GitHub's), superscripts as ``<sup>``, with its legend; one table
+    per family under a ``###`` heading when the metrics span several."""
     escape = lambda s: html.escape(str(s), quote=False).replace("|", "\\|")  # noqa: E731 - GitHub reads HTML in cells
-    header, rows = _text_rows(data, lambda s: f"<sup>{s}</sup>", escape, intervals)
-    lines = [_md_row(header), "|" + "|".join([":---", *["---:"] * (len(header) - 1)]) + "|", *map(_md_row, rows)]
-    return "\n".join(lines) + f"\n\n{legend(data, name=escape)}\n"
+    families = by_family(data)
+    parts = []
+    for family, columns in families:
+        header, rows = _text_rows(data, columns, lambda s: f"<sup>{s}</sup>", escape, intervals)
+        lines = [_md_row(header), "|" + "|".join([":---", *["---:"] * (len(header) - 1)]) + "|", *map(_md_row, rows)]
+        heading = f"### {escape(family.title)}\n\n{escape(family.description)}\n\n" if len(families) > 1 else ""
+        parts.append(heading + "\n".join(lines))
+    return "\n\n".join(parts) + f"\n\n{legend(data, name=escape)}\n"
 
 
 def _md_row(cells_: Iterable[str]) -> str:
@@ -239,15 +264,31 @@ LATEX_PACKAGES = ("booktabs", "amssymb")
 
 def to_latex(data: ReportData, intervals: bool = True) -> str:
     r"""The summary table as a LaTeX ``table`` (booktabs rules), the highest mean of each metric in
-    bold, superscripts as ``$^{a}$``, the legend as its caption. Its first line is a comment naming
+    bold, superscripts as ``$^{a}$``, the legend as its caption; a header row names each family over its
+    columns when the metrics span several. Its first line is a comment naming
     the packages it needs (:data:`LATEX_PACKAGES`: ``\usepackage{booktabs}``, ``\usepackage{amssymb}``)."""
-    header, rows = _text_rows(data, lambda s: f"$^{{{s}}}$", latex_escape, intervals, lambda s: rf"\textbf{{{s}}}")
-    body = [" & ".join(header) + r" \\", r"\midrule", *(" & ".join(r) + r" \\" for r in rows)]
+    families = by_family(data)
+    columns = [c for _, family_columns in families for c in family_columns]
+    header, rows = _text_rows(data, columns, lambda s: f"$^{{{s}}}$", latex_escape, intervals,
+                              lambda s: rf"\textbf{{{s}}}")
+    body = [*(_latex_families(families) if len(families) > 1 else []), " & ".join(header) + r" \\", r"\midrule",
+            *(" & ".join(r) + r" \\" for r in rows)]
     caption = latex_escape(legend(data)) + " Bold: the highest mean of each metric."
     needs = "".join(rf"\usepackage{{{name}}}" for name in LATEX_PACKAGES)
     return "\n".join([f"% recsql table: needs {needs} in the preamble", r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}",
                       r"\toprule", *body, r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}",
                       r"\end{table}"]) + "\n"
+
+
+def _latex_families(families: list[tuple[Family, list[str]]]) -> list[str]:
+    """The header row naming each family over its columns, and a rule under each name."""
+    spans, rules, first = [], [], 2  # column 1 is the run's
+    for family, columns in families:
+        last = first + len(columns) - 1
+        spans.append(rf"\multicolumn{{{len(columns)}}}{{c}}{{{latex_escape(family.title)}}}")
+        rules.append(rf"\cmidrule(lr){{{first}-{last}}}")
+        first = last + 1
+    return [" & ".join(["", *spans]) + r" \\", "".join(rules)]
 
 
 def frame_html(frame: pd.DataFrame, digits: int = 4, classes: str = "plain") -> str:
