@@ -141,6 +141,7 @@ def evaluate(
     feature_col: str = "feature",
     value_col: str = "value",
     intent_col: str = "intent",
+    sample_col: str | None = None,
     segment_cols: Iterable[str] | str | None = None,
     progress: bool = False,
     baseline: Any = None,
@@ -169,7 +170,7 @@ def evaluate(
     """
     keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
                     item_features=item_features, intents=intents, segments=segments, user_col=user_col,
-                    item_col=item_col, intent_col=intent_col,
+                    item_col=item_col, intent_col=intent_col, sample_col=sample_col,
                     score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
                     run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
                     convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
@@ -299,6 +300,7 @@ def to_sql(
     feature_col: str = "feature",
     value_col: str = "value",
     intent_col: str = "intent",
+    sample_col: str | None = None,
     segment_cols: Iterable[str] | str | None = None,
     compare: dict[str, Any] | None = None,
     pretty: bool = True,
@@ -340,7 +342,7 @@ def to_sql(
     text_ids = tuple(text_ids)
     keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
                     item_features=item_features, intents=intents, segments=segments, user_col=user_col,
-                    item_col=item_col, intent_col=intent_col,
+                    item_col=item_col, intent_col=intent_col, sample_col=sample_col,
                     score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
                     run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
                     convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,

@@ -96,6 +96,8 @@ SHARED: tuple[Option, ...] = (
     _column("--feature-col", "--item-features feature column (default: feature)"),
     _column("--value-col", "--item-features value column (default: value)"),
     _column("--intent-col", "--intents intent (subtopic) column (default: intent)"),
+    _column("--sample-col", "recs column numbering each user's sampled lists of a stochastic run (expected exposure; "
+                            "every per-user value the mean over the run's samples)"),
     Option("--run-col", "run_cols", "run_cols", "run key column of recs (model, experiment, ...); repeat for several",
            "columns", {"action": "append"}),
     _column("--threshold", "relevant iff relevance >= threshold (default 1; trec_eval's -l)", type=float),

@@ -40,7 +40,7 @@ def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any]
         id_order=get_convention(cols["convention"]).id_order, id_text=get_dialect(target).id_text,
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
         id_collation=get_dialect(target).collation, topk=get_dialect(target).topk, inline=get_dialect(target).inline,
-        dialect=target,
+        dialect=target, sample_col=cols["sample_col"],
         **{c: cols[c] for c in EXTRA_COLUMNS},
     )
     if relations.get("intents") is not None:  # to_sql and dbt read no table: the intents' grades in relevance_col
@@ -100,6 +100,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
         # the default 'relevance', absent, and a convention that reads grades (replay's and msr's read none)
         refuse_unnamed_grades(truth, {c.lower() for c in (cols["user_col"], cols["item_col"], *cols["run_cols"])})
     runs = tuple(resolve_column(recs, c, "run_cols") for c in cols["run_cols"])
+    sample = resolve_column(recs, cols["sample_col"], "sample_col") if cols["sample_col"] else None
     truth_has = [c for c in runs if truth is not None and c.lower() in {t.lower() for t in truth.columns}]
     needs = set().union(*(m.spec.requires(m.all_options()) for m in metrics))
     item_columns = {}
@@ -124,7 +125,8 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
             require_number(intents, item_columns["intent_relevance_col"], "intent relevance")
     # text ids and run keys take the dialect's binary collation (bytewise order, 'B' and 'b' two runs);
     # dates and other non-text ids compare by value as they are
-    keyed_ids = (("user_id", user), ("item_id", item), *((f"_run{i}", c) for i, c in enumerate(runs)))
+    staged_runs = (*runs, sample) if sample else runs  # a sample column is the stage's last run key (compose.staged)
+    keyed_ids = (("user_id", user), ("item_id", item), *((f"_run{i}", c) for i, c in enumerate(staged_runs)))
     text_ids = frozenset(internal for internal, column in keyed_ids if family(recs.columns[column]) == "string")
     segmented = {}
     if "segments" in sources:
@@ -142,6 +144,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
                       user_col=user, item_col=item, score_col=None if cols["rank_col"] else order,
                       rank_col=order if cols["rank_col"] else None, relevance_col=relevance,
                       run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids,
+                      sample_col=sample,
                       **item_columns, **segmented)
 
 

@@ -44,6 +44,9 @@
 --          under one position weight (feature attention_groups: exposure_disparity), user_id NULL
 --   src 16 item seen in interactions, per run and cutoff, with the counts of pop_rsp and pop_reo over the
 --          users with a list and truth (feature popularity_bias), user_id NULL
+--   src 17 item of a user's sampled lists or relevant truth, per run and sample, with its expected exposure over
+--          the samples of the run (ee_exposure) and its target exposure (ee_target) under one user model
+--          (feature expected_exposure: ee_d, ee_r, ee_l); the same rows in each sample of a run
 --   src 12 list position relevant to an intent of intents (feature intents: alpha_ndcg, err_ia, ...):
 --          intent_prior = its positions above relevant to that intent, intent_rel = the intent's
 --          relevant items; n_intents (every row of a user of intents) = the intents with one
@@ -377,6 +380,61 @@ bias_rows AS (
     LEFT JOIN bias_seen AS t ON r.run_keys = t.run_keys AND p.item_id = t.item_id
     LEFT JOIN bias_relevant AS v ON r.run_keys = v.run_keys AND p.item_id = v.item_id
 ),
+ee_keys AS (
+    -- (user model, patience, utility, cutoff) of each expected-exposure metric asked: model 'rbp' (the exposure of
+    -- 0-based position i is patience^i) or 'gerr' (patience^i·(1 − utility)^(relevant items above)), utility 0 but
+    -- for 'gerr'; set by recsql/compose/stage.py
+    SELECT 'rbp' AS model, CAST(0.5 AS DOUBLE) AS patience, CAST(0 AS DOUBLE) AS utility, 1 AS k
+),
+ee_params AS (
+    -- q: the factor from one position to the next of the ideal order, whose items above are all relevant
+    SELECT model, patience, utility, k, CASE WHEN model = 'gerr' THEN patience * (1 - utility) ELSE patience END AS q
+    FROM ee_keys
+),
+ee_samples AS (
+    -- per stochastic run (run_keys here are the run keys without the sample: recsql/compose/stage.py), its samples
+    SELECT run_keys, CAST(COUNT(*) AS DOUBLE) AS n_samples
+    FROM runs
+    GROUP BY run_keys
+),
+ee_listed AS (
+    -- per stochastic run, user, item and model: the item's exposure summed over the samples' top k
+    SELECT l.run_keys, l.user_id, l.item_id, p.model, p.patience, p.utility, p.k,
+        SUM(POWER(p.patience, l.rank - 1)
+            * CASE WHEN p.model = 'gerr' THEN POWER(1 - p.utility, l.hits_cum - l.hit) ELSE 1 END) AS exposure
+    FROM list_rows AS l JOIN ee_params AS p ON l.rank <= p.k
+    GROUP BY l.run_keys, l.user_id, l.item_id, p.model, p.patience, p.utility, p.k
+),
+ee_levels AS (
+    -- each relevant truth item of a run's user: `above` items of a higher grade, `tied` items of its grade
+    SELECT run_keys, user_id, item_id,
+        CAST(RANK() OVER (PARTITION BY run_keys, user_id ORDER BY relevance DESC) - 1 AS DOUBLE) AS above,
+        CAST(COUNT(*) OVER (PARTITION BY run_keys, user_id, relevance) AS DOUBLE) AS tied
+    FROM truth_runs
+    WHERE relevance >= $threshold AND ($negative_unjudged = 'no' OR relevance >= 0)
+),
+ee_rows AS (
+    -- each item's expected exposure ε (its exposure summed over the samples / their number, in every sample of
+    -- the run) and target ε* (the mean exposure of the positions its grade holds in the ideal order, top k:
+    -- Σ_{i=above}^{min(above + tied, k) − 1} q^i / tied, q = patience, or patience·(1 − utility) for 'gerr')
+    SELECT e.run_keys, e.user_id, 17 AS src, e.k AS cut, e.item_id, e.model AS ee_model, e.patience AS ee_patience,
+        e.utility AS ee_utility, SUM(e.exposure) AS ee_exposure, SUM(e.target) AS ee_target
+    FROM (
+        SELECT r.run_keys, l.user_id, l.item_id, l.model, l.patience, l.utility, l.k,
+            l.exposure / s.n_samples AS exposure, CAST(0 AS DOUBLE) AS target
+        FROM ee_listed AS l
+        JOIN ee_samples AS s ON l.run_keys = s.run_keys
+        JOIN runs AS r ON l.run_keys = r.run_keys
+        UNION ALL
+        SELECT v.run_keys, v.user_id, v.item_id, p.model, p.patience, p.utility, p.k, CAST(0 AS DOUBLE) AS exposure,
+            CASE WHEN v.above >= p.k THEN CAST(0 AS DOUBLE)
+                 ELSE (POWER(p.q, v.above) - POWER(p.q, CASE WHEN v.above + v.tied < p.k THEN v.above + v.tied ELSE p.k END))
+                      / (v.tied * (1 - p.q)) END AS target
+        FROM ee_levels AS v
+        CROSS JOIN ee_params AS p
+    ) AS e
+    GROUP BY e.run_keys, e.user_id, e.item_id, e.model, e.patience, e.utility, e.k
+),
 list_pairs AS (
     SELECT a.run_keys, a.user_id, b.rank, a.item_id AS item_a, b.item_id AS item_b,
         a.relevance AS relevance_a, b.relevance AS relevance_b
@@ -672,6 +730,11 @@ stacked AS (
         CAST(bias_relevant AS BIGINT) AS bias_relevant
     FROM bias_rows
     UNION ALL
+    SELECT run_keys, user_id, src, cut, item_id, CAST(ee_model AS VARCHAR) AS ee_model,
+        CAST(ee_patience AS DOUBLE) AS ee_patience, CAST(ee_utility AS DOUBLE) AS ee_utility,
+        CAST(ee_exposure AS DOUBLE) AS ee_exposure, CAST(ee_target AS DOUBLE) AS ee_target
+    FROM ee_rows
+    UNION ALL
     SELECT run_keys, user_id, src, rank, CAST(pair_sign AS BIGINT) AS pair_sign,
         CAST(pair_category_dissim AS DOUBLE) AS pair_category_dissim,
         CAST(pair_feature_dissim AS DOUBLE) AS pair_feature_dissim
@@ -729,6 +792,7 @@ ranked AS (
         s.weight_kind, s.weight_patience, s.attention, s.merit, s.attention_rank, s.group_name, s.group_attention,
         s.group_exposure, s.group_merit, s.group_mean, s.group_merit_mean, s.group_rank,
         s.bias_listed, s.bias_unseen, s.bias_hits, s.bias_relevant,
+        s.ee_model, s.ee_patience, s.ee_utility, s.ee_exposure, s.ee_target,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s

@@ -35,6 +35,8 @@ OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}
            "lt_coverage": [{}, {"head": 0.5}, {"head": 1}],
            "awrf": [{}, {"target": "items"}, {"weight": "log", "by": "features"}, {"weight": "geometric", "patience": 0.8},
                     {"weight": "geometric", "patience": 0.5, "target": "items", "by": "features"}],
+           **{name: [{}, {"model": "gerr"}, {"patience": 0.8}, {"model": "gerr", "patience": 0.75, "utility": 0.25}]
+              for name in ("ee_d", "ee_r", "ee_l")},
            "pop_rsp": [{}, {"head": 0.5}, {"head": 0.3}], "pop_reo": [{}, {"head": 0.5}, {"head": 0.3}],
            # alphas whose powers and sums are exact in binary, so the greedy ideal's ties are exact ties
            **{name: [{}, {"alpha": 0.75}, {"alpha": 0}] for name in ("alpha_ndcg", "alpha_dcg")},

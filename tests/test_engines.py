@@ -177,7 +177,8 @@ def test_beyond_accuracy_metrics(engine):
              "exposure_disparity(weight=geometric,combine=variance)@5", "exposure_disparity(weight=uniform,combine=max_abs_dev)@10",
              "exposure_gini@10", "exposure_gini(weight=log,over=groups)@5", "exposure_entropy(base=2)@10",
              "exposure_entropy(weight=uniform)@5", "lt_coverage@10", "lt_coverage(head=0.5)@5", "pop_rsp@10", "pop_reo@5",
-             "awrf@10", "awrf(target=items,by=features,weight=geometric)@5"]
+             "awrf@10", "awrf(target=items,by=features,weight=geometric)@5", "ee_l@10", "ee_d(model=gerr)@5",
+             "ee_r(patience=0.8)@10"]
     # intents: each truth item relevant to its category, and judged 0 for a second intent
     intents = truth.merge(items[["item_id", "category"]], on="item_id").rename(columns={"category": "intent"})
     intents = pd.concat([intents, intents.assign(intent=intents["intent"] + "_b", relevance=0.0)])[
@@ -193,6 +194,24 @@ def test_beyond_accuracy_metrics(engine):
     got = recsql.evaluate(engine.load(recs), None, lists_only, con=engine.con, run_cols=["model"],
                           items=engine.load(items), interactions=engine.load(interactions))
     want = recsql.evaluate(recs, None, lists_only, run_cols=["model"], items=items, interactions=interactions)
+    assert_same(got.summary, want.summary, ["model"])
+
+
+def test_sampled_runs(engine):
+    """A stochastic run's sampled lists (sample_col): expected exposure over the samples and a per-list
+    metric's mean over them give DuckDB's numbers (themselves checked against the reference:
+    tests/test_expected_exposure.py), per user and in the summary."""
+    data = Path(__file__).resolve().parent.parent / "fixtures" / "data"
+    recs = pd.read_parquet(data / "recs.parquet").query("user_id < 30").reset_index(drop=True)
+    recs["model"] = recs["model"].astype(str)
+    sampled = pd.concat([recs.assign(sample=s, score=recs["score"] * (1 + ((recs["item_id"] * (s + 3)) % 7) / 10))
+                         for s in range(3)]).query("not (sample == 2 and user_id % 5 == 0)").reset_index(drop=True)
+    truth = pd.read_parquet(data / "truth.parquet").query("user_id < 40").astype({"relevance": float})
+    asked = ["ee_l@10", "ee_d(model=gerr)@5", "ee_r@10", "ndcg@10", "recall@5"]
+    got = recsql.evaluate(engine.load(sampled), engine.load(truth), asked, con=engine.con, run_cols=["model"],
+                          sample_col="sample")
+    want = recsql.evaluate(sampled, truth, asked, run_cols=["model"], sample_col="sample")
+    assert_same(got.per_user, want.per_user, ["model", "user_id"])
     assert_same(got.summary, want.summary, ["model"])
 
 

@@ -4,6 +4,7 @@ constants every part of it shares.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -35,7 +36,8 @@ METRIC_POPULATION_SQL = {"lists": "_has_recs = 1", "global": "_is_global = 1"}
 # Stage features read from the main list's rows (src 1) by other CTEs: a metric ranked under a
 # second tie rule (src 9) cannot use them.
 MAIN_LIST_FEATURES = {"list_ideal", "pairs", "corr", "cascade", "exposure", "tie_bounds", "agreement", "category_shares",
-                      "intents", "intent_depths", "attention", "attention_groups", "popularity_bias"}
+                      "intents", "intent_depths", "attention", "attention_groups", "popularity_bias",
+                      "expected_exposure"}
 
 
 SECOND_SRC = 9  # sql/_ranked.sql: the list under a second tie rule
@@ -104,6 +106,11 @@ class Plan:
     segments: exp.Expression | None = None
     segment_cols: tuple[str, ...] = ()  # the segments' columns, the last len(segment_cols) of run_cols
     segment_user: str = "user_id"  # the segments' user column
+    # Sampled runs (docs/guide/metrics.md, "Sampled rankings"): a recs column numbering each user's sampled
+    # lists of a stochastic run; the stage reads it as one more run key (staged), and the per-user values
+    # are the means over a run's samples.
+    sample_col: str | None = None
+    sampled: bool = False  # a staged plan whose last run column is the sample column
 
 
 def order_datatype(name: str) -> exp.DataType:
@@ -130,6 +137,21 @@ def input_runs(plan: Plan) -> tuple[str, ...]:
 def segment_runs(plan: Plan) -> list[str]:
     """Internal names of the segments' run keys (the last ones)."""
     return internal_runs(plan)[len(input_runs(plan)):]
+
+
+def staged(plan: Plan) -> Plan:
+    """The plan the stage is built from: with a sample column, the sample is the last run key, so each
+    (run, sample) is ranked, judged and scored as a run; without one, ``plan`` itself."""
+    if plan.sample_col is None:
+        return plan
+    return dataclasses.replace(plan, run_cols=(*plan.run_cols, plan.sample_col), sample_col=None, sampled=True)
+
+
+def policy_runs(plan: Plan) -> list[str]:
+    """The internal run keys of a staged plan's runs without their sample (the last key of a sampled
+    plan): a stochastic run, a policy, whose samples the expected-exposure rows gather."""
+    keys = internal_runs(plan)
+    return keys[:-1] if plan.sampled else keys
 
 
 def truth_runs(plan: Plan) -> list[str]:

@@ -14,7 +14,8 @@ from ..templates import read_template
 from ..trees import parse
 from .inputs import collation
 from .intents import MAX_IDEAL_K, ideal_chain
-from .plan import MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, order_datatype, truth_runs as truth_run_keys
+from .plan import (MAX_SLOTS, TOPK_MAX_K, Plan, View, internal_runs, order_datatype, policy_runs,
+                   truth_runs as truth_run_keys)
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
                       pad_union, substitute, union_all, union_branches)
 
@@ -56,7 +57,7 @@ BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_
              "corr": "corr_rows", "cascade": "cascade_rows",
              "agreement": "agreement_rows", "category_shares": "category_rows", "intents": "intent_rows",
              "intent_depths": "intent_depths", "attention": "attention_rows", "attention_groups": "attention_groups",
-             "popularity_bias": "bias_rows"}
+             "popularity_bias": "bias_rows", "expected_exposure": "ee_rows"}
 
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
@@ -86,6 +87,10 @@ def _feature_key(feature: str, metric: Metric) -> object:
         options = metric.all_options()
         weight = options.get("weight", "geometric")
         return metric.k, weight, float(options.get("patience", 1)) if weight == "geometric" else 1.0
+    if feature == "expected_exposure":
+        options = metric.all_options()
+        return options["model"], float(options["patience"]), float(options["utility"]) if options["model"] == "gerr" \
+            else 0.0, metric.k
     if feature in ATTENTION:
         options = metric.all_options()
         weight = options.get("weight", "log")
@@ -221,6 +226,34 @@ def stage_features(metrics: list[Metric]) -> dict[str, set]:
     return features
 
 
+def _policies(plan: Plan, ctes: dict[str, exp.CTE]) -> None:
+    """The expected-exposure rows gather a stochastic run's samples: their run keys are the run's without
+    the sample (:func:`recsql.compose.plan.policy_runs`; every run key when the runs are not sampled, each
+    run its one sample). With no run keys at all there is one run of one sample."""
+    policy = policy_runs(plan)
+    for name in ("ee_samples", "ee_listed"):
+        ctes[name].set("this", expand_run_keys(ctes[name].this, policy))
+    if not policy:  # one stochastic run: its samples counted over every run
+        ctes["ee_samples"].this.set("group", None)
+    inner = next(q for q in ctes["ee_rows"].this.find_all(exp.Select)
+                 if any(j.this.alias_or_name == "s" for j in q.args.get("joins") or []))
+    if not plan.run_cols:
+        for column in list(inner.find_all(exp.Column)):
+            if column.table == "s":  # n_samples
+                column.replace(exp.Literal.number(1))
+            elif column.table == "r":  # run_keys, which are none
+                column.set("table", exp.to_identifier("l"))
+        drop_joins(inner, {"s", "r"})
+        return
+    for join in inner.args["joins"]:  # the samples' counts and runs of each stochastic run
+        alias = join.this.alias_or_name
+        if policy:
+            join.set("on", exp.and_(*[exp.column(k, table="l").eq(exp.column(k, table=alias)) for k in policy]))
+        else:
+            join.set("on", None)
+            join.set("kind", "CROSS")
+
+
 def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
            second_metrics: list[Metric] = ()) -> exp.Select:
     """The ranked-rows stage for ``metrics`` (all asked) of which ``second_metrics`` read the list
@@ -267,6 +300,9 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     attention = sorted({key for feature in ATTENTION for key in features.get(feature, ())})
     ctes["attention_params"].set("this", _key_rows([("kind", None), ("patience", "DOUBLE"), ("k", None)],
                                                    attention or [("log", 0.0, 1)]))
+    ctes["ee_keys"].set("this", _key_rows([("model", None), ("patience", "DOUBLE"), ("utility", "DOUBLE"), ("k", None)],
+                                          sorted(features.get("expected_exposure", {("rbp", 0.5, 0.0, 1)}))))
+    _policies(plan, ctes)
     for feature, (cte, aliases) in _JOINS.items():
         if feature not in features:
             drop_joins(ctes[cte].this, aliases)

@@ -19,7 +19,8 @@ from .inputs import (expected_in, catalog_in, features_in, intents_in, interacti
                      segments_in, truth_in)
 from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
                     population_condition, second_view)
-from .plan import GLOBAL_SRC, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs
+from .plan import (GLOBAL_SRC, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs,
+                   staged)
 from .rewrite import fold_constants, prune, reachable, union_branches
 from .stage import HEADS, build_stage, largest_cutoff
 
@@ -63,6 +64,9 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         raise RecsqlError(f"ties={plan.ties!r} is not valid; choose one of {', '.join(TIES)}")
     given, _ = plan_inputs(plan)
     resolved = [fit_to_inputs(resolve_metric(m, plan.convention), given) for m in metrics]
+    outer, plan = plan, staged(plan)  # with a sample column, each (run, sample) is staged as a run
+    if plan.sampled:
+        refuse_sampled(outer, resolved)
     for rule in plan.rules.values():
         if rule.population is not None and rule.population not in POPULATIONS:
             raise RecsqlError(f"population={rule.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")
@@ -128,6 +132,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     ctes += list(with_.expressions)
     ctes.append(exp.CTE(this=per_user, alias=exp.to_identifier("per_user_raw")))
     diagnostics: list[str] = []
+    carried: list[str] = []  # the check columns every raw row carries
     if output != "per_user" or checks:  # the input checks travel in the statement, as columns of every raw row
         probe = reachable(ctes, exp.select("*").from_("per_user_raw"))  # what the raw rows read
         main = largest_cutoff([m for m in resolved if id(m) not in on_second])
@@ -139,24 +144,55 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         ctes += [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in counts]
         ctes.append(exp.CTE(this=checks, alias=exp.to_identifier("checks")))
         flagged = flagged.join("checks", join_type="cross")
-        flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in [*diagnostics, RECS_ROWS]]])
+        carried = [*diagnostics, RECS_ROWS]
+        flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in carried]])
     if has_global:  # the exposure rows' global row (user_id NULL) is not a user
         user_rows = exp.select("*").from_("per_user_all").where(exp.column("_is_global").eq(0))
         ctes += [exp.CTE(this=fold_constants(flagged), alias=exp.to_identifier("per_user_all")),
                  exp.CTE(this=user_rows, alias=exp.to_identifier("per_user"))]
     else:
         ctes.append(exp.CTE(this=fold_constants(flagged), alias=exp.to_identifier("per_user")))
+    if plan.sampled:  # a user's value: the mean over the run's samples that hold it in the metric's population
+        ctes[-1].set("alias", exp.to_identifier("per_sample"))
+        ctes.append(exp.CTE(this=sample_means(outer, columns, carried),
+                            alias=exp.to_identifier("per_user")))
     if output == "checks":  # the checks alone (evaluate, when the raw rows hold no user to carry them)
         final = exp.select(*diagnostics, RECS_ROWS).from_("checks")
     elif output == "raw":
         final = exp.select("*").from_("per_user")
     else:
-        final = finalize(plan, metrics, output, diagnostics)
+        final = finalize(outer, metrics, output, diagnostics)
     statement = final.copy()
     new_with = exp.With(expressions=ctes)
     statement.set("with_", new_with)
     prune(new_with, final)
     return statement
+
+
+def refuse_sampled(plan: Plan, metrics: list[Metric]) -> None:
+    """What a sampled run (``sample_col``) cannot be evaluated with yet, refused with the reason."""
+    found = [str(m) for m in metrics if m.spec.population == "global"]
+    if found:
+        raise RecsqlError(f"sample_col={plan.sample_col!r}: metric {found[0]!r} is global (one number per run), and "
+                          f"the mean of a global metric over a run's samples is not computed yet; evaluate it on one "
+                          f"sample (a filter of recs), or leave sample_col out")
+    if plan.segment_cols:
+        raise RecsqlError(f"sample_col={plan.sample_col!r} with segments is not supported yet; evaluate each "
+                          f"segment's users apart (a filter of recs and truth)")
+    if plan.truth_has_runs:
+        raise RecsqlError(f"sample_col={plan.sample_col!r}: truth carries the run columns, and truth per run of "
+                          f"a sampled run is not supported yet; give truth without the run columns (shared)")
+
+
+def sample_means(plan: Plan, columns: list[str], carried: list[str]) -> exp.Select:
+    """``per_user`` of a sampled run from ``per_sample`` (the raw rows of each (run, sample, user)): each
+    metric's mean over the samples where the user is in its population (AVG skips the NULLs of the
+    others), the user's flags from any sample, and the ``carried`` input checks (constants)."""
+    runs = [exp.column(r) for r in internal_runs(plan)]
+    flags = ["_in_population", "_has_recs", "_n_rel", "_n_truth", *carried]
+    return exp.select(*runs, "user_id", *[exp.alias_(exp.Avg(this=exp.column(c)), c) for c in columns],
+                      *[exp.alias_(exp.Max(this=exp.column(c)), c) for c in flags]
+                      ).from_("per_sample").group_by(*[r.copy() for r in runs], "user_id")
 
 
 def _run_aliases(plan: Plan) -> list[exp.Expression]:

@@ -72,17 +72,20 @@ DEFAULT_OPTIONS = {
     "pop_rsp": {"head": 0.8},
     "pop_reo": {"head": 0.8},
     "awrf": {"target": "uniform", "weight": "trec", "patience": 0.5, "by": "category"},
+    "ee_d": {"model": "rbp", "patience": 0.5, "utility": 0.5},
+    "ee_r": {"model": "rbp", "patience": 0.5, "utility": 0.5},
+    "ee_l": {"model": "rbp", "patience": 0.5, "utility": 0.5},
 }
 # the intent-aware metrics: read the intents input (user, item, intent, relevance)
 INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "p_ia", "s_recall", "map_ia"}
 
-TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp"}
+TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp", "ee_d", "ee_r", "ee_l"}
 LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
                 "jaccard", "miscalibration", "entropy", "awrf"} | INTENT_METRICS
 GLOBAL_METRICS = {"coverage", "gini", "personalization", "exposure_disparity", "exposure_gini", "exposure_entropy",
                   "lt_coverage", "pop_rsp", "pop_reo"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
-NEEDS_K = {"awrf", "pop_rsp", "pop_reo", "exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
+NEEDS_K = {"ee_d", "ee_r", "ee_l", "awrf", "pop_rsp", "pop_reo", "exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
            "miscalibration", "entropy", "alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "p_ia", "s_recall"}
 
 
@@ -946,7 +949,54 @@ def personalization_pairwise(recs, k, use_rank=False):
     return 1.0 - sum(len(lists[a] & lists[b]) / k for a, b in pairs) / len(pairs)
 
 
+def expected_exposure(samples, relevance, k, model, patience, utility, threshold=1.0):
+    """(EE-D, EE-R, EE-L) of one user (Diaz et al., CIKM 2020) from ``samples``, the user's sampled lists
+    (each a list of items in position order; an empty one for a sample that gave the user no list), and
+    ``relevance`` {item: grade}. Exposure of 0-based position i: patience^i (rbp), times
+    (1 − utility)^(relevant items above) (gerr); ε = the mean over the samples of each item's exposure in
+    the top k; ε* = the mean exposure of the ideal order's positions its grade holds (grades descending,
+    an item of a grade shared by m items below b of higher grades: Σ_{i=b}^{min(b+m, k)−1} q^i / m,
+    q = patience or patience·(1 − utility) for gerr), 0 for an item not relevant."""
+    exposure = {}
+    for items in samples:
+        above = 0
+        for i, item in enumerate(items[:k]):
+            factor = (1 - utility) ** above if model == "gerr" else 1.0
+            exposure[item] = exposure.get(item, 0.0) + patience ** i * factor / len(samples)
+            if relevance.get(item) is not None and relevance[item] >= threshold:
+                above += 1
+    q = patience * (1 - utility) if model == "gerr" else patience
+    grades = sorted({g for g in relevance.values() if g is not None and g >= threshold}, reverse=True)
+    target, before = {}, 0
+    for grade in grades:
+        tied = [item for item, g in relevance.items() if g == grade]
+        share = sum(q ** i for i in range(before, min(before + len(tied), k))) / len(tied)
+        target.update({item: share for item in tied})
+        before += len(tied)
+    items = set(exposure) | set(target)
+    d = sum(exposure.get(i, 0.0) ** 2 for i in items)
+    r = sum(exposure.get(i, 0.0) * target.get(i, 0.0) for i in items)
+    loss = sum((exposure.get(i, 0.0) - target.get(i, 0.0)) ** 2 for i in items)
+    return d, r, loss
+
+
+def _ee(position):
+    def metric(ctx, user):
+        o = ctx.opts
+        values = expected_exposure([ctx.full(user)], ctx.truth.get(user, {}), ctx.k, o["model"], o["patience"],
+                                   o["utility"], ctx.threshold)
+        return values[position]
+    metric.__doc__ = f"{('EE-D', 'EE-R', 'EE-L')[position]} of the user's one list (one sample): expected_exposure."
+    return metric
+
+
+ee_d, ee_r, ee_l = _ee(0), _ee(1), _ee(2)
+
+
 METRICS = {
+    "ee_d": ee_d,
+    "ee_r": ee_r,
+    "ee_l": ee_l,
     "novelty": novelty,
     "surprisal": surprisal,
     "unexpectedness": unexpectedness,

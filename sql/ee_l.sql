@@ -1,0 +1,15 @@
+-- name: ee_l
+-- family: fairness
+-- k: required
+-- population: truth
+-- params: model enum(rbp, gerr) = rbp; patience number in (0, 1) = 0.5; utility number in (0, 1) = 0.5
+-- stage: expected_exposure
+-- let: ee_row = src = 17 AND cut = $k AND ee_model = $model AND ee_patience = $patience AND ee_utility = CASE WHEN $model = 'gerr' THEN $utility ELSE 0 END
+-- range: [0, inf)
+-- formula: EE-L@k = Σ_d (ε_d − ε*_d)² over the items d of the user's lists and relevant truth: the expected exposure ε_d = (1/S) Σ_s e(position of d in sample s's top k) over the run's S sampled lists (sample_col; a run without samples is its own one sample), e(i) = patience^i at the 0-based position i (model = rbp) or patience^i·(1 − utility)^(relevant items above it) (model = gerr); the target ε*_d = the mean exposure of the positions d's grade holds in the ideal order (grades descending, ties sharing their positions: Σ_{i=b}^{min(b+m, k)−1} q^i / m for m items of the grade below b of higher grades, q = patience, or patience·(1 − utility) under gerr), 0 for an item not relevant; lower is better, 0 = every item exposed as its merit asks; = ee_d − 2·ee_r + Σ ε*²
+-- cite: Diaz, Mitra, Ekstrand, Biega & Carterette, "Evaluating Stochastic Rankings with Expected Exposure", CIKM 2020; raw values as TREC Fair Ranking 2021/22 report them (expeval normalises by bounds that differ between its versions)
+SELECT
+    user_id,
+    SUM(CASE WHEN ee_row() THEN (ee_exposure - ee_target) * (ee_exposure - ee_target) ELSE 0 END) AS ee_l
+FROM ranked
+GROUP BY user_id
