@@ -18,6 +18,7 @@ _EXPORTS = {
     "RecsqlError": "errors", "CONVENTIONS": "conventions",
     "Metric": "metrics", "parse_metric": "metrics", "registry": "metrics",
     "trec_qrels": "trec", "trec_run": "trec",
+    "log_evaluation": "mlflow_log", "log_comparison": "mlflow_log",  # need the mlflow extra when called
     "report": "report",  # the package recsql.report, callable: recsql.report(...) is its function report
 }
 __all__ = sorted(_EXPORTS, key=str.lower)

@@ -2,8 +2,8 @@
 when one is missing.
 
 ``pip install recsql-eval`` installs what ``evaluate``, ``sql``, ``metrics``, ``compare`` and
-``report`` need (the report's figures are SVG recsql writes itself); the dbt commands and the other
-engines' drivers come with extras (``pip install 'recsql-eval[dbt]'``). Each is imported where it
+``report`` need (the report's figures are SVG recsql writes itself); the dbt commands, the other
+engines' drivers and MLflow logging come with extras (``pip install 'recsql-eval[dbt]'``). Each is imported where it
 is used, never when recsql loads.
 
 >>> print(MissingExtra("yaml", "recsql dbt generate"))
@@ -24,6 +24,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "chdb": ("clickhouse", "chdb"),
     "datafusion": ("datafusion", "datafusion"),
     "polars": ("polars", "polars"),
+    "mlflow": ("mlflow", "mlflow-skinny"),
 }
 
 

@@ -1,7 +1,8 @@
 """A new user's first minutes: the wheel installed without any extra into a fresh virtual
 environment (no system packages), then the README's Quickstart command, whose table must be the
 README's; `recsql --version` and `recsql metrics`; compare; the README's report (its figures need no
-extra); and the one-line error of the subcommand whose dependency is an extra (dbt: PyYAML)."""
+extra); and the one-line error of the subcommand whose dependency is an extra (dbt: PyYAML), and of
+MLflow logging without the mlflow extra."""
 from __future__ import annotations
 
 import os
@@ -57,7 +58,7 @@ def quickstart() -> tuple[list[str], list[str]]:
 
 
 def test_the_wheel_installs_without_extras_and_has_none_of_them(fresh):
-    probe = ("import importlib.util as u; print(sorted(m for m in ('matplotlib', 'yaml', 'polars') "
+    probe = ("import importlib.util as u; print(sorted(m for m in ('matplotlib', 'yaml', 'polars', 'mlflow') "
              "if u.find_spec(m)))")
     ran = subprocess.run([str(fresh / "python"), "-c", probe], capture_output=True, text=True, timeout=60, cwd=fresh)
     assert ran.stdout.strip() == "[]", ran.stderr  # the install under test is the one without extras
@@ -106,3 +107,14 @@ def test_a_subcommand_needing_an_extra_says_which_in_one_line(fresh):
     assert ran.stderr.strip().splitlines() == [
         "recsql: error: recsql dbt needs PyYAML, which the dbt extra installs: pip install 'recsql-eval[dbt]'"]
     assert not (ROOT / "dbt" / "integration_tests" / "models" / "recsql").exists()
+
+
+def test_mlflow_logging_without_the_extra_names_it(fresh):
+    probe = ("import pandas as pd, recsql\n"
+             "e = recsql.evaluate(pd.DataFrame({'user_id': [1], 'item_id': [1], 'score': [1.0]}), "
+             "pd.DataFrame({'user_id': [1], 'item_id': [1]}), ['ndcg@10'])\n"
+             "try:\n    recsql.log_evaluation(e)\nexcept ModuleNotFoundError as err:\n    print(err)")
+    ran = subprocess.run([str(fresh / "python"), "-c", probe], capture_output=True, text=True, timeout=120, cwd=fresh)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == ("log_evaluation needs mlflow-skinny, which the mlflow extra installs: "
+                                  "pip install 'recsql-eval[mlflow]'")
