@@ -249,11 +249,13 @@ def test_gates_are_written_as_the_models_recsql_gate_test(tmp_path):
 
 def _gate_test():
     """The package's recsql.gate test as dbt runs it on DuckDB: its ``test`` block a Jinja macro, with
-    dbt's ``do`` statement, ``modules.re`` and the adapter's quoting."""
+    dbt's ``do`` statement, ``modules.re``, the adapter's quoting and dbt's escape_single_quotes."""
     text = (PACKAGE / "macros" / "gate.sql").read_text()
     text = text.replace("{% test gate(", "{% macro gate(").replace("{% endtest %}", "{% endmacro %}")
     env = jinja2.Environment(extensions=["jinja2.ext.do"])
-    env.globals.update(modules=SimpleNamespace(re=re), adapter=SimpleNamespace(quote=lambda n: '"' + n.replace('"', '""') + '"'))
+    env.globals.update(modules=SimpleNamespace(re=re),
+                       adapter=SimpleNamespace(quote=lambda name: '"' + name.replace('"', '""') + '"'),
+                       dbt=SimpleNamespace(escape_single_quotes=lambda text: text.replace("'", "''")))
     return env.from_string(text).module.gate
 
 

@@ -3,7 +3,8 @@
   writes the arguments from the evaluation's `gates:` (docs/dbt.md, "Gates"). One row per condition,
   run, metric (and segment) where the run is worse than the baseline run, in the metric's direction,
   by more than the margin (`relative`: that share of the baseline's value); one row when the baseline
-  run is missing. dbt fails the test when it returns a row; --store-failures keeps them.
+  run is missing. dbt fails the test when it returns a row; --store-failures keeps them. Text
+  literals are escaped by dbt's escape_single_quotes (a backslash on BigQuery, Spark, Snowflake).
 #}
 {% test gate(model, baseline, conditions, segment_cols=[]) %}
 {%- set keys = (baseline.keys() | list) + segment_cols -%}
@@ -13,7 +14,7 @@
 {%- endfor -%}
 {%- set is_baseline = {'baseline.': [], 'tested.': [], '': []} -%}
 {%- for name, value in baseline.items() -%}
-  {%- set literal = "'" ~ value | replace("'", "''") ~ "'" if value is string else value -%}
+  {%- set literal = "'" ~ dbt.escape_single_quotes(value) ~ "'" if value is string else value -%}
   {%- for prefix in is_baseline -%}
     {%- do is_baseline[prefix].append(prefix ~ names[name] ~ ' = ' ~ literal) -%}
   {%- endfor -%}
@@ -25,7 +26,8 @@ from (
 {%- if not loop.first %}
     union all
 {%- endif %}
-    select '{{ condition.gate | replace("'", "''") }}' as gate, '{{ condition.metric | replace("'", "''") }}' as metric,
+    select '{{ dbt.escape_single_quotes(condition.gate) }}' as gate,
+        '{{ dbt.escape_single_quotes(condition.metric) }}' as metric,
         {%- for name in keys %} tested.{{ names[name] }},{% endfor %}
         {{ tested }} as run_value, {{ reference }} as baseline_value, {{ tested }} - {{ reference }} as difference,
         {% if condition.better == 'higher' %}{{ reference }} - {{ tested }}{% else %}{{ tested }} - {{ reference }}{% endif %} as worse_by,
@@ -38,7 +40,7 @@ from (
 ) compared
 where worse_by > margin
 union all
-select '{{ ('no baseline run (' ~ is_baseline[''] | join(' and ') ~ ') in the model') | replace("'", "''") }}' as gate,
+select '{{ dbt.escape_single_quotes('no baseline run (' ~ is_baseline[''] | join(' and ') ~ ') in the model') }}' as gate,
     null as metric,{% for name in keys %} null as {{ names[name] }},{% endfor %}
     null as run_value, null as baseline_value, null as difference, null as worse_by, null as margin
 from (select count(*) as baseline_rows from {{ model }} baseline where {{ is_baseline['baseline.'] | join(' and ') }}) found
