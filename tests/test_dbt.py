@@ -26,6 +26,7 @@ from recsql.compose import DIAGNOSTICS
 from recsql.dbt import generate, read_config
 from recsql.dbt.model import ModelSpec, relation_name
 from recsql.dbt.names import output_name
+from support.gates import compare_lines, row_lines
 from support.servers import postgres_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +34,7 @@ PACKAGE = ROOT / "dbt"
 PROJECT = PACKAGE / "integration_tests"
 VENV = Path(os.environ.get("RECSQL_DBT_VENV", Path.home() / ".cache" / "recsql-dbt"))
 DIRTY = ("dirty_recs_fail_the_build", "dirty_recs_fail_the_build_per_user")
+GATES_FAIL = ("gate_worse_model_fails_the_build", "gate_missing_baseline_fails_the_build")  # through recsql.gate
 PYTHON_MODEL = "evaluate_python_duckdb"  # a dbt-duckdb Python model calling recsql.evaluate(con=session)
 
 
@@ -120,33 +122,41 @@ def _build_and_compare(tmp_path: Path, profile: dict, names: list[str] | None = 
                        extra: tuple[str, ...] = ()) -> Path:
     """``dbt build`` of the integration project's clean models (``names``: only these), each model's
     numbers against recsql.evaluate, and each dirty input failing the build through the input-check
-    test of its model, summary and per user, with the failing check named; the project."""
+    test of its model, summary and per user, with the failing check named (and, for the whole project,
+    a worse model and a missing baseline run failing it through their recsql.gate test); the project."""
     adapter = profile["type"]
     project = _project(tmp_path, profile, [adapter], None if names is None else [*names, *DIRTY])
     target = ["--target-path", str(tmp_path / "target")]
     if names is None:
-        _dbt(project, "build", "--exclude", *DIRTY, "recs_dirty", *([] if adapter == "duckdb" else [PYTHON_MODEL]),
-             *target)
+        _dbt(project, "build", "--exclude", *DIRTY, *GATES_FAIL, "recs_dirty",
+             *([] if adapter == "duckdb" else [PYTHON_MODEL]), *target)
     else:  # these models and what they read (Spark seeds slowly, and cannot seed the text-id seeds' varchar)
         _dbt(project, "build", "--select", *[f"+{name}" for name in names], *target)
-    specs = [s for s in read_config(project).specs if s.name not in DIRTY]
+    failing = {name: f"recsql_gate_{name}" for name in GATES_FAIL if names is None}  # model -> the test failing it
+    specs = [s for s in read_config(project).specs if s.name not in (*DIRTY, *GATES_FAIL)]
     assert specs and (names is None or len(specs) == len(names))
     built = _built(project, [spec.name for spec in specs])
     for spec in specs:
         _same(built[spec.name], _expected(spec), spec)
-    failed = _dbt(project, "build", "--select", *[f"+{dirty}" for dirty in DIRTY], *target, check=False)
+    for dirty in DIRTY:
+        failing[dirty] = f"recsql_input_check_{dirty}_recs_duplicate_rows"
+    failed = _dbt(project, "build", "--select", *[f"+{name}" for name in failing], "--store-failures", *target,
+                  check=False)  # one dbt for every model that must fail the build, each through its own test
     assert failed.returncode != 0, failed.stdout[-3000:]
-    for dirty in DIRTY:  # one build of both (independent models: each one's test runs and fails)
-        assert f"Failure in test recsql_input_check_{dirty}_recs_duplicate_rows" in failed.stdout, failed.stdout[-3000:]
+    for name, test in failing.items():
+        assert f"Failure in test {test}" in failed.stdout, (name, failed.stdout[-3000:])
     return project
 
 
 @pytest.mark.longest
 def test_dbt_duckdb(tmp_path):
-    _build_and_compare(tmp_path, {"type": "duckdb", "path": str(tmp_path / "it.duckdb"), "threads": 1})
+    project = _build_and_compare(tmp_path, {"type": "duckdb", "path": str(tmp_path / "it.duckdb"), "threads": 1})
     import duckdb  # the Python model's table (built by `dbt build` above) equals recsql.evaluate
     with duckdb.connect(str(tmp_path / "it.duckdb"), read_only=True) as con:
         built = con.sql(f"SELECT * FROM main.{PYTHON_MODEL}").df()
+        worse = next(s for s in read_config(project).specs if s.name == GATES_FAIL[0])
+        failures = con.sql(f"SELECT * FROM main_dbt_test__audit.recsql_gate_{worse.name}").df()  # --store-failures
+    assert row_lines(worse, failures) == compare_lines(worse, _seed) != []  # recsql compare --fail-if's lines
     spec = ModelSpec(PYTHON_MODEL, ["ndcg@10", "map(denominator=relevant)@10"], options={"run_cols": ["model"]})
     expected = _expected(spec).rename(columns={output_name(m): m for m in spec.metrics})
     built = built.drop(columns=[c for c in DIAGNOSTICS if c in built.columns])
@@ -201,7 +211,8 @@ def test_dbt_compile_offline(tmp_path):
     """`dbt compile` with no warehouse (no relation cache, no introspection; credentials that reach
     nothing) of every model, for each adapter CI does not run, from one project whose models hold every
     adapter's rendering (a dev and a prod target, as a user has them): each compiled model parses in
-    the adapter's dialect and has no final ORDER BY; and `dbt parse --warn-error` passes."""
+    the adapter's dialect and has no final ORDER BY, and each recsql.gate test parses in it too; and
+    `dbt parse --warn-error` passes."""
     import sqlglot
     from recsql.dbt.adapters import adapter
     from recsql.dialects import dialect
@@ -215,8 +226,13 @@ def test_dbt_compile_offline(tmp_path):
     for name in sorted(OFFLINE_PROFILES):
         target = tmp_path / f"target-{name}"
         _dbt(project, "compile", "--target", name, "--no-populate-cache", "--no-introspect",
-             "--indirect-selection", "empty", "--select", "path:models/recsql", "--target-path", str(target))
+             "--indirect-selection", "empty", "--select", "path:models/recsql", "test_name:gate",
+             "--target-path", str(target))
         for model in models:
             (path,) = target.glob(f"compiled/*/models/recsql/{model}.sql")
             tree = sqlglot.parse_one(path.read_text(), read=dialect(adapter(name).dialect).sqlglot)
             assert tree.args.get("order") is None, (name, model)
+        gates = sorted(target.glob("compiled/*/models/recsql/*.yml/recsql_gate_*.sql"))  # the recsql.gate tests
+        assert len(gates) == len([s for s in read_config(project).specs if s.gates]), (name, gates)
+        for path in gates:
+            sqlglot.parse_one(path.read_text(), read=dialect(adapter(name).dialect).sqlglot)

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import duckdb
 import jinja2
@@ -19,11 +20,13 @@ import yaml
 
 import recsql
 from support.frames import assert_same_values
-from recsql.dbt import generate
+from recsql.dbt import generate, read_config
 from recsql.dbt.model import DBT_BUILTINS
+from support.gates import compare_lines, row_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "dbt"
+INTEGRATION = PACKAGE / "integration_tests"
 
 
 def _project(tmp_path: Path, evaluations: list[dict], adapters: list[str] = ("duckdb",), **top) -> Path:
@@ -55,6 +58,7 @@ def _refused(project: Path, *words: str) -> None:
 
 
 EVAL = {"name": "quality", "recs": "recs", "truth": "truth", "metrics": ["ndcg@10", "map@10"], "run_cols": ["model"]}
+GATES = {"baseline": {"model": "popular"}, "fail_if": ["ndcg@10 worse by 0.01"]}
 
 
 def test_package_is_small_and_versioned_with_recsql():
@@ -146,6 +150,17 @@ def test_the_model_runs_with_real_jinja_and_quotes_hostile_column_names(tmp_path
     ({**EVAL, "output": "both"}, ["output", "summary, per_user"]),
     ({**EVAL, "items": "items", "column_names": "as_asked", "metrics": ["exposure_disparity(weight=geometric,patience=0.25,combine=max_min_diff)@5"]},
      ["longer than 63 bytes", "column_names: safe"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["ndcg@10 not noninferior by 1%"]}},
+     ["'ndcg@10 not noninferior by 1%'", "t distribution's quantile", "recsql compare --fail-if"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["any significant loss"]}}, ["p-value", "recsql compare --fail-if"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["ndcg@10 better by 1"]}}, ["gates: fail_if", "write one of"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["recall@5 worse by 1"]}}, ["'recall@5' is not a metric of the evaluation"]),
+    ({**EVAL, "gates": {**GATES, "lower_is_better": ["gini@5"]}}, ["'gini@5' is not a metric of the evaluation"]),
+    ({**EVAL, "gates": {**GATES, "baseline": {"variant": "a"}}}, ["value of every run column (model)"]),
+    ({**EVAL, "gates": {"fail_if": GATES["fail_if"]}}, ["a mapping of baseline, fail_if, lower_is_better"]),
+    ({**EVAL, "gates": GATES, "output": "per_user"}, ["set output: summary"]),
+    ({**EVAL, "gates": GATES, "run_cols": []}, ["name the run columns"]),
+    ({**EVAL, "gates": GATES, "population": "intersection"}, ["population 'intersection'", "differs by run"]),
 ])
 def test_refusals_change_nothing(tmp_path, evaluation, words):
     _refused(_project(tmp_path, [evaluation]), *words)
@@ -212,3 +227,64 @@ def test_the_old_key_baseline_of_expected_recs_still_works_with_a_warning():
     assert model_sql(old, "duckdb") == model_sql(new, "duckdb")
     with pytest.raises(recsql.RecsqlError, match="pass expected_recs= only"):
         ModelSpec("unexpected", ["unexpectedness@5"], {**inputs, "expected_recs": "popular", "baseline": "popular"})
+
+
+def test_gates_are_written_as_the_models_recsql_gate_test(tmp_path):
+    """Each condition of ``gates:`` is one per metric (``any``: every one) of the package's recsql.gate test,
+    with the model's column, the metric's direction and the margin as --fail-if reads it."""
+    gates = {"baseline": {"model": "popular"}, "fail_if": ["any worse by 0.01", "map@10 worse than baseline by 2.5%"],
+             "lower_is_better": ["map@10"]}
+    generate(_project(tmp_path, [{**EVAL, "gates": gates}]))
+    schema = yaml.safe_load((tmp_path / "project" / "models" / "recsql" / "quality.yml").read_text())["models"][0]
+    assert schema["data_tests"] == [{"recsql.gate": {"name": "recsql_gate_quality", "arguments": {
+        "baseline": {"model": "popular"},
+        "conditions": [
+            {"gate": "any worse by 0.01", "metric": "ndcg@10", "column": "ndcg_at_10", "better": "higher", "margin": 0.01,
+             "relative": False},
+            {"gate": "any worse by 0.01", "metric": "map@10", "column": "map_at_10", "better": "lower", "margin": 0.01,
+             "relative": False},
+            {"gate": "map@10 worse than baseline by 2.5%", "metric": "map@10", "column": "map_at_10", "better": "lower",
+             "margin": 0.025, "relative": True}]}}}]
+
+
+def _gate_test():
+    """The package's recsql.gate test as dbt runs it on DuckDB: its ``test`` block a Jinja macro, with
+    dbt's ``do`` statement, ``modules.re``, the adapter's quoting and dbt's escape_single_quotes."""
+    text = (PACKAGE / "macros" / "gate.sql").read_text()
+    text = text.replace("{% test gate(", "{% macro gate(").replace("{% endtest %}", "{% endmacro %}")
+    env = jinja2.Environment(extensions=["jinja2.ext.do"])
+    env.globals.update(modules=SimpleNamespace(re=re),
+                       adapter=SimpleNamespace(quote=lambda name: '"' + name.replace('"', '""') + '"'),
+                       dbt=SimpleNamespace(escape_single_quotes=lambda text: text.replace("'", "''")))
+    return env.from_string(text).module.gate
+
+
+GATED = [e for e in yaml.safe_load((INTEGRATION / "recsql.yml").read_text())["evaluations"] if "gates" in e]
+
+
+@pytest.mark.parametrize("evaluation", GATED, ids=[e["name"] for e in GATED])
+def test_the_gate_test_fails_where_recsql_compare_fails(tmp_path, evaluation):
+    """On the integration project's seeds, each evaluation with gates (the better model: none fails;
+    the worse one, within segments: some do): the rows of its recsql.gate test, on its model rendered
+    by Jinja on DuckDB, are gate_failures' lines for recsql.compare of the same inputs and conditions;
+    a missing baseline run is compare's error and the test's one row."""
+    project = _project(tmp_path, [evaluation])
+    generate(project)
+    spec = read_config(project).specs[0]
+    folder = project / "models" / "recsql"
+    con = duckdb.connect()
+    seed = lambda name: pd.read_csv(INTEGRATION / "seeds" / f"{name}.csv")  # noqa: E731
+    for name in {"recs", "truth", "segments"}:
+        con.register(name, seed(name))
+    model = jinja2.Template((folder / f"{spec.name}.sql").read_text()).render(config=lambda **_: "", ref=lambda n: n)
+    con.execute(f"CREATE TABLE {spec.name} AS {model}")
+    test = yaml.safe_load((folder / f"{spec.name}.yml").read_text())["models"][0]["data_tests"][0]["recsql.gate"]
+    rows = con.sql(str(_gate_test()(model=spec.name, **test["arguments"]))).df()
+    if "missing" in spec.name:
+        with pytest.raises(recsql.RecsqlError, match="is not a run of recs"):
+            compare_lines(spec, seed)
+        assert row_lines(spec, rows) == ["no baseline run (model = 'random') in the model"]
+        return
+    lines = compare_lines(spec, seed)
+    assert row_lines(spec, rows) == lines
+    assert bool(lines) == ("fails" in spec.name), lines

@@ -33,11 +33,11 @@ from typing import Any
 from sqlglot import exp
 
 from .. import __version__
-from ..compose import DIAGNOSTICS, compose, readable
+from ..compose import DIAGNOSTICS, Plan, compose, readable
 from ..dialects import render
 from ..errors import RecsqlError
 from ..inputs import ROLES, Inputs, renamed
-from ..metrics import parse_metrics
+from ..metrics import Metric, parse_metrics
 from ..options import yml_keys
 from ..plans import build_plan
 from ..sources import bind
@@ -83,8 +83,8 @@ def relation_name(expression: str) -> str:
 class ModelSpec:
     """One evaluation: its name, metrics, inputs (role -> dbt relation, e.g. ``"ref('recs')"``; or a
     :class:`recsql.Inputs` of relations and options, in place of ``inputs`` and ``options``),
-    output (``summary`` or ``per_user``), result column names, materialization, and every option
-    of :func:`recsql.evaluate`."""
+    output (``summary`` or ``per_user``), result column names, materialization, every option of
+    :func:`recsql.evaluate`, and the gates of the summary (:mod:`recsql.dbt.gates`)."""
 
     name: str
     metrics: list[str]
@@ -95,6 +95,7 @@ class ModelSpec:
     options: dict[str, Any] = field(default_factory=dict)
     text_ids: tuple[str, ...] = ()
     truth_has_run_cols: bool = False
+    gates: dict[str, Any] | None = None  # recsql compare's `worse by` gates, as a dbt test (recsql.dbt.gates)
 
     def __post_init__(self) -> None:
         where = f"evaluation {self.name!r}"
@@ -143,8 +144,8 @@ def _split(inputs: Inputs) -> tuple[dict[str, str], dict[str, Any]]:
             {key: getattr(inputs, key) for key in OPTIONS if getattr(inputs, key) != defaults[key]})
 
 
-def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
-    """The composer's statement for the spec, as :func:`recsql.to_sql` builds it, and the metrics."""
+def spec_plan(spec: ModelSpec, dialect: str = "duckdb") -> tuple[Plan, list[Metric]]:
+    """The composer's plan for the spec, as :func:`recsql.to_sql` builds it, and the metrics."""
     parsed = parse_metrics(spec.metrics)
     described = Inputs(**{role: _PLACEHOLDER.format(role) for role in spec.inputs}, **spec.options)
     cols = described.options()
@@ -158,6 +159,12 @@ def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list]:
                           f"name {cols['user_col']!r} and/or {cols['item_col']!r}")
     plan = build_plan(relations, cols, dialect, truth_has_runs=spec.truth_has_run_cols and bool(cols["run_cols"]),
                       text_ids=frozenset(named[c] for c in spec.text_ids))
+    return plan, parsed
+
+
+def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list[Metric]]:
+    """The composer's statement for the spec, as :func:`recsql.to_sql` builds it, and the metrics."""
+    plan, parsed = spec_plan(spec, dialect)
     statement = compose(plan, parsed, output=spec.output, checks=True)
     return readable(statement, plan, parsed, spec.output, dialect=False), parsed
 

@@ -10,6 +10,9 @@
         truth: ref('truth')
         metrics: [ndcg@10, map@10, recall@20]
         run_cols: [model]              # any option of recsql.evaluate
+        gates:                         # optional: a worse run fails dbt build (recsql.dbt.gates)
+          baseline: {model: popular}
+          fail_if: ["ndcg@10 worse by 0.01"]
       - name: ranking_quality_per_user
         recs: recs
         truth: truth
@@ -34,10 +37,11 @@ from ..files import write_file
 from ..inputs import ROLES
 from ..options import yml_keys
 from .adapters import ADAPTERS
+from .gates import gate_test
 from .model import JINJA, MARKER_SQL, MARKER_YAML, OLD_ROLES, OPTIONS, ModelSpec, model_file, schema_entry
 
 CONFIG = "recsql.yml"
-SPEC_KEYS = ("name", "metrics", "output", "column_names", "materialized", *yml_keys("render"))
+SPEC_KEYS = ("name", "metrics", "output", "column_names", "materialized", "gates", *yml_keys("render"))
 _TOP_KEYS = ("adapters", "models_dir", "evaluations")
 
 
@@ -132,7 +136,10 @@ def files(config: Config) -> dict[Path, str]:
     out: dict[Path, str] = {}
     for spec in config.specs:
         out[config.models_dir / f"{spec.name}.sql"] = model_file(spec, config.adapters, CONFIG)
-        entry = {"version": 2, "models": [schema_entry(spec)]}
+        model = schema_entry(spec)
+        if spec.gates is not None:
+            model["data_tests"] = [gate_test(spec)]
+        entry = {"version": 2, "models": [model]}
         text = (f"{MARKER_YAML} by `recsql dbt generate` from {CONFIG}: edit {CONFIG}, not this file\n"
                 + yaml.safe_dump(entry, sort_keys=False, allow_unicode=True, width=120))
         if JINJA.search(text):  # dbt renders Jinja in YAML descriptions
