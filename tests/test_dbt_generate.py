@@ -137,6 +137,28 @@ def test_the_model_runs_with_real_jinja_and_quotes_hostile_column_names(tmp_path
         assert_same_values(got, want, output)
 
 
+def test_a_sampled_evaluation_runs_with_real_jinja(tmp_path):
+    """sample_col in recsql.yml: the model of a stochastic run's sampled lists, rendered by Jinja as dbt would,
+    on DuckDB equals recsql.evaluate (expected exposure, and a per-list metric's mean over the samples)."""
+    recs = pd.DataFrame({"user_id": [1] * 8 + [2] * 3, "draw": [1] * 4 + [2] * 4 + [1] * 3,
+                         "item_id": [1, 3, 2, 4, 2, 1, 4, 3, 4, 1, 2], "score": [4, 3, 2, 1] * 2 + [3, 2, 1]})
+    truth = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [1, 2, 2], "relevance": [1, 2, 1]})
+    metrics = ["ee_l@3", "ndcg@2"]
+    evaluation = {"name": "sampled", "recs": "recs", "truth": "truth", "metrics": metrics, "sample_col": "draw",
+                  "output": "per_user"}
+    project = _project(tmp_path, [evaluation])
+    generate(project)
+    body = jinja2.Template((project / "models" / "recsql" / "sampled.sql").read_text()).render(
+        config=lambda **_: "", ref=lambda name: name)
+    con = duckdb.connect()
+    con.register("recs", recs)
+    con.register("truth", truth)
+    got = con.sql(body).df().sort_values("user_id").reset_index(drop=True)
+    want = recsql.evaluate(recs, truth, metrics, sample_col="draw").per_user.rename(
+        columns={"ee_l@3": "ee_l_at_3", "ndcg@2": "ndcg_at_2"})
+    assert_same_values(got[list(want.columns)], want.sort_values("user_id").reset_index(drop=True), "sampled")
+
+
 @pytest.mark.parametrize("evaluation, words", [
     ({**EVAL, "metrics": ["ndcg(discount={{ env_var('HOME') }})@10"]}, ["Jinja delimiter"]),
     ({**EVAL, "user_col": "{{ target }}"}, ["Jinja delimiter"]),

@@ -37,7 +37,7 @@ from recsql.metrics import registry
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 PAGES = sorted([REPO / "README.md", REPO / "CONTRIBUTING.md", *DOCS.rglob("*.md")])
-RUN = 34  # examples run against their output
+RUN = 35  # examples run against their output
 NOT_RUN = 10  # examples marked *Not run: ...*
 
 _FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)(.*)$")
