@@ -44,9 +44,9 @@
 --          under one position weight (feature attention_groups: exposure_disparity), user_id NULL
 --   src 16 item seen in interactions, per run and cutoff, with the counts of pop_rsp and pop_reo over the
 --          users with a list and truth (feature popularity_bias), user_id NULL
---   src 17 item of a user's sampled lists or relevant truth, per run and sample, with its expected exposure over
---          the samples of the run (ee_exposure) and its target exposure (ee_target) under one user model
---          (feature expected_exposure: ee_d, ee_r, ee_l); the same rows in each sample of a run
+--   src 17 item of a user's sampled lists or relevant truth, per run (on its first sample), with its expected
+--          exposure over the samples of the run (ee_exposure) and its target exposure (ee_target) under one user
+--          model (feature expected_exposure: ee_d, ee_r, ee_l)
 --   src 12 list position relevant to an intent of intents (feature intents: alpha_ndcg, err_ia, ...):
 --          intent_prior = its positions above relevant to that intent, intent_rel = the intent's
 --          relevant items; n_intents (every row of a user of intents) = the intents with one
@@ -392,8 +392,9 @@ ee_params AS (
     FROM ee_keys
 ),
 ee_samples AS (
-    -- per stochastic run (run_keys here are the run keys without the sample: recsql/compose/stage.py), its samples
-    SELECT run_keys, CAST(COUNT(*) AS DOUBLE) AS n_samples
+    -- per stochastic run (run_keys here: its keys without the sample, recsql/compose/stage.py), its number of
+    -- samples, and its first sample (sample_key: the sample's run key), whose rows carry the expected exposure
+    SELECT run_keys, CAST(COUNT(*) AS DOUBLE) AS n_samples, MIN(sample_key) AS first_sample
     FROM runs
     GROUP BY run_keys
 ),
@@ -406,25 +407,27 @@ ee_listed AS (
     GROUP BY l.run_keys, l.user_id, l.item_id, p.model, p.patience, p.utility, p.k
 ),
 ee_levels AS (
-    -- each relevant truth item of a run's user: `above` items of a higher grade, `tied` items of its grade
-    SELECT run_keys, user_id, item_id,
-        CAST(RANK() OVER (PARTITION BY run_keys, user_id ORDER BY relevance DESC) - 1 AS DOUBLE) AS above,
-        CAST(COUNT(*) OVER (PARTITION BY run_keys, user_id, relevance) AS DOUBLE) AS tied
-    FROM truth_runs
-    WHERE relevance >= $threshold AND ($negative_unjudged = 'no' OR relevance >= 0)
+    -- each relevant truth item of a run's user (of its first sample): `above` items of a higher grade, `tied`
+    -- items of its grade
+    SELECT t.run_keys, t.user_id, t.item_id,
+        CAST(RANK() OVER (PARTITION BY t.run_keys, t.user_id ORDER BY t.relevance DESC) - 1 AS DOUBLE) AS above,
+        CAST(COUNT(*) OVER (PARTITION BY t.run_keys, t.user_id, t.relevance) AS DOUBLE) AS tied
+    FROM truth_runs AS t
+    JOIN ee_samples AS s ON t.run_keys = s.run_keys AND t.sample_key = s.first_sample
+    WHERE t.relevance >= $threshold AND ($negative_unjudged = 'no' OR t.relevance >= 0)
 ),
 ee_rows AS (
-    -- each item's expected exposure ε (its exposure summed over the samples / their number, in every sample of
-    -- the run) and target ε* (the mean exposure of the positions its grade holds in the ideal order, top k:
-    -- Σ_{i=above}^{min(above + tied, k) − 1} q^i / tied, q = patience, or patience·(1 − utility) for 'gerr')
+    -- each item's expected exposure ε (its exposure summed over the samples / their number) and target ε* (the
+    -- mean exposure of the positions its grade holds in the ideal order, top k: Σ_{i=above}^{min(above + tied,
+    -- k) − 1} q^i / tied, q = patience, or patience·(1 − utility) for 'gerr'), on the run's first sample alone
+    -- (each per-user value of a sampled run is a mean over its samples, which skips the others' NULLs)
     SELECT e.run_keys, e.user_id, 17 AS src, e.k AS cut, e.item_id, e.model AS ee_model, e.patience AS ee_patience,
         e.utility AS ee_utility, SUM(e.exposure) AS ee_exposure, SUM(e.target) AS ee_target
     FROM (
-        SELECT r.run_keys, l.user_id, l.item_id, l.model, l.patience, l.utility, l.k,
+        SELECT l.run_keys, s.first_sample AS sample_key, l.user_id, l.item_id, l.model, l.patience, l.utility, l.k,
             l.exposure / s.n_samples AS exposure, CAST(0 AS DOUBLE) AS target
         FROM ee_listed AS l
         JOIN ee_samples AS s ON l.run_keys = s.run_keys
-        JOIN runs AS r ON l.run_keys = r.run_keys
         UNION ALL
         SELECT v.run_keys, v.user_id, v.item_id, p.model, p.patience, p.utility, p.k, CAST(0 AS DOUBLE) AS exposure,
             CASE WHEN v.above >= p.k THEN CAST(0 AS DOUBLE)

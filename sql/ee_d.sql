@@ -10,6 +10,6 @@
 -- cite: Diaz, Mitra, Ekstrand, Biega & Carterette, "Evaluating Stochastic Rankings with Expected Exposure", CIKM 2020 (EE-D); raw values as TREC Fair Ranking 2021/22 report them
 SELECT
     user_id,
-    SUM(CASE WHEN ee_row() THEN ee_exposure * ee_exposure ELSE 0 END) AS ee_d
+    SUM(CASE WHEN ee_row() THEN ee_exposure * ee_exposure END) AS ee_d
 FROM ranked
 GROUP BY user_id

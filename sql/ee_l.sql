@@ -10,6 +10,6 @@
 -- cite: Diaz, Mitra, Ekstrand, Biega & Carterette, "Evaluating Stochastic Rankings with Expected Exposure", CIKM 2020; raw values as TREC Fair Ranking 2021/22 report them (expeval normalises by bounds that differ between its versions)
 SELECT
     user_id,
-    SUM(CASE WHEN ee_row() THEN (ee_exposure - ee_target) * (ee_exposure - ee_target) ELSE 0 END) AS ee_l
+    SUM(CASE WHEN ee_row() THEN (ee_exposure - ee_target) * (ee_exposure - ee_target) END) AS ee_l
 FROM ranked
 GROUP BY user_id

@@ -10,6 +10,6 @@
 -- cite: Diaz, Mitra, Ekstrand, Biega & Carterette, "Evaluating Stochastic Rankings with Expected Exposure", CIKM 2020 (EE-R); raw values as TREC Fair Ranking 2021/22 report them
 SELECT
     user_id,
-    SUM(CASE WHEN ee_row() THEN ee_exposure * ee_target ELSE 0 END) AS ee_r
+    SUM(CASE WHEN ee_row() THEN ee_exposure * ee_target END) AS ee_r
 FROM ranked
 GROUP BY user_id
