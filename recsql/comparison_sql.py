@@ -325,6 +325,11 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
         raise RecsqlError("compare needs runs: name the run key columns of recs, e.g. run_cols='model' "
                           "(CLI: --run-col model)")
     kinds_global = global_metrics(metrics)
+    if kinds_global and plan.sample_col is not None:
+        first = metrics[min(kinds_global)]
+        raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run), and a sampled run's "
+                          f"global metrics are not resampled yet (evaluate gives their mean over the samples); "
+                          f"compare its per-user metrics, or one sample (a filter of recs) without sample_col")
     raw = compose(plan, metrics, output="raw")
     checks = _checks(raw)
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",

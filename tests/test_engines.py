@@ -198,8 +198,8 @@ def test_beyond_accuracy_metrics(engine):
 
 
 def test_sampled_runs(engine):
-    """A stochastic run's sampled lists (sample_col): expected exposure over the samples and a per-list
-    metric's mean over them give DuckDB's numbers (themselves checked against the reference:
+    """A stochastic run's sampled lists (sample_col): expected exposure over the samples and a per-list or
+    global metric's mean over them give DuckDB's numbers (themselves checked against the reference:
     tests/test_expected_exposure.py), per user and in the summary."""
     data = Path(__file__).resolve().parent.parent / "fixtures" / "data"
     recs = pd.read_parquet(data / "recs.parquet").query("user_id < 30").reset_index(drop=True)
@@ -207,7 +207,7 @@ def test_sampled_runs(engine):
     sampled = pd.concat([recs.assign(sample=s, score=recs["score"] * (1 + ((recs["item_id"] * (s + 3)) % 7) / 10))
                          for s in range(3)]).query("not (sample == 2 and user_id % 5 == 0)").reset_index(drop=True)
     truth = pd.read_parquet(data / "truth.parquet").query("user_id < 40").astype({"relevance": float})
-    asked = ["ee_l@10", "ee_d(model=gerr)@5", "ee_r@10", "ndcg@10", "recall@5"]
+    asked = ["ee_l@10", "ee_d(model=gerr)@5", "ee_r@10", "ndcg@10", "recall@5", "coverage@10", "gini@5"]
     got = recsql.evaluate(engine.load(sampled), engine.load(truth), asked, con=engine.con, run_cols=["model"],
                           sample_col="sample")
     want = recsql.evaluate(sampled, truth, asked, run_cols=["model"], sample_col="sample")

@@ -23,7 +23,7 @@ from hypothesis import given, settings, strategies as st
 import recsql
 from recsql.errors import RecsqlError
 from support.reference import reference
-from support.reference_beyond import expected_exposure
+from support.reference_beyond import expected_exposure, reference_beyond
 
 RELEVANT = pd.DataFrame({"user_id": [1, 1], "item_id": ["d1", "d2"], "relevance": [1, 1]})
 # expeval's example: two samples, [d1, d3, d2, d4] and [d2, d1, d4, d3] (score = 4..1 down each list)
@@ -134,6 +134,35 @@ def test_a_per_list_metric_of_a_sampled_run_is_its_mean_over_the_samples(run, me
             assert summary == pytest.approx(want_summary, rel=1e-12)
 
 
+@quiet
+@settings(max_examples=40, deadline=None)
+@given(sampled_run(), st.sampled_from(["coverage@3", "gini@2", "personalization@3", "exposure_gini@3"]))
+def test_a_global_metric_of_a_sampled_run_is_its_mean_over_the_samples(run, metric):
+    rows, truth = run
+    if not rows:
+        return
+    catalog = pd.DataFrame({"item_id": ITEMS})
+    got = recsql.evaluate(pd.DataFrame(rows), pd.DataFrame(truth), [metric], run_cols="model", sample_col="sample",
+                          catalog=catalog).summary.set_index("model")[metric]
+    name, _, k = metric.partition("@")
+    for run_key in sorted({r["model"] for r in rows}):
+        samples = sorted({r["sample"] for r in rows if r["model"] == run_key})
+        values = [reference_beyond(name, int(k), {}, [{"user_id": r["user_id"], "item_id": r["item_id"], "score": r["score"]}
+                                                      for r in rows if (r["model"], r["sample"]) == (run_key, s)],
+                                   truth, catalog=[{"item_id": i} for i in ITEMS]) for s in samples]
+        defined = [v for v in values if v is not None]
+        if len(defined) < len(values) and not defined:
+            assert pd.isna(got[run_key])
+        else:
+            assert got[run_key] == pytest.approx(sum(defined) / len(defined), rel=1e-12, abs=1e-12)
+
+
+def test_compare_refuses_a_global_metric_of_a_sampled_run():
+    with pytest.raises(RecsqlError, match=re.escape("compare: metric 'coverage@3' is global")):
+        recsql.compare(SAMPLES.assign(model="A"), RELEVANT, ["ndcg@3", "coverage@3"], run_cols="model",
+                       sample_col="sample")
+
+
 def test_compare_pairs_the_users_expected_values():
     """compare of sampled runs pairs each user's mean over the samples, as evaluate's per-user rows give it."""
     recs = pd.concat([SAMPLES.assign(model="A"), SAMPLES.assign(model="B", score=-SAMPLES["score"]),
@@ -150,7 +179,6 @@ def test_compare_pairs_the_users_expected_values():
 
 
 @pytest.mark.parametrize("asked, options, named", [
-    (["coverage@3"], {}, "metric 'coverage@3' is global"),
     (["ndcg@3"], {"segments": pd.DataFrame({"user_id": [1], "country": ["fr"]})}, "with segments is not supported yet"),
     (["ndcg@3"], {"truth": RELEVANT.assign(model="A"), "recs": SAMPLES.assign(model="A"), "run_cols": "model"},
      "truth carries the run columns"),
@@ -172,5 +200,6 @@ def test_the_command_line_takes_the_sample_column(tmp_path, capsys):
     assert main(["evaluate", str(recs), str(truth), "-m", "ee_l@4", "--sample-col", "sample", "--format", "csv"]) == 0
     out = capsys.readouterr().out
     assert math.isclose(float(pd.read_csv(io.StringIO(out))["ee_l@4"].iloc[0]), 0.1484375, abs_tol=1e-12)
-    assert main(["evaluate", str(recs), str(truth), "-m", "coverage@3", "--sample-col", "sample"]) == 2
+    assert main(["evaluate", str(recs), str(truth), "-m", "ndcg@3", "--sample-col", "sample", "--segments",
+                 str(recs)]) == 2
     assert "--sample-col sample" in capsys.readouterr().err

@@ -66,7 +66,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     resolved = [fit_to_inputs(resolve_metric(m, plan.convention), given) for m in metrics]
     outer, plan = plan, staged(plan)  # with a sample column, each (run, sample) is staged as a run
     if plan.sampled:
-        refuse_sampled(outer, resolved)
+        refuse_sampled(outer)
     for rule in plan.rules.values():
         if rule.population is not None and rule.population not in POPULATIONS:
             raise RecsqlError(f"population={rule.population!r} is not valid; choose one of {', '.join(POPULATIONS)}")
@@ -146,16 +146,15 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         flagged = flagged.join("checks", join_type="cross")
         carried = [*diagnostics, RECS_ROWS]
         flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in carried]])
+    # the raw rows: per (run, sample, user) first when the runs are sampled, then each user's means over the samples
+    every_row = "per_user_all" if has_global else "per_user"
+    ctes.append(exp.CTE(this=fold_constants(flagged), alias=exp.to_identifier("per_sample" if plan.sampled else every_row)))
+    if plan.sampled:
+        global_columns = [c for m, c in zip(resolved, columns) if m.spec.population == "global"]
+        ctes.append(exp.CTE(this=sample_means(outer, columns, carried, global_columns), alias=exp.to_identifier(every_row)))
     if has_global:  # the exposure rows' global row (user_id NULL) is not a user
         user_rows = exp.select("*").from_("per_user_all").where(exp.column("_is_global").eq(0))
-        ctes += [exp.CTE(this=fold_constants(flagged), alias=exp.to_identifier("per_user_all")),
-                 exp.CTE(this=user_rows, alias=exp.to_identifier("per_user"))]
-    else:
-        ctes.append(exp.CTE(this=fold_constants(flagged), alias=exp.to_identifier("per_user")))
-    if plan.sampled:  # a user's value: the mean over the run's samples that hold it in the metric's population
-        ctes[-1].set("alias", exp.to_identifier("per_sample"))
-        ctes.append(exp.CTE(this=sample_means(outer, columns, carried),
-                            alias=exp.to_identifier("per_user")))
+        ctes.append(exp.CTE(this=user_rows, alias=exp.to_identifier("per_user")))
     if output == "checks":  # the checks alone (evaluate, when the raw rows hold no user to carry them)
         final = exp.select(*diagnostics, RECS_ROWS).from_("checks")
     elif output == "raw":
@@ -169,13 +168,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     return statement
 
 
-def refuse_sampled(plan: Plan, metrics: list[Metric]) -> None:
+def refuse_sampled(plan: Plan) -> None:
     """What a sampled run (``sample_col``) cannot be evaluated with yet, refused with the reason."""
-    found = [str(m) for m in metrics if m.spec.population == "global"]
-    if found:
-        raise RecsqlError(f"sample_col={plan.sample_col!r}: metric {found[0]!r} is global (one number per run), and "
-                          f"the mean of a global metric over a run's samples is not computed yet; evaluate it on one "
-                          f"sample (a filter of recs), or leave sample_col out")
     if plan.segment_cols:
         raise RecsqlError(f"sample_col={plan.sample_col!r} with segments is not supported yet; evaluate each "
                           f"segment's users apart (a filter of recs and truth)")
@@ -184,15 +178,27 @@ def refuse_sampled(plan: Plan, metrics: list[Metric]) -> None:
                           f"a sampled run is not supported yet; give truth without the run columns (shared)")
 
 
-def sample_means(plan: Plan, columns: list[str], carried: list[str]) -> exp.Select:
-    """``per_user`` of a sampled run from ``per_sample`` (the raw rows of each (run, sample, user)): each
-    metric's mean over the samples where the user is in its population (AVG skips the NULLs of the
-    others), the user's flags from any sample, and the ``carried`` input checks (constants)."""
+def sample_means(plan: Plan, columns: list[str], carried: list[str], global_columns: list[str]) -> exp.Select:
+    """The raw rows of a sampled run from ``per_sample`` (those of each (run, sample, user)): each per-user
+    metric's mean over the samples where the user is in its population (AVG skips the NULLs of the others),
+    the user's flags from any sample, the ``carried`` input checks (constants); a global metric's mean over
+    the samples (their global rows' values: ``global_columns``) on every row of the run, its global row kept."""
     runs = [exp.column(r) for r in internal_runs(plan)]
     flags = ["_in_population", "_has_recs", "_n_rel", "_n_truth", *carried]
-    return exp.select(*runs, "user_id", *[exp.alias_(exp.Avg(this=exp.column(c)), c) for c in columns],
-                      *[exp.alias_(exp.Max(this=exp.column(c)), c) for c in flags]
-                      ).from_("per_sample").group_by(*[r.copy() for r in runs], "user_id")
+    grouping = ["_is_global"] if global_columns else []  # a run's global row (user_id NULL) apart from its users'
+    means = exp.select(*runs, "user_id", *grouping, *[exp.alias_(exp.Avg(this=exp.column(c)), c) for c in columns],
+                       *[exp.alias_(exp.Max(this=exp.column(c)), c) for c in flags]
+                       ).from_("per_sample").group_by(*[r.copy() for r in runs], "user_id", *grouping)
+    if not global_columns:
+        return means
+
+    def of_run(column: str) -> exp.Expression:  # the run's global row's mean, on every row of the run
+        value = exp.Case(ifs=[exp.If(this=exp.column("_is_global").eq(1), true=exp.column(column))])
+        return exp.alias_(exp.Window(this=exp.Max(this=value), partition_by=[r.copy() for r in runs] or None), column)
+
+    return exp.select(*[r.copy() for r in runs], "user_id",
+                      *[of_run(c) if c in global_columns else exp.column(c) for c in columns], *flags, "_is_global"
+                      ).from_(means.subquery("m"))
 
 
 def _run_aliases(plan: Plan) -> list[exp.Expression]:
