@@ -162,11 +162,22 @@ def spec_plan(spec: ModelSpec, dialect: str = "duckdb") -> tuple[Plan, list[Metr
     return plan, parsed
 
 
+# Composed statements by (evaluation, what of the dialect the composer reads): the adapters whose dialects
+# the composer treats alike (Spark, Databricks, Redshift, Snowflake, BigQuery and Trino) share one
+# composition, rendered once each. Only a composition that succeeded is kept.
+_COMPOSED: dict[tuple, tuple[exp.Select, list[Metric]]] = {}
+
+
 def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list[Metric]]:
-    """The composer's statement for the spec, as :func:`recsql.to_sql` builds it, and the metrics."""
+    """The composer's statement for the spec, as :func:`recsql.to_sql` builds it, and the metrics (a copy:
+    the caller may change it)."""
     plan, parsed = spec_plan(spec, dialect)
-    statement = compose(plan, parsed, output=spec.output, checks=True)
-    return readable(statement, plan, parsed, spec.output, dialect=False), parsed
+    key = (repr(spec), plan.id_text, plan.id_collation, plan.topk, plan.inline, dialect == "duckdb")
+    if key not in _COMPOSED:
+        statement = compose(plan, parsed, output=spec.output, checks=True)
+        _COMPOSED[key] = readable(statement, plan, parsed, spec.output, dialect=False), parsed
+    statement, metrics = _COMPOSED[key]
+    return statement.copy(), metrics
 
 
 def _rename(statement: exp.Select, metrics: list, spec: ModelSpec) -> None:
