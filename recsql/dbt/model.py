@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,7 @@ from ..metrics import Metric, parse_metrics
 from ..options import yml_keys
 from ..plans import build_plan
 from ..sources import bind
+from ..statements import RELATIONS, plan_key
 from .adapters import adapter
 from .names import MAX_LENGTH, SIMPLE, output_name
 
@@ -162,20 +164,30 @@ def spec_plan(spec: ModelSpec, dialect: str = "duckdb") -> tuple[Plan, list[Metr
     return plan, parsed
 
 
-# Composed statements by (evaluation, what of the dialect the composer reads): the adapters whose dialects
-# the composer treats alike (Spark, Databricks, Redshift, Snowflake, BigQuery and Trino) share one
-# composition, rendered once each. Only a composition that succeeded is kept.
-_COMPOSED: dict[tuple, tuple[exp.Select, list[Metric]]] = {}
+# Composed statements, by the plan (its options as plain values: recsql.statements.plan_key, and which
+# inputs it is given; each input's relation is the same placeholder in every evaluation) with its
+# dialect's name reduced to what the composer reads of it, whether it is DuckDB (the only engine with
+# array feature columns): the adapters whose dialects the composer treats alike (Spark, Databricks,
+# Redshift, Snowflake, BigQuery and Trino) share one composition, rendered once each. The most recent
+# COMPOSED_KEPT are kept (a project's evaluation is composed for all its adapters in a row); only a
+# composition that succeeded is kept.
+COMPOSED_KEPT = 64
+_COMPOSED: OrderedDict[tuple, tuple[exp.Select, list[Metric]]] = OrderedDict()
 
 
 def _statement(spec: ModelSpec, dialect: str) -> tuple[exp.Select, list[Metric]]:
     """The composer's statement for the spec, as :func:`recsql.to_sql` builds it, and the metrics (a copy:
     the caller may change it)."""
     plan, parsed = spec_plan(spec, dialect)
-    key = (repr(spec), plan.id_text, plan.id_collation, plan.topk, plan.inline, dialect == "duckdb")
+    kind = dataclasses.replace(plan, dialect="duckdb" if dialect == "duckdb" else "")
+    given = tuple(role for role in RELATIONS if getattr(plan, role) is not None)  # plan_key leaves relations out
+    key = (plan_key(kind, parsed, spec.output, "", False), given)
     if key not in _COMPOSED:
         statement = compose(plan, parsed, output=spec.output, checks=True)
         _COMPOSED[key] = readable(statement, plan, parsed, spec.output, dialect=False), parsed
+        while len(_COMPOSED) > COMPOSED_KEPT:
+            _COMPOSED.popitem(last=False)
+    _COMPOSED.move_to_end(key)
     statement, metrics = _COMPOSED[key]
     return statement.copy(), metrics
 
