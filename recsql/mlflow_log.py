@@ -36,6 +36,7 @@ from .compose.columns import metric_columns
 from .errors import RecsqlError
 from .extras import require
 from .report import from_comparison, from_evaluation
+from .report.data import run_label
 
 _REFUSED = re.compile(r"[^\w\-]+")  # what becomes "_" in a run's or a segment's part of a name
 _PREFIX = re.compile(r"[\w\-.]*")  # a prefix: characters MLflow takes in a name, but no "/" or space
@@ -48,10 +49,8 @@ def _part(text: Any) -> str:
 
 
 def _label(row: pd.Series, columns: list[str]) -> str:
-    """The label of a row's run (or segment) columns, as compare names runs (:mod:`recsql.run_labels`)."""
-    if len(columns) == 1:
-        return str(run_labels.plain(row[columns[0]]))
-    return run_labels.label([row[c] for c in columns], columns)
+    """The label of a row's run (or segment) columns, as compare names runs (:func:`recsql.report.data.run_label`)."""
+    return run_label([row[c] for c in columns], columns)
 
 
 def _number(value: Any) -> float:

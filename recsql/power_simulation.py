@@ -95,8 +95,6 @@ def center(d: np.ndarray, test: str) -> float:
             low = middle
         else:
             high = middle
-        if middle in (low, high) and low == high:
-            break
     return (low + high) / 2
 
 

@@ -75,6 +75,14 @@ def sampled_run(draw):
     return rows, truth
 
 
+def _per_sample(rows, run):
+    """Each sample's recs rows of ``run`` (user, item, score), in sample order: the run's samples as runs of
+    their own, for the references."""
+    samples = sorted({r["sample"] for r in rows if r["model"] == run})
+    return [[{"user_id": r["user_id"], "item_id": r["item_id"], "score": r["score"]} for r in rows
+             if (r["model"], r["sample"]) == (run, s)] for s in samples]
+
+
 def _lists(rows, run, sample, user):
     return [r["item_id"] for r in sorted((r for r in rows if (r["model"], r["sample"], r["user_id"]) == (run, sample, user)),
                                          key=lambda r: (-r["score"], r["item_id"]))]
@@ -119,10 +127,7 @@ def test_a_per_list_metric_of_a_sampled_run_is_its_mean_over_the_samples(run, me
     per_user = got.per_user.set_index(["model", "user_id"])[metric]
     name, _, k = metric.partition("@")
     for run_key in sorted({r["model"] for r in rows}):
-        samples = sorted({r["sample"] for r in rows if r["model"] == run_key})
-        values = [reference([{"user_id": r["user_id"], "item_id": r["item_id"], "score": r["score"]} for r in rows
-                             if (r["model"], r["sample"]) == (run_key, s)], truth, name, int(k) if k else None)
-                  for s in samples]
+        values = [reference(recs, truth, name, int(k) if k else None) for recs in _per_sample(rows, run_key)]
         for user in values[0]:  # the population is truth's, the same in every sample
             want = sum(v[user] for v in values) / len(values)
             assert per_user[(run_key, user)] == pytest.approx(want, rel=1e-12, abs=1e-12)
@@ -146,10 +151,8 @@ def test_a_global_metric_of_a_sampled_run_is_its_mean_over_the_samples(run, metr
                           catalog=catalog).summary.set_index("model")[metric]
     name, _, k = metric.partition("@")
     for run_key in sorted({r["model"] for r in rows}):
-        samples = sorted({r["sample"] for r in rows if r["model"] == run_key})
-        values = [reference_beyond(name, int(k), {}, [{"user_id": r["user_id"], "item_id": r["item_id"], "score": r["score"]}
-                                                      for r in rows if (r["model"], r["sample"]) == (run_key, s)],
-                                   truth, catalog=[{"item_id": i} for i in ITEMS]) for s in samples]
+        values = [reference_beyond(name, int(k), {}, recs, truth, catalog=[{"item_id": i} for i in ITEMS])
+                  for recs in _per_sample(rows, run_key)]
         defined = [v for v in values if v is not None]
         if len(defined) < len(values) and not defined:
             assert pd.isna(got[run_key])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from ..compose import input_runs
 from ..compose.needs import metric_population
 from ..comparison_decisions import Gate
 from ..errors import RecsqlError
@@ -90,8 +91,7 @@ def gate_test(spec: ModelSpec) -> dict[str, Any]:
     if spec.output != "summary":
         raise _refuse(spec, "a gate reads the summary: set output: summary (the default)")
     plan, metrics = spec_plan(spec)
-    segments = list(plan.segment_cols)
-    runs = [c for c in plan.run_cols if c not in segments]
+    segments, runs = list(plan.segment_cols), list(input_runs(plan))
     clash = sorted({*runs, *segments} & set(ROW_COLUMNS))
     if clash:
         raise _refuse(spec, f"run or segment column {clash[0]!r} has the name of a column of the test's rows "
