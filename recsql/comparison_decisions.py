@@ -170,9 +170,10 @@ def simulated_table(comparison: Any, target: float, per_test: float, difference:
             row.update(power_now=math.nan, power_se=math.nan, users_needed=math.nan)
         if d is not None and len(d) >= 2:
             args = (test, simulations, seed, flips)
-            row["detectable"] = power_simulation.detectable(d, len(d), per_test, target, *args)
+            simulation = power_simulation.Simulation(d, len(d), *args)  # one draw of users and flips for both
+            row["detectable"] = simulation.detectable(per_test, target)
             if difference is not None:
-                now = power_simulation.simulated_power(d, difference, len(d), per_test, *args)
+                now = simulation.power(difference, per_test)
                 row.update(power_now=now, power_se=math.sqrt(now * (1 - now) / simulations),
                            users_needed=power_simulation.users_needed(d, difference, per_test, target, *args))
         rows.append(row)

@@ -110,6 +110,27 @@ class Simulation:
         self.test = test
         self.signs = (rng.integers(0, 2, size=(flips, n), dtype=np.int8) * 2 - 1) if test == "randomization" else None
 
+    def detectable(self, alpha: float, target: float) -> float:
+        """The smallest true difference Δ ≥ 0 whose power reaches ``target``: the bisection of the
+        (common-random-numbers) power in Δ, to RESOLUTION of Δ (finer than the Monte Carlo error of a
+        power from S simulations); NaN when the pilot's differences are all equal (no spread to scale a
+        search by)."""
+        spread = float(np.std(self.centered))
+        if not spread > 0:
+            return math.nan
+        low, high = 0.0, spread
+        while self.power(high, alpha) < target:
+            low, high = high, 2 * high
+            if high > 1e6 * spread:
+                return math.inf
+        while high - low > RESOLUTION * high:
+            middle = (low + high) / 2
+            if self.power(middle, alpha) >= target:
+                high = middle
+            else:
+                low = middle
+        return high
+
     def power(self, shift: float, alpha: float) -> float:
         """The share of the simulations whose p-value is below ``alpha`` when the true difference is ``shift``."""
         block = max(1, CELLS // self.users.shape[1])
@@ -129,26 +150,9 @@ def simulated_power(d: np.ndarray, shift: float, n: int, alpha: float, test: str
 
 def detectable(d: np.ndarray, n: int, alpha: float, target: float, test: str, simulations: int, seed: int,
                flips: int = 1000) -> float:
-    """The smallest true difference Δ ≥ 0 whose simulated power with ``n`` users reaches ``target``: the
-    bisection of the (common-random-numbers) power in Δ, to RESOLUTION of Δ (finer than the Monte Carlo
-    error of a power from S simulations); NaN when the pilot's differences are all equal
-    (no spread to scale a search by)."""
-    spread = float(np.std(d))
-    if not spread > 0:
-        return math.nan
-    simulation = Simulation(d, n, test, simulations, seed, flips)
-    low, high = 0.0, spread
-    while simulation.power(high, alpha) < target:
-        low, high = high, 2 * high
-        if high > 1e6 * spread:
-            return math.inf
-    while high - low > RESOLUTION * high:
-        middle = (low + high) / 2
-        if simulation.power(middle, alpha) >= target:
-            high = middle
-        else:
-            low = middle
-    return high
+    """The smallest true difference Δ ≥ 0 whose simulated power with ``n`` users reaches ``target``
+    (:meth:`Simulation.detectable`)."""
+    return Simulation(d, n, test, simulations, seed, flips).detectable(alpha, target)
 
 
 def users_needed(d: np.ndarray, shift: float, alpha: float, target: float, test: str, simulations: int, seed: int,
