@@ -19,8 +19,10 @@ pseudo-median, not the mean. A simulated comparison draws n users' differences a
 
 The power is the share of S simulations whose p is below the level (two-sided), with its Monte Carlo
 standard error √(power·(1 − power)/S). Every Δ of one search reuses the same simulated users and sign
-flips (common random numbers), so the power grows with Δ without noise between the steps; the draws
-come from numpy's PCG64 seeded with the comparison's seed, so the same call gives the same table.
+flips (common random numbers), so the power grows with Δ without noise between the steps. The draws
+are recsql's portable ones (:func:`recsql.resampling.draws`: the mixer of compare's resampling, streams
+of their own, seeded by the comparison's seed), so the same call gives the same table anywhere; and a
+simulation's first n users are the same for every n, so the search for the users needed moves smoothly.
 Simulating from pilot data: Efron & Tibshirani, An Introduction to the Bootstrap, 1993, §25 (power
 by the bootstrap); Urbano, Lima & Hanjalic, SIGIR 2019 (simulating IR evaluation data from a pilot).
 
@@ -35,6 +37,8 @@ import math
 import numpy as np
 from scipy.special import ndtr
 from scipy.stats import rankdata
+
+from .resampling import P, draws
 
 GRAIN = 1e12  # as recsql.comparison_sql.GRAIN: differences are compared on a grid of 1/GRAIN
 TOLERANCE = 1e-9  # as recsql.comparison_sql.TOLERANCE: a flipped sum this share of Σ|D| below counts as extreme
@@ -103,12 +107,13 @@ class Simulation:
     (for the randomization test), fixed once so that every Δ reuses them (common random numbers)."""
 
     def __init__(self, d: np.ndarray, n: int, test: str, simulations: int, seed: int, flips: int) -> None:
-        rng = np.random.Generator(np.random.PCG64([seed, n, len(d)]))
         d = np.asarray(d, dtype=float)
         self.centered = d - center(d, test)
-        self.users = rng.integers(0, len(d), size=(simulations, n))
+        # pilot user ⌊u·n₀/P⌋ for the draw u of (simulation, position); flip +1 for an even u, as compare's
+        self.users = draws(seed, "simulated_users", simulations, n) * len(d) // P
         self.test = test
-        self.signs = (rng.integers(0, 2, size=(flips, n), dtype=np.int8) * 2 - 1) if test == "randomization" else None
+        self.signs = (1 - 2 * (draws(seed, "simulated_flips", flips, n) % 2)).astype(np.int8) \
+            if test == "randomization" else None
 
     def detectable(self, alpha: float, target: float) -> float:
         """The smallest true difference Δ ≥ 0 whose power reaches ``target``: the bisection of the

@@ -20,6 +20,7 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 from functools import lru_cache
 
+import numpy as np
 from sqlglot import exp
 
 P = 2_147_483_647  # 2^31 − 1, prime
@@ -28,7 +29,9 @@ SEED_STEP = 1_103_515_245
 B_STEP = 48_271
 USER_STEP = 69_621
 USER_SHIFT = 12_345
-STREAMS = {"weights": 1, "flips": 2, "shuffles": 3}  # one stream of draws per use
+# one stream of draws per use: compare's (sql/_compare_draws.sql), and the simulated comparisons of the
+# Wilcoxon and randomization tests' power (recsql/power_simulation.py)
+STREAMS = {"weights": 1, "flips": 2, "shuffles": 3, "simulated_users": 4, "simulated_flips": 5}
 RUN_STEP = 16_807  # run shuffles: the run's step in front of its MIX (sql/_compare_tukey.sql)
 MAX_RESAMPLES = 10_000  # resamples are numbered from four digit tables (sql/_compare_draws.sql)
 
@@ -36,6 +39,21 @@ MAX_RESAMPLES = 10_000  # resamples are numbered from four digit tables (sql/_co
 def mix(x: int) -> int:
     """x^5 mod P, the mixing permutation (as ``MIX(x)`` in the SQL)."""
     return pow(x, 5, P)
+
+
+def mix_array(x: np.ndarray) -> np.ndarray:
+    """:func:`mix` of every element of an int64 array of numbers below P (the products stay below 2^62)."""
+    square = x * x % P
+    return square * square % P * x % P
+
+
+def draws(seed: int, stream: str, rows: int, columns: int) -> np.ndarray:
+    """The ``rows`` × ``columns`` uniform draws on 0..P−1 of one stream, as sql/_compare_draws.sql makes
+    compare's (row b = 1.. the resample's key, column i = 1.. the user's): u = MIX((key_b + key_i) mod P),
+    key_b = MIX((stream key + b·B_STEP) mod P), key_i = MIX((i·USER_STEP + USER_SHIFT) mod P)."""
+    row_keys = mix_array((stream_key(seed, stream) + np.arange(1, rows + 1, dtype=np.int64) * B_STEP) % P)
+    column_keys = mix_array((np.arange(1, columns + 1, dtype=np.int64) * USER_STEP + USER_SHIFT) % P)
+    return mix_array((row_keys[:, None] + column_keys[None, :]) % P)
 
 
 def stream_key(seed: int, stream: str) -> int:

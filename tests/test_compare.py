@@ -144,6 +144,15 @@ def test_draws_equal_the_documented_mixer():
     assert got["s"].to_numpy().reshape(30, 50).tolist() == s.tolist()
 
 
+def test_the_draws_in_python_are_the_sqls():
+    """recsql.resampling.draws, the same stream in numpy (the simulated power's draws), gives the README's
+    weights and signs."""
+    from recsql.resampling import draws
+    w, s = reference_draws(50, 30, 7)
+    assert np.searchsorted(thresholds(), draws(7, "weights", 30, 50), side="right").tolist() == w.tolist()
+    assert (1 - 2 * (draws(7, "flips", 30, 50) % 2)).tolist() == s.tolist()
+
+
 def test_weights_are_poisson_and_independent():
     """2000 users x 300 resamples: the weights' frequencies fit Poisson(1), neighbouring users and
     resamples are uncorrelated, signs are balanced."""

@@ -145,6 +145,25 @@ def test_simulated_power_holds_its_size_and_tracks_the_t_test_on_normal_differen
         assert 0.93 * expected <= found <= 1.1 * expected, (test, found, expected)
 
 
+def test_the_simulations_draw_from_recsqls_portable_streams():
+    """Simulated user j of simulation b is pilot user ⌊u·n₀/P⌋ and flip b of user j is +1 for an even u,
+    u = MIX((MIX((key + b·48271) mod P) + MIX((j·69621 + 12345) mod P)) mod P), key = MIX((seed·1103515245 +
+    stream) mod P), streams 4 (users) and 5 (flips), as the README's formula for compare's draws."""
+    p = 2_147_483_647
+
+    def mix(x):
+        return pow(x, 5, p)
+
+    d, seed = np.arange(7.0), 3
+    simulation = Simulation(d, 5, "randomization", 4, seed, 6)
+    for stream, rows, got in ((4, 4, simulation.users), (5, 6, simulation.signs)):
+        key = mix((seed * 1_103_515_245 + stream) % p)
+        for b in range(1, rows + 1):
+            for j in range(1, 6):
+                u = mix((mix((key + b * 48_271) % p) + mix((j * 69_621 + 12_345) % p)) % p)
+                assert got[b - 1, j - 1] == (u * 7 // p if stream == 4 else 1 - 2 * (u % 2))
+
+
 def test_the_simulated_detectable_difference_is_where_the_power_reaches_the_target():
     d = np.random.default_rng(9).normal(0.01, 0.3, 50)
     for test in ("wilcoxon", "randomization"):
