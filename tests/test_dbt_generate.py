@@ -275,9 +275,10 @@ def _gate_test():
     text = (PACKAGE / "macros" / "gate.sql").read_text()
     text = text.replace("{% test gate(", "{% macro gate(").replace("{% endtest %}", "{% endmacro %}")
     env = jinja2.Environment(extensions=["jinja2.ext.do"])
-    env.globals.update(modules=SimpleNamespace(re=re),
+    env.globals.update(modules=SimpleNamespace(re=re), ref=lambda name: name,
                        adapter=SimpleNamespace(quote=lambda name: '"' + name.replace('"', '""') + '"'),
-                       dbt=SimpleNamespace(escape_single_quotes=lambda text: text.replace("'", "''")))
+                       dbt=SimpleNamespace(escape_single_quotes=lambda text: text.replace("'", "''"),
+                                           type_float=lambda: "double", type_int=lambda: "integer"))
     return env.from_string(text).module.gate
 
 
@@ -296,10 +297,13 @@ def test_the_gate_test_fails_where_recsql_compare_fails(tmp_path, evaluation):
     folder = project / "models" / "recsql"
     con = duckdb.connect()
     seed = lambda name: pd.read_csv(INTEGRATION / "seeds" / f"{name}.csv")  # noqa: E731
-    for name in {"recs", "truth", "segments"}:
+    for name in {"recs", "recs_two_keys", "truth", "segments"}:
         con.register(name, seed(name))
-    model = jinja2.Template((folder / f"{spec.name}.sql").read_text()).render(config=lambda **_: "", ref=lambda n: n)
-    con.execute(f"CREATE TABLE {spec.name} AS {model}")
+    for name in [p.stem for p in folder.glob("*.sql")]:  # the summary, and the per-user model and t quantiles
+        model = jinja2.Template((folder / f"{name}.sql").read_text()).render(  # of the gates that test
+            config=lambda **_: "", ref=lambda n: n,
+            dbt=SimpleNamespace(type_float=lambda: "double", type_int=lambda: "integer", type_string=lambda: "varchar"))
+        con.execute(f"CREATE TABLE {name} AS {model}")
     test = yaml.safe_load((folder / f"{spec.name}.yml").read_text())["models"][0]["data_tests"][0]["recsql.gate"]
     rows = con.sql(str(_gate_test()(model=spec.name, **test["arguments"]))).df()
     if "missing" in spec.name:
