@@ -34,7 +34,8 @@ PACKAGE = ROOT / "dbt"
 PROJECT = PACKAGE / "integration_tests"
 VENV = Path(os.environ.get("RECSQL_DBT_VENV", Path.home() / ".cache" / "recsql-dbt"))
 DIRTY = ("dirty_recs_fail_the_build", "dirty_recs_fail_the_build_per_user")
-GATES_FAIL = ("gate_worse_model_fails_the_build", "gate_missing_baseline_fails_the_build")  # through recsql.gate
+GATES_FAIL = ("gate_worse_model_fails_the_build", "gate_loss_fails_the_build",  # through recsql.gate
+              "gate_missing_baseline_fails_the_build")
 PYTHON_MODEL = "evaluate_python_duckdb"  # a dbt-duckdb Python model calling recsql.evaluate(con=session)
 
 
@@ -140,8 +141,10 @@ def _build_and_compare(tmp_path: Path, profile: dict, names: list[str] | None = 
         _same(built[spec.name], _expected(spec), spec)
     for dirty in DIRTY:
         failing[dirty] = f"recsql_input_check_{dirty}_recs_duplicate_rows"
-    failed = _dbt(project, "build", "--select", *[f"+{name}" for name in failing], "--store-failures", *target,
-                  check=False)  # one dbt for every model that must fail the build, each through its own test
+    tested = [f"+{s.name}" for s in read_config(project).specs if s.name.endswith("_per_user")
+              and s.name[:-len("_per_user")] in failing]  # the per-user models the gates that test read
+    failed = _dbt(project, "build", "--select", *[f"+{name}" for name in failing], *tested, "--store-failures",
+                  *target, check=False)  # one dbt for every model that must fail the build, each through its own test
     assert failed.returncode != 0, failed.stdout[-3000:]
     for name, test in failing.items():
         assert f"Failure in test {test}" in failed.stdout, (name, failed.stdout[-3000:])
@@ -154,9 +157,10 @@ def test_dbt_duckdb(tmp_path):
     import duckdb  # the Python model's table (built by `dbt build` above) equals recsql.evaluate
     with duckdb.connect(str(tmp_path / "it.duckdb"), read_only=True) as con:
         built = con.sql(f"SELECT * FROM main.{PYTHON_MODEL}").df()
-        worse = next(s for s in read_config(project).specs if s.name == GATES_FAIL[0])
-        failures = con.sql(f"SELECT * FROM main_dbt_test__audit.recsql_gate_{worse.name}").df()  # --store-failures
-    assert row_lines(worse, failures) == compare_lines(worse, _seed) != []  # recsql compare --fail-if's lines
+        worse = [s for s in read_config(project).specs if s.name in GATES_FAIL[:2]]
+        failures = [con.sql(f"SELECT * FROM main_dbt_test__audit.recsql_gate_{s.name}").df() for s in worse]
+    for spec, rows in zip(worse, failures):  # --store-failures' rows: recsql compare --fail-if's lines
+        assert row_lines(spec, rows) == compare_lines(spec, _seed) != [], spec.name
     spec = ModelSpec(PYTHON_MODEL, ["ndcg@10", "map(denominator=relevant)@10"], options={"run_cols": ["model"]})
     expected = _expected(spec).rename(columns={output_name(m): m for m in spec.metrics})
     built = built.drop(columns=[c for c in DIAGNOSTICS if c in built.columns])

@@ -314,3 +314,38 @@ def test_the_gate_test_fails_where_recsql_compare_fails(tmp_path, evaluation):
     lines = compare_lines(spec, seed)
     assert row_lines(spec, rows) == lines
     assert bool(lines) == ("fails" in spec.name), lines
+
+
+@pytest.mark.parametrize("alpha", [0.2, 0.05, 0.01, 0.001])
+def test_the_gate_tests_t_quantile_is_scipys_to_1e_12(tmp_path, alpha):
+    """The recsql.gate test's t quantile (the recsql_t_quantiles table up to the level's df_max, the
+    Cornish-Fisher expansion beyond), run by DuckDB, against scipy.stats.t.ppf for every df to 600 and
+    sampled to 100,000: within recsql.dbt.quantiles.TOLERANCE (relative)."""
+    import numpy as np
+    from scipy.stats import t as student
+    from recsql.dbt import quantiles
+    project = _project(tmp_path, [{**EVAL, "segment_cols": ["g"], "segments": "segments", "gates": {
+        **GATES, "fail_if": ["ndcg@10 not noninferior by 0.001"], "alpha": alpha, "correction": "none"}}])
+    generate(project)
+    folder = project / "models" / "recsql"
+    dfs = sorted({*range(1, 601), *np.unique(np.geomspace(601, 100_000, 40).astype(int)).tolist()})
+    users = np.concatenate([np.full(df + 1, i) for i, df in enumerate(dfs)])
+    index = np.arange(len(users))
+    tested = pd.DataFrame({"model": "new", "g": users, "user_id": index, "ndcg_at_10": -1 + 0.01 * (index % 2)})
+    base = pd.DataFrame({"model": "popular", "g": users, "user_id": index, "ndcg_at_10": 1.0})
+    con = duckdb.connect()
+    con.register("per_user_frame", pd.concat([tested, base]))
+    con.execute("CREATE TABLE quality_per_user AS SELECT * FROM per_user_frame")
+    con.execute("CREATE TABLE quality AS SELECT 'popular' AS model")
+    text = (folder / f"{quantiles.MODEL}.sql").read_text()
+    model = jinja2.Template(text).render(config=lambda **_: "", dbt=SimpleNamespace(
+        type_float=lambda: "double", type_int=lambda: "integer", type_string=lambda: "varchar"))
+    con.execute(f"CREATE TABLE {quantiles.MODEL} AS {model}")
+    test = yaml.safe_load((folder / "quality.yml").read_text())["models"][0]["data_tests"][0]["recsql.gate"]
+    rows = con.sql(str(_gate_test()(model="quality", **test["arguments"]))).df()
+    assert sorted((rows["users"] - 1).map(int)) == dfs
+    got = rows.sort_values("users")["t_quantile"].to_numpy()
+    expected = student.ppf(1 - alpha, np.array(dfs, dtype=float))
+    error = np.abs(got - expected) / expected
+    assert error.max() <= quantiles.TOLERANCE, (dfs[int(error.argmax())], error.max())
+    assert quantiles.table_size(1 - alpha) < 600  # the expansion is checked beyond the table
