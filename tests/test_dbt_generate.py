@@ -173,13 +173,23 @@ def test_a_sampled_evaluation_runs_with_real_jinja(tmp_path):
     ({**EVAL, "items": "items", "column_names": "as_asked", "metrics": ["exposure_disparity(weight=geometric,patience=0.25,combine=max_min_diff)@5"]},
      ["longer than 63 bytes", "column_names: safe"]),
     ({**EVAL, "gates": {**GATES, "fail_if": ["ndcg@10 not noninferior by 1%"]}},
-     ["'ndcg@10 not noninferior by 1%'", "t distribution's quantile", "recsql compare --fail-if"]),
-    ({**EVAL, "gates": {**GATES, "fail_if": ["any significant loss"]}}, ["p-value", "recsql compare --fail-if"]),
+     ["'ndcg@10 not noninferior by 1%'", "default is holm", "Set correction: none in gates:",
+      "recsql compare --correction none --fail-if"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["any significant loss"], "correction": "bonferroni"}},
+     ["correction: bonferroni", "a level only the data fixes", "Set correction: none in gates:"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["any significant loss"], "correction": "bh"}},
+     ["correction: bh", "p-values", "Set correction: none in gates:"]),
+    ({**EVAL, "metrics": ["ndcg@10", "gini@10"], "gates": {**GATES, "fail_if": ["any significant loss"],
+                                                          "correction": "none"}},
+     ["gini@10 is a global metric", "randomization test", "gate it with 'worse by'"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["ndcg@10 significant loss"], "correction": "none", "alpha": 5}},
+     ["gates: alpha: 5", "e.g. alpha: 0.05"]),
     ({**EVAL, "gates": {**GATES, "fail_if": ["ndcg@10 better by 1"]}}, ["gates: fail_if", "write one of"]),
     ({**EVAL, "gates": {**GATES, "fail_if": ["recall@5 worse by 1"]}}, ["'recall@5' is not a metric of the evaluation"]),
     ({**EVAL, "gates": {**GATES, "lower_is_better": ["gini@5"]}}, ["'gini@5' is not a metric of the evaluation"]),
     ({**EVAL, "gates": {**GATES, "baseline": {"variant": "a"}}}, ["value of every run column (model)"]),
-    ({**EVAL, "gates": {"fail_if": GATES["fail_if"]}}, ["a mapping of baseline, fail_if, lower_is_better"]),
+    ({**EVAL, "gates": {"fail_if": GATES["fail_if"]}}, ["a mapping of baseline, fail_if, lower_is_better, alpha, "
+                                                        "correction"]),
     ({**EVAL, "gates": GATES, "output": "per_user"}, ["set output: summary"]),
     ({**EVAL, "gates": GATES, "run_cols": []}, ["name the run columns"]),
     ({**EVAL, "gates": GATES, "population": "intersection"}, ["population 'intersection'", "differs by run"]),
@@ -261,12 +271,18 @@ def test_gates_are_written_as_the_models_recsql_gate_test(tmp_path):
     assert schema["data_tests"] == [{"recsql.gate": {"name": "recsql_gate_quality", "arguments": {
         "baseline": {"model": "popular"},
         "conditions": [
-            {"gate": "any worse by 0.01", "metric": "ndcg@10", "column": "ndcg_at_10", "better": "higher", "margin": 0.01,
-             "relative": False},
-            {"gate": "any worse by 0.01", "metric": "map@10", "column": "map_at_10", "better": "lower", "margin": 0.01,
-             "relative": False},
-            {"gate": "map@10 worse than baseline by 2.5%", "metric": "map@10", "column": "map_at_10", "better": "lower",
-             "margin": 0.025, "relative": True}]}}}]
+            {"gate": "any worse by 0.01", "metric": "ndcg@10", "kind": "worse", "column": "ndcg_at_10", "better": "higher",
+             "margin": 0.01, "relative": False},
+            {"gate": "any worse by 0.01", "metric": "map@10", "kind": "worse", "column": "map_at_10", "better": "lower",
+             "margin": 0.01, "relative": False},
+            {"gate": "map@10 worse than baseline by 2.5%", "metric": "map@10", "kind": "worse", "column": "map_at_10",
+             "better": "lower", "margin": 0.025, "relative": True}]}}}]
+
+
+def test_an_evaluation_named_as_a_gates_per_user_model_is_refused(tmp_path):
+    gates = {**GATES, "fail_if": ["ndcg@10 significant loss"], "correction": "none"}
+    _refused(_project(tmp_path, [{**EVAL, "gates": gates}, {**EVAL, "name": "quality_per_user"}]),
+             "'quality_per_user' has the name of the per-user model recsql writes for the gates of 'quality'")
 
 
 def _gate_test():
