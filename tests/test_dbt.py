@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -151,16 +152,20 @@ def _build_and_compare(tmp_path: Path, profile: dict, names: list[str] | None = 
     return project
 
 
+def _same_failures(project: Path, stored: Any) -> None:
+    """The rows ``dbt build --store-failures`` kept of each failing gate (``stored``: a table's name -> its
+    rows) are recsql compare --fail-if's lines for the same inputs and conditions."""
+    for spec in [s for s in read_config(project).specs if s.name in GATES_FAIL[:2]]:
+        assert row_lines(spec, stored(f"recsql_gate_{spec.name}")) == compare_lines(spec, _seed) != [], spec.name
+
+
 @pytest.mark.longest
 def test_dbt_duckdb(tmp_path):
     project = _build_and_compare(tmp_path, {"type": "duckdb", "path": str(tmp_path / "it.duckdb"), "threads": 1})
     import duckdb  # the Python model's table (built by `dbt build` above) equals recsql.evaluate
     with duckdb.connect(str(tmp_path / "it.duckdb"), read_only=True) as con:
         built = con.sql(f"SELECT * FROM main.{PYTHON_MODEL}").df()
-        worse = [s for s in read_config(project).specs if s.name in GATES_FAIL[:2]]
-        failures = [con.sql(f"SELECT * FROM main_dbt_test__audit.recsql_gate_{s.name}").df() for s in worse]
-    for spec, rows in zip(worse, failures):  # --store-failures' rows: recsql compare --fail-if's lines
-        assert row_lines(spec, rows) == compare_lines(spec, _seed) != [], spec.name
+        _same_failures(project, lambda name: con.sql(f"SELECT * FROM main_dbt_test__audit.{name}").df())
     spec = ModelSpec(PYTHON_MODEL, ["ndcg@10", "map(denominator=relevant)@10"], options={"run_cols": ["model"]})
     expected = _expected(spec).rename(columns={output_name(m): m for m in spec.metrics})
     built = built.drop(columns=[c for c in DIAGNOSTICS if c in built.columns])
@@ -170,10 +175,16 @@ def test_dbt_duckdb(tmp_path):
 
 @pytest.mark.longest
 def test_dbt_postgres(tmp_path):
+    import psycopg
     with postgres_server() as params:
-        _build_and_compare(tmp_path, {"type": "postgres", "host": params["host"], "port": params["port"],
-                                      "user": params["user"], "password": params["password"],
-                                      "dbname": params["dbname"], "schema": "recsql_it", "threads": 1})
+        project = _build_and_compare(tmp_path, {"type": "postgres", "host": params["host"], "port": params["port"],
+                                                "user": params["user"], "password": params["password"],
+                                                "dbname": params["dbname"], "schema": "recsql_it", "threads": 1})
+        with psycopg.connect(**params) as con:
+            def stored(name: str) -> pd.DataFrame:
+                cursor = con.execute(f"SELECT * FROM recsql_it_dbt_test__audit.{name}")
+                return pd.DataFrame(cursor.fetchall(), columns=[c.name for c in cursor.description])
+            _same_failures(project, stored)
 
 
 @pytest.mark.longest

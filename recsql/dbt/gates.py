@@ -115,7 +115,7 @@ def _tested_gates(spec: ModelSpec, parsed: list[Gate]) -> list[Gate]:
         return tested
     if correction in (None, "holm", "bh", "bonferroni"):
         why = CORRECTIONS[correction or "holm"]
-        given = f"correction: {correction}" if correction else "no correction: (recsql compare's default is holm)"
+        given = f"correction: {correction}" if correction else "no correction: key (recsql compare's default is holm)"
         raise _refuse(spec, f"fail_if {tested[0].text!r} with {given}: {why}. Set correction: none in gates: and decide "
                             "alike on the command line with `recsql compare --correction none --fail-if ...`, or keep "
                             "this gate in CI with `recsql compare --fail-if`")

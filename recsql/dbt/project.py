@@ -21,7 +21,8 @@
 
 :func:`generate` writes ``<models_dir>/<name>.sql`` and ``<name>.yml`` for each evaluation and removes
 the files it wrote for evaluations no longer listed; ``check=True`` writes nothing and lists what is
-stale. It never writes over, or removes, a file it did not write (the first line's marker says), and
+stale. Gates that test (recsql.dbt.gates) add the evaluation's per-user model ``<name>_per_user`` and
+the project's ``recsql_t_quantiles`` (recsql.dbt.quantiles). It never writes over, or removes, a file it did not write (the first line's marker says), and
 refuses a model name that another file of the project already defines.
 """
 from __future__ import annotations
