@@ -56,7 +56,7 @@ LAYERS = (
     ("entry", "the entry points built on evaluate: compare (its keywords are evaluate's), build_report, dbt "
               "generation, MLflow logging and its mlflow.evaluate evaluator",
      ("recsql.comparison", "recsql.report.build", "recsql.dbt", "recsql.dbt.adapters", "recsql.dbt.names",
-      "recsql.dbt.model", "recsql.dbt.gates", "recsql.dbt.project", "recsql.mlflow_log", "recsql.mlflow_evaluator")),
+      "recsql.dbt.model", "recsql.dbt.quantiles", "recsql.dbt.gates", "recsql.dbt.project", "recsql.mlflow_log", "recsql.mlflow_evaluator")),
     ("cli", "the command line, over every entry point (each subcommand imported by name, recsql.cli.COMMANDS)",
      ("recsql.flags", "recsql.cli_inputs", "recsql.cli_output", "recsql.decisions_cli", "recsql.comparison_cli", "recsql.report.cli",
       "recsql.dbt.cli", "recsql.cli", "recsql.entry", "recsql.__main__")),

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -34,7 +35,8 @@ PACKAGE = ROOT / "dbt"
 PROJECT = PACKAGE / "integration_tests"
 VENV = Path(os.environ.get("RECSQL_DBT_VENV", Path.home() / ".cache" / "recsql-dbt"))
 DIRTY = ("dirty_recs_fail_the_build", "dirty_recs_fail_the_build_per_user")
-GATES_FAIL = ("gate_worse_model_fails_the_build", "gate_missing_baseline_fails_the_build")  # through recsql.gate
+GATES_FAIL = ("gate_worse_model_fails_the_build", "gate_loss_fails_the_build",  # through recsql.gate
+              "gate_missing_baseline_fails_the_build")
 PYTHON_MODEL = "evaluate_python_duckdb"  # a dbt-duckdb Python model calling recsql.evaluate(con=session)
 
 
@@ -140,12 +142,21 @@ def _build_and_compare(tmp_path: Path, profile: dict, names: list[str] | None = 
         _same(built[spec.name], _expected(spec), spec)
     for dirty in DIRTY:
         failing[dirty] = f"recsql_input_check_{dirty}_recs_duplicate_rows"
-    failed = _dbt(project, "build", "--select", *[f"+{name}" for name in failing], "--store-failures", *target,
-                  check=False)  # one dbt for every model that must fail the build, each through its own test
+    tested = [f"+{s.name}" for s in read_config(project).specs if s.name.endswith("_per_user")
+              and s.name[:-len("_per_user")] in failing]  # the per-user models the gates that test read
+    failed = _dbt(project, "build", "--select", *[f"+{name}" for name in failing], *tested, "--store-failures",
+                  *target, check=False)  # one dbt for every model that must fail the build, each through its own test
     assert failed.returncode != 0, failed.stdout[-3000:]
     for name, test in failing.items():
         assert f"Failure in test {test}" in failed.stdout, (name, failed.stdout[-3000:])
     return project
+
+
+def _same_failures(project: Path, stored: Any) -> None:
+    """The rows ``dbt build --store-failures`` kept of each failing gate (``stored``: a table's name -> its
+    rows) are recsql compare --fail-if's lines for the same inputs and conditions."""
+    for spec in [s for s in read_config(project).specs if s.name in GATES_FAIL[:2]]:
+        assert row_lines(spec, stored(f"recsql_gate_{spec.name}")) == compare_lines(spec, _seed) != [], spec.name
 
 
 @pytest.mark.longest
@@ -154,9 +165,7 @@ def test_dbt_duckdb(tmp_path):
     import duckdb  # the Python model's table (built by `dbt build` above) equals recsql.evaluate
     with duckdb.connect(str(tmp_path / "it.duckdb"), read_only=True) as con:
         built = con.sql(f"SELECT * FROM main.{PYTHON_MODEL}").df()
-        worse = next(s for s in read_config(project).specs if s.name == GATES_FAIL[0])
-        failures = con.sql(f"SELECT * FROM main_dbt_test__audit.recsql_gate_{worse.name}").df()  # --store-failures
-    assert row_lines(worse, failures) == compare_lines(worse, _seed) != []  # recsql compare --fail-if's lines
+        _same_failures(project, lambda name: con.sql(f"SELECT * FROM main_dbt_test__audit.{name}").df())
     spec = ModelSpec(PYTHON_MODEL, ["ndcg@10", "map(denominator=relevant)@10"], options={"run_cols": ["model"]})
     expected = _expected(spec).rename(columns={output_name(m): m for m in spec.metrics})
     built = built.drop(columns=[c for c in DIAGNOSTICS if c in built.columns])
@@ -166,10 +175,16 @@ def test_dbt_duckdb(tmp_path):
 
 @pytest.mark.longest
 def test_dbt_postgres(tmp_path):
+    import psycopg
     with postgres_server() as params:
-        _build_and_compare(tmp_path, {"type": "postgres", "host": params["host"], "port": params["port"],
-                                      "user": params["user"], "password": params["password"],
-                                      "dbname": params["dbname"], "schema": "recsql_it", "threads": 1})
+        project = _build_and_compare(tmp_path, {"type": "postgres", "host": params["host"], "port": params["port"],
+                                                "user": params["user"], "password": params["password"],
+                                                "dbname": params["dbname"], "schema": "recsql_it", "threads": 1})
+        with psycopg.connect(**params) as con:
+            def stored(name: str) -> pd.DataFrame:
+                cursor = con.execute(f"SELECT * FROM recsql_it_dbt_test__audit.{name}")
+                return pd.DataFrame(cursor.fetchall(), columns=[c.name for c in cursor.description])
+            _same_failures(project, stored)
 
 
 @pytest.mark.longest

@@ -173,13 +173,23 @@ def test_a_sampled_evaluation_runs_with_real_jinja(tmp_path):
     ({**EVAL, "items": "items", "column_names": "as_asked", "metrics": ["exposure_disparity(weight=geometric,patience=0.25,combine=max_min_diff)@5"]},
      ["longer than 63 bytes", "column_names: safe"]),
     ({**EVAL, "gates": {**GATES, "fail_if": ["ndcg@10 not noninferior by 1%"]}},
-     ["'ndcg@10 not noninferior by 1%'", "t distribution's quantile", "recsql compare --fail-if"]),
-    ({**EVAL, "gates": {**GATES, "fail_if": ["any significant loss"]}}, ["p-value", "recsql compare --fail-if"]),
+     ["'ndcg@10 not noninferior by 1%'", "default is holm", "Set correction: none in gates:",
+      "recsql compare --correction none --fail-if"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["any significant loss"], "correction": "bonferroni"}},
+     ["correction: bonferroni", "a level only the data fixes", "Set correction: none in gates:"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["any significant loss"], "correction": "bh"}},
+     ["correction: bh", "p-values", "Set correction: none in gates:"]),
+    ({**EVAL, "metrics": ["ndcg@10", "gini@10"], "gates": {**GATES, "fail_if": ["any significant loss"],
+                                                          "correction": "none"}},
+     ["gini@10 is a global metric", "randomization test", "gate it with 'worse by'"]),
+    ({**EVAL, "gates": {**GATES, "fail_if": ["ndcg@10 significant loss"], "correction": "none", "alpha": 5}},
+     ["gates: alpha: 5", "e.g. alpha: 0.05"]),
     ({**EVAL, "gates": {**GATES, "fail_if": ["ndcg@10 better by 1"]}}, ["gates: fail_if", "write one of"]),
     ({**EVAL, "gates": {**GATES, "fail_if": ["recall@5 worse by 1"]}}, ["'recall@5' is not a metric of the evaluation"]),
     ({**EVAL, "gates": {**GATES, "lower_is_better": ["gini@5"]}}, ["'gini@5' is not a metric of the evaluation"]),
     ({**EVAL, "gates": {**GATES, "baseline": {"variant": "a"}}}, ["value of every run column (model)"]),
-    ({**EVAL, "gates": {"fail_if": GATES["fail_if"]}}, ["a mapping of baseline, fail_if, lower_is_better"]),
+    ({**EVAL, "gates": {"fail_if": GATES["fail_if"]}}, ["a mapping of baseline, fail_if, lower_is_better, alpha, "
+                                                        "correction"]),
     ({**EVAL, "gates": GATES, "output": "per_user"}, ["set output: summary"]),
     ({**EVAL, "gates": GATES, "run_cols": []}, ["name the run columns"]),
     ({**EVAL, "gates": GATES, "population": "intersection"}, ["population 'intersection'", "differs by run"]),
@@ -261,12 +271,18 @@ def test_gates_are_written_as_the_models_recsql_gate_test(tmp_path):
     assert schema["data_tests"] == [{"recsql.gate": {"name": "recsql_gate_quality", "arguments": {
         "baseline": {"model": "popular"},
         "conditions": [
-            {"gate": "any worse by 0.01", "metric": "ndcg@10", "column": "ndcg_at_10", "better": "higher", "margin": 0.01,
-             "relative": False},
-            {"gate": "any worse by 0.01", "metric": "map@10", "column": "map_at_10", "better": "lower", "margin": 0.01,
-             "relative": False},
-            {"gate": "map@10 worse than baseline by 2.5%", "metric": "map@10", "column": "map_at_10", "better": "lower",
-             "margin": 0.025, "relative": True}]}}}]
+            {"gate": "any worse by 0.01", "metric": "ndcg@10", "kind": "worse", "column": "ndcg_at_10", "better": "higher",
+             "margin": 0.01, "relative": False},
+            {"gate": "any worse by 0.01", "metric": "map@10", "kind": "worse", "column": "map_at_10", "better": "lower",
+             "margin": 0.01, "relative": False},
+            {"gate": "map@10 worse than baseline by 2.5%", "metric": "map@10", "kind": "worse", "column": "map_at_10",
+             "better": "lower", "margin": 0.025, "relative": True}]}}}]
+
+
+def test_an_evaluation_named_as_a_gates_per_user_model_is_refused(tmp_path):
+    gates = {**GATES, "fail_if": ["ndcg@10 significant loss"], "correction": "none"}
+    _refused(_project(tmp_path, [{**EVAL, "gates": gates}, {**EVAL, "name": "quality_per_user"}]),
+             "'quality_per_user' has the name of the per-user model recsql writes for the gates of 'quality'")
 
 
 def _gate_test():
@@ -275,9 +291,10 @@ def _gate_test():
     text = (PACKAGE / "macros" / "gate.sql").read_text()
     text = text.replace("{% test gate(", "{% macro gate(").replace("{% endtest %}", "{% endmacro %}")
     env = jinja2.Environment(extensions=["jinja2.ext.do"])
-    env.globals.update(modules=SimpleNamespace(re=re),
+    env.globals.update(modules=SimpleNamespace(re=re), ref=lambda name: name,
                        adapter=SimpleNamespace(quote=lambda name: '"' + name.replace('"', '""') + '"'),
-                       dbt=SimpleNamespace(escape_single_quotes=lambda text: text.replace("'", "''")))
+                       dbt=SimpleNamespace(escape_single_quotes=lambda text: text.replace("'", "''"),
+                                           type_float=lambda: "double", type_int=lambda: "integer"))
     return env.from_string(text).module.gate
 
 
@@ -296,10 +313,13 @@ def test_the_gate_test_fails_where_recsql_compare_fails(tmp_path, evaluation):
     folder = project / "models" / "recsql"
     con = duckdb.connect()
     seed = lambda name: pd.read_csv(INTEGRATION / "seeds" / f"{name}.csv")  # noqa: E731
-    for name in {"recs", "truth", "segments"}:
+    for name in {"recs", "recs_two_keys", "truth", "segments"}:
         con.register(name, seed(name))
-    model = jinja2.Template((folder / f"{spec.name}.sql").read_text()).render(config=lambda **_: "", ref=lambda n: n)
-    con.execute(f"CREATE TABLE {spec.name} AS {model}")
+    for name in [p.stem for p in folder.glob("*.sql")]:  # the summary, and the per-user model and t quantiles
+        model = jinja2.Template((folder / f"{name}.sql").read_text()).render(  # of the gates that test
+            config=lambda **_: "", ref=lambda n: n,
+            dbt=SimpleNamespace(type_float=lambda: "double", type_int=lambda: "integer", type_string=lambda: "varchar"))
+        con.execute(f"CREATE TABLE {name} AS {model}")
     test = yaml.safe_load((folder / f"{spec.name}.yml").read_text())["models"][0]["data_tests"][0]["recsql.gate"]
     rows = con.sql(str(_gate_test()(model=spec.name, **test["arguments"]))).df()
     if "missing" in spec.name:
@@ -310,3 +330,38 @@ def test_the_gate_test_fails_where_recsql_compare_fails(tmp_path, evaluation):
     lines = compare_lines(spec, seed)
     assert row_lines(spec, rows) == lines
     assert bool(lines) == ("fails" in spec.name), lines
+
+
+@pytest.mark.parametrize("alpha", [0.2, 0.05, 0.01, 0.001])
+def test_the_gate_tests_t_quantile_is_scipys_to_1e_12(tmp_path, alpha):
+    """The recsql.gate test's t quantile (the recsql_t_quantiles table up to the level's df_max, the
+    Cornish-Fisher expansion beyond), run by DuckDB, against scipy.stats.t.ppf for every df to 600 and
+    sampled to 100,000: within recsql.dbt.quantiles.TOLERANCE (relative)."""
+    import numpy as np
+    from scipy.stats import t as student
+    from recsql.dbt import quantiles
+    project = _project(tmp_path, [{**EVAL, "segment_cols": ["g"], "segments": "segments", "gates": {
+        **GATES, "fail_if": ["ndcg@10 not noninferior by 0.001"], "alpha": alpha, "correction": "none"}}])
+    generate(project)
+    folder = project / "models" / "recsql"
+    dfs = sorted({*range(1, 601), *np.unique(np.geomspace(601, 100_000, 40).astype(int)).tolist()})
+    users = np.concatenate([np.full(df + 1, i) for i, df in enumerate(dfs)])
+    index = np.arange(len(users))
+    tested = pd.DataFrame({"model": "new", "g": users, "user_id": index, "ndcg_at_10": -1 + 0.01 * (index % 2)})
+    base = pd.DataFrame({"model": "popular", "g": users, "user_id": index, "ndcg_at_10": 1.0})
+    con = duckdb.connect()
+    con.register("per_user_frame", pd.concat([tested, base]))
+    con.execute("CREATE TABLE quality_per_user AS SELECT * FROM per_user_frame")
+    con.execute("CREATE TABLE quality AS SELECT 'popular' AS model")
+    text = (folder / f"{quantiles.MODEL}.sql").read_text()
+    model = jinja2.Template(text).render(config=lambda **_: "", dbt=SimpleNamespace(
+        type_float=lambda: "double", type_int=lambda: "integer", type_string=lambda: "varchar"))
+    con.execute(f"CREATE TABLE {quantiles.MODEL} AS {model}")
+    test = yaml.safe_load((folder / "quality.yml").read_text())["models"][0]["data_tests"][0]["recsql.gate"]
+    rows = con.sql(str(_gate_test()(model="quality", **test["arguments"]))).df()
+    assert sorted((rows["users"] - 1).map(int)) == dfs
+    got = rows.sort_values("users")["t_quantile"].to_numpy()
+    expected = student.ppf(1 - alpha, np.array(dfs, dtype=float))
+    error = np.abs(got - expected) / expected
+    assert error.max() <= quantiles.TOLERANCE, (dfs[int(error.argmax())], error.max())
+    assert quantiles.table_size(1 - alpha) < 600  # the expansion is checked beyond the table

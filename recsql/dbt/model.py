@@ -97,7 +97,7 @@ class ModelSpec:
     options: dict[str, Any] = field(default_factory=dict)
     text_ids: tuple[str, ...] = ()
     truth_has_run_cols: bool = False
-    gates: dict[str, Any] | None = None  # recsql compare's `worse by` gates, as a dbt test (recsql.dbt.gates)
+    gates: dict[str, Any] | None = None  # recsql compare's gates, as a dbt test (recsql.dbt.gates)
 
     def __post_init__(self) -> None:
         where = f"evaluation {self.name!r}"

@@ -21,7 +21,8 @@
 
 :func:`generate` writes ``<models_dir>/<name>.sql`` and ``<name>.yml`` for each evaluation and removes
 the files it wrote for evaluations no longer listed; ``check=True`` writes nothing and lists what is
-stale. It never writes over, or removes, a file it did not write (the first line's marker says), and
+stale. Gates that test (recsql.dbt.gates) add the evaluation's per-user model ``<name>_per_user`` and
+the project's ``recsql_t_quantiles`` (recsql.dbt.quantiles). It never writes over, or removes, a file it did not write (the first line's marker says), and
 refuses a model name that another file of the project already defines.
 """
 from __future__ import annotations
@@ -31,13 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..errors import RecsqlError
 from ..extras import require
 from ..files import write_file
 from ..inputs import ROLES
 from ..options import yml_keys
 from .adapters import ADAPTERS
-from .gates import gate_test
+from .gates import gate_test, levels, per_user_spec, tests_per_user
+from . import quantiles
 from .model import JINJA, MARKER_SQL, MARKER_YAML, OLD_ROLES, OPTIONS, ModelSpec, model_file, schema_entry
 
 CONFIG = "recsql.yml"
@@ -117,6 +120,15 @@ def read_config(project: Path) -> Config:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise RecsqlError(f"{CONFIG}: evaluation names must differ: {', '.join(twice)} appears twice")
+    derived = [per_user_spec(s) for s in specs if s.gates is not None and tests_per_user(s)]
+    for spec in derived:  # the per-user models the gates that test read, written beside their summary
+        if spec.name in names:
+            raise RecsqlError(f"{CONFIG}: evaluation {spec.name!r} has the name of the per-user model recsql writes for "
+                              f"the gates of {spec.name[:-len('_per_user')]!r}; name it otherwise")
+    if derived and quantiles.MODEL in names:
+        raise RecsqlError(f"{CONFIG}: evaluation {quantiles.MODEL!r} has the name of the t quantiles' model recsql "
+                          "writes for the gates; name it otherwise")
+    specs += derived
     return Config(project, [str(a) for a in adapters], models_dir, specs)
 
 
@@ -145,17 +157,21 @@ def files(config: Config) -> dict[Path, str]:
         if JINJA.search(text):  # dbt renders Jinja in YAML descriptions
             raise RecsqlError(f"evaluation {spec.name!r}: its YAML would hold a Jinja delimiter; rename what holds it")
         out[config.models_dir / f"{spec.name}.yml"] = text
+    gated = [level for spec in config.specs if spec.gates is not None and tests_per_user(spec) for level in levels(spec)]
+    if gated:  # one table of t quantiles for every gate that tests
+        header = [f"{MARKER_SQL} by recsql {__version__} (`recsql dbt generate`) from {CONFIG}: edit {CONFIG}, not this file"]
+        out[config.models_dir / f"{quantiles.MODEL}.sql"] = quantiles.model_text(gated, header)
     return out
 
 
 def _defined_elsewhere(config: Config, wanted: dict[Path, str]) -> list[str]:
     """Model names the project defines in a file recsql does not write (dbt refuses two models of a name)."""
     clashes = []
-    for spec in config.specs:
-        for path in config.project.rglob(f"{spec.name}.*"):
+    for name in [spec.name for spec in config.specs] + [p.stem for p in wanted if p.stem == quantiles.MODEL]:
+        for path in config.project.rglob(f"{name}.*"):
             if path.suffix in (".sql", ".py") and path not in wanted and "target" not in path.parts \
                     and "dbt_packages" not in path.parts and not _ours(path):
-                clashes.append(f"{spec.name} ({path.relative_to(config.project)})")
+                clashes.append(f"{name} ({path.relative_to(config.project)})")
     return clashes
 
 
