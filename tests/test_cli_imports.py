@@ -51,3 +51,11 @@ def test_the_comparing_commands_import_no_scipy_statistics_before_a_number_needs
     loaded = loaded_after([command, "--help"], ("recsql.comparison", "scipy.stats", "scipy.optimize",
                                                 "scipy.integrate"))
     assert loaded == ["recsql.comparison"]  # the command's code was imported, and nothing of scipy's above
+
+
+def test_an_evaluation_imports_no_scipy():
+    """``recsql evaluate`` computes no test or power: scipy is not imported at all (the results'
+    classes that compare runs import it where a number needs it)."""
+    argv = ["evaluate", "fixtures/data/recs.parquet", "fixtures/data/truth.parquet", "-m", "ndcg@10", "--run-col",
+            "model", "--format", "json"]
+    assert loaded_after(argv, ("recsql.api", "scipy", "matplotlib")) == ["recsql.api"]
