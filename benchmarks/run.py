@@ -423,21 +423,7 @@ def main() -> int:
             if tool.startswith("spark") and rows > spark_max:
                 size["skipped"][tool] = f"more than --spark-max-rows {args.spark_max_rows}"
                 continue
-            runs = []
-            for i in range(args.repeat):
-                print(f"[{label}] {tool} (run {i + 1}/{args.repeat}) ...", end=" ", flush=True)
-                r = run_tool(tool, recs, truth, work, args, repeat=i)
-                print(f"{r['status']}" + (f": wall {r['wall_s']:.3f} s, peak {r['peak_rss_mb']:.0f} MB"
-                                          if r["status"] == "ok" else ""), flush=True)
-                runs.append(r)
-                if r["status"] != "ok":
-                    break
-            ok = [r for r in runs if r["status"] == "ok"]
-            best = min(ok, key=lambda r: r["wall_s"]) if ok else runs[-1]
-            best["all_walls_s"] = [round(r["wall_s"], 4) for r in ok]
-            for r in runs:  # only the best run's per-user values are compared; the others' files go
-                if r is not best and r.get("per_user_file"):
-                    Path(r["per_user_file"]).unlink(missing_ok=True)
+            best = best_of(tool, recs, truth, work, args, label)
             if tool == "recsql":
                 ref = best if best["status"] == "ok" else None
                 if ref is None:
@@ -457,6 +443,30 @@ def main() -> int:
     _save(data, args.out, plot=True)
     print(f"wrote {args.out / 'results.md'}, results.json, time_vs_rows.png")
     return 1 if failed else 0
+
+
+def best_of(tool: str, recs: Path, truth: Path, work: Path, args, label: str, run=run_tool) -> dict:
+    """Up to ``args.repeat`` runs of ``tool`` (``run``: :func:`run_tool`), stopping at the first that
+    fails or is killed; the fastest successful run, with every successful wall time, or the failed
+    run when none succeeded. Each repeat writes its own files, and only the others' per-user files
+    are removed, so the best run's per-user values are there for the agreement check even when a
+    later repeat was killed midway."""
+    runs = []
+    for i in range(args.repeat):
+        print(f"[{label}] {tool} (run {i + 1}/{args.repeat}) ...", end=" ", flush=True)
+        r = run(tool, recs, truth, work, args, repeat=i)
+        print(f"{r['status']}" + (f": wall {r['wall_s']:.3f} s, peak {r['peak_rss_mb']:.0f} MB"
+                                  if r["status"] == "ok" else ""), flush=True)
+        runs.append(r)
+        if r["status"] != "ok":
+            break
+    ok = [r for r in runs if r["status"] == "ok"]
+    best = min(ok, key=lambda r: r["wall_s"]) if ok else runs[-1]
+    best["all_walls_s"] = [round(r["wall_s"], 4) for r in ok]
+    for r in runs:  # only the best run's per-user values are compared; the others' files go
+        if r is not best and r.get("per_user_file"):
+            Path(r["per_user_file"]).unlink(missing_ok=True)
+    return best
 
 
 def _summaries(size: dict) -> None:

@@ -35,8 +35,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import ndtr
-from scipy.stats import rankdata
 
 from .resampling import P, draws
 
@@ -50,6 +48,8 @@ RESOLUTION = 1e-4  # the detectable difference is bisected until its bracket is 
 
 def _wilcoxon_p(d: np.ndarray) -> np.ndarray:
     """Per row of ``d`` (simulations × users): the Wilcoxon p-value as recsql.compare computes it."""
+    from scipy.special import ndtr  # scipy on first use: importing this module (every comparison) stays light
+    from scipy.stats import rankdata
     q = np.round(d * GRAIN)
     a = np.abs(q)
     n_nonzero = (a > 0).sum(axis=1)
@@ -90,6 +90,7 @@ def center(d: np.ndarray, test: str) -> float:
     changes sign (the Hodges–Lehmann estimate, found by bisection to 1e-12 of the differences' range)."""
     if test == "randomization":
         return float(np.mean(d))
+    from scipy.stats import rankdata
     low, high = float(np.min(d)), float(np.max(d))
     while high - low > 1e-12 * max(1.0, high - low, abs(low), abs(high)):
         middle = (low + high) / 2

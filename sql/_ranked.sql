@@ -187,7 +187,7 @@ slots AS (
     FROM truth_users AS u CROSS JOIN slot_positions AS p
     WHERE p.pos <= $max_slot_k
 ),
-item_popularity AS (
+item_ordered AS (
     SELECT item_id, n_seen,
         CAST(ROW_NUMBER() OVER (ORDER BY n_seen DESC, item_id ASC) AS BIGINT) AS pop_rank,
         CAST(SUM(n_seen) OVER (ORDER BY n_seen DESC, item_id ASC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
@@ -198,6 +198,15 @@ item_popularity AS (
         FROM interactions_in
         GROUP BY item_id
     ) AS seen
+),
+item_popularity AS (
+    -- item_ordered has one row per item already; grouped by the item all the same, which tells SQLite the
+    -- item is a key: it then indexes the join of every ranked row with this table (a window's output it
+    -- scans in full for each ranked row: 30 s instead of 1 s for aclt@100 at MovieLens-100K scale)
+    SELECT item_id, MAX(n_seen) AS n_seen, MAX(pop_rank) AS pop_rank, MAX(seen_before) AS seen_before,
+        MAX(seen_total) AS seen_total
+    FROM item_ordered
+    GROUP BY item_id
 ),
 interaction_users AS (
     SELECT CAST(COUNT(DISTINCT user_id) AS BIGINT) AS u_seen FROM interactions_in

@@ -1,9 +1,12 @@
 """The statements recsql keeps on disk (recsql/statements.py): a cold process reads the text a fresh
 compose gives, byte for byte; a change of any template or Python source is another folder (a stale
 statement cannot be read); a damaged or foreign file is ignored; ``RECSQL_CACHE_DIR=off`` writes
-nothing; and evaluate's frames are the same whether the statement came from disk or was composed."""
+nothing; evaluate's frames are the same whether the statement came from disk or was composed; and a
+full folder evicts its least recently used statements, keeps the newest, and stays whole and bounded
+when several processes write into it at once."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -258,3 +261,77 @@ def test_a_new_folder_prunes_old_ones(cache):
     assert statements.cache_dir().name in left
     assert not old[0].exists()  # written long ago
     assert len(left) == 1 + statements._KEEP_OTHERS
+
+
+WRITER = r"""
+import json, sys
+import recsql
+from recsql import statements
+statements._MAX_FILES = int(sys.argv[1])
+texts = {}
+for k in json.loads(sys.argv[2]):
+    statements._cache.clear()  # every statement from disk or composed, as in a new process
+    texts[k] = recsql.to_sql("r", "t", [f"map@{k}"])
+print(json.dumps(texts))
+"""
+
+
+def test_processes_writing_one_full_folder_at_once_leave_it_bounded_and_whole(cache, monkeypatch):
+    """Three processes fill a folder of 6 statements past its bound at the same time, each in its own
+    order: every file left is a whole statement under its own key (written atomically, evicted
+    whole), no temporary file is left, the folder holds no more than its bound and the statements
+    the writers were still adding, and every text each process got, and every text read back from the
+    folder by a new process, is the text composed without the cache."""
+    bound, ks = 6, list(range(1, 13))
+    orders = [ks, ks[::-1], ks[6:] + ks[:6]]
+    env = {**os.environ, "RECSQL_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(bound), json.dumps(order)], env=env, cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for order in orders]
+    results = [writer.communicate(timeout=600) for writer in writers]
+    assert [writer.returncode for writer in writers] == [0, 0, 0], [err for _, err in results]
+    got = [json.loads(out) for out, _ in results]
+    (folder,) = cache.glob("statements-*")
+    assert not list(folder.glob(".tmp-*"))
+    left = files(cache)
+    assert 1 <= len(left) <= bound + len(writers) - 1  # each writer evicts before it adds its own statement
+    for path in left:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        assert set(record) == {"key", "between", "order"}
+        assert path.stem == hashlib.sha256(record["key"].encode()).hexdigest()[:32]
+    read_back = json.loads(subprocess.run([sys.executable, "-c", WRITER, "1000", json.dumps(ks)], env=env, cwd=REPO,
+                                          capture_output=True, text=True, check=True, timeout=600).stdout)
+    monkeypatch.setenv("RECSQL_CACHE_DIR", "off")
+    statements._cache.clear()
+    composed = {str(k): recsql.to_sql("r", "t", [f"map@{k}"]) for k in ks}
+    assert all(texts == composed for texts in got) and read_back == composed
+
+
+READER = r"""
+import sys
+import recsql
+from recsql import statements
+def refuse(*args, **kwargs):
+    raise AssertionError("composed: the statement was not read from disk")
+statements.compose = refuse
+statements._MAX_FILES = int(sys.argv[1])
+print(recsql.to_sql("r", "t", [sys.argv[2]]))
+"""
+
+
+def test_a_full_folder_keeps_the_newest_and_a_new_process_reads_it(cache, monkeypatch):
+    """Past its bound, the folder still keeps each new statement (it evicts the least recently used
+    instead), so the next process reads it rather than composing it: a full cache never costs a
+    composition per process."""
+    env = {**os.environ, "RECSQL_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    subprocess.run([sys.executable, "-c", WRITER, "4", json.dumps(list(range(1, 9)))], env=env, cwd=REPO,
+                   check=True, capture_output=True, timeout=600)
+    assert len(files(cache)) == 4
+    newest = subprocess.run([sys.executable, "-c", READER, "4", "map@8"], env=env, cwd=REPO, capture_output=True,
+                            text=True, timeout=600)
+    assert newest.returncode == 0, newest.stderr
+    oldest = subprocess.run([sys.executable, "-c", READER, "4", "map@1"], env=env, cwd=REPO, capture_output=True,
+                            text=True, timeout=600)
+    assert oldest.returncode != 0 and "was not read from disk" in oldest.stderr  # evicted: it would be composed
+    monkeypatch.setenv("RECSQL_CACHE_DIR", "off")
+    statements._cache.clear()
+    assert newest.stdout == recsql.to_sql("r", "t", ["map@8"]) + "\n"

@@ -103,8 +103,8 @@ def _check_out(args: argparse.Namespace) -> None:
 
 
 # Imported ahead, while the engine computes (:func:`import_ahead`): the special functions of the
-# tests' tails.
-AHEAD = ("scipy.special",)
+# tests' tails, and the root finder of the detectable differences the page shows (recsql.decisions).
+AHEAD = ("scipy.special", "scipy.optimize")
 
 
 def import_ahead(modules: tuple[str, ...] = AHEAD) -> threading.Thread:

@@ -1,0 +1,66 @@
+"""The benchmark harness's own path (benchmarks/run.py), on a small generated data set with real tool
+processes: when a later repeat of a tool is killed, the best repeat's per-user values are still there
+and the agreement check reads them (each repeat writes its own files; a killed one used to remove
+the file the best run needed, and the harness stopped with FileNotFoundError)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import datagen  # noqa: E402
+import run  # noqa: E402
+
+
+def harness_args(**given) -> argparse.Namespace:
+    """The options run.main would pass run_tool, with the small run's values."""
+    defaults = dict(repeat=3, timeout=600.0, mem_limit_mb=8192, min_free_mb=0, spark_driver_memory="1g",
+                    duckdb_memory_limit=None, spark_shuffle_partitions=2)
+    return argparse.Namespace(**{**defaults, **given})
+
+
+def test_a_killed_later_repeat_leaves_the_best_runs_per_user_values(tmp_path):
+    rows = 2_000
+    datagen.generate(rows, tmp_path / "data", verbose=False)
+    recs, truth = datagen.paths(rows, tmp_path / "data")
+    work = tmp_path / "work"
+    work.mkdir()
+    args = harness_args()
+    attempts = []
+
+    def first_ok_then_killed(tool, recs, truth, work, args, repeat=0):
+        """The real run_tool; from the second repeat on with a timeout no run can meet, so the
+        harness kills that repeat's process midway, as --timeout or --mem-limit-mb do."""
+        attempts.append(repeat)
+        given = args if repeat == 0 else argparse.Namespace(**{**vars(args), "timeout": 0.0})
+        return run.run_tool(tool, recs, truth, work, given, repeat=repeat)
+
+    best = run.best_of("recsql", recs, truth, work, args, "2k", run=first_ok_then_killed)
+    assert attempts == [0, 1]  # the killed repeat ended the repeats
+    assert best["status"] == "ok" and len(best["all_walls_s"]) == 1
+    assert Path(best["per_user_file"]).is_file()
+    other = run.best_of("pandas", recs, truth, work, harness_args(repeat=1), "2k")
+    run.agreement(other, best, best["per_user_file"])  # reads the best recsql run's per-user values
+    assert other["agrees"] and other["per_user_users_only_in_one"] == 0
+    assert len(pd.read_parquet(best["per_user_file"])) == best["n_users"]
+
+
+def test_only_the_best_repeats_per_user_file_is_kept(tmp_path):
+    """Of several successful repeats, the fastest is kept and the others' per-user files removed."""
+    made = []
+
+    def fake(tool, recs, truth, work, args, repeat=0):
+        path = tmp_path / f"{tool}.{repeat}.per_user.parquet"
+        path.write_bytes(b"x")
+        made.append(path)
+        return {"tool": tool, "status": "ok", "wall_s": [3.0, 1.0, 2.0][repeat], "peak_rss_mb": 1.0,
+                "per_user_file": str(path)}
+
+    best = run.best_of("recsql", Path("r"), Path("t"), tmp_path, harness_args(), "x", run=fake)
+    assert best["wall_s"] == 1.0 and best["all_walls_s"] == [3.0, 1.0, 2.0]
+    assert [p.exists() for p in made] == [False, True, False]

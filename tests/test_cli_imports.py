@@ -1,0 +1,61 @@
+"""What a fresh ``recsql`` process imports: ``recsql --version`` and ``recsql metrics`` start without
+the dataframe, the engines, the SQL renderer or the dbt code (their cold start is what a user waits
+for on every call), and the commands that compare runs do not import scipy's statistics or optimizer
+modules before a number needs them (scipy.stats alone is half a second of a cold start). Checked by
+the modules present in ``sys.modules`` after the console command's own entry point ran, in a new
+interpreter: no timing. The times themselves are measured by benchmarks/cold_start.py."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Each of these takes tens to hundreds of milliseconds to import cold, and none is needed to print
+# the version or the metrics' definitions.
+HEAVY = ("pandas", "numpy", "pyarrow", "duckdb", "sqlglot", "scipy", "matplotlib", "yaml", "jinja2", "mlflow",
+         "recsql.dbt", "recsql.api", "recsql.compose", "recsql.engines", "recsql.report")
+
+
+def loaded_after(argv: list[str], modules: tuple[str, ...]) -> list[str]:
+    """The ``modules`` in ``sys.modules`` after ``recsql argv`` ran through the console command's entry
+    point (recsql.entry:main, as pyproject.toml's [project.scripts] names it), in a fresh interpreter."""
+    probe = ("import json, sys\nfrom recsql.entry import main\nsys.argv = ['recsql', *%r]\ntry:\n    main()\n"
+             "except SystemExit:\n    pass\nsys.stdout.flush()\n"
+             "print(json.dumps(sorted(m for m in %r if m in sys.modules)), file=sys.stderr)") % (argv, modules)
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    return json.loads(ran.stderr.strip().splitlines()[-1])
+
+
+def test_the_console_command_is_the_entry_point_probed():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'recsql = "recsql.entry:main"' in pyproject
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["metrics"], ["metrics", "ndcg"], ["--help"]])
+def test_version_and_metrics_import_nothing_heavy(argv):
+    assert loaded_after(argv, HEAVY) == []
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_the_comparing_commands_import_no_scipy_statistics_before_a_number_needs_them(command):
+    """``recsql compare --help`` and ``recsql report --help`` import the command's code (the parser
+    is built by it) and stop: scipy.stats and scipy.optimize are imported only where a number is
+    computed (recsql.power_simulation, recsql.decisions), so every evaluation and comparison starts
+    without them."""
+    loaded = loaded_after([command, "--help"], ("recsql.comparison", "scipy.stats", "scipy.optimize",
+                                                "scipy.integrate"))
+    assert loaded == ["recsql.comparison"]  # the command's code was imported, and nothing of scipy's above
+
+
+def test_an_evaluation_imports_no_scipy():
+    """``recsql evaluate`` computes no test or power: scipy is not imported at all (the results'
+    classes that compare runs import it where a number needs it)."""
+    argv = ["evaluate", "fixtures/data/recs.parquet", "fixtures/data/truth.parquet", "-m", "ndcg@10", "--run-col",
+            "model", "--format", "json"]
+    assert loaded_after(argv, ("recsql.api", "scipy", "matplotlib")) == ["recsql.api"]
