@@ -117,7 +117,7 @@ SHARED: tuple[Option, ...] = (
            old=("--baseline", "--baseline-recs", "baseline", "baseline_recs")),
     _input("--item-features", "item feature vectors as rows (item, feature, value) (diversity)"),
     _input("--intents", "judgments per intent (user, item, intent, relevance): path or table (alpha_ndcg, err_ia, "
-                        "nrbp, p_ia, s_recall)"),
+                        "nrbp, nnrbp, p_ia, s_recall)"),
     Option("--segments", "segments", "segments", "each user's segment (user column and segment columns, one row per "
            "user): path or table; each run is evaluated within each segment (the population taken within it)",
            "segments"),

@@ -172,7 +172,7 @@ def test_beyond_accuracy_metrics(engine):
              "aplt@5", "aclt(head=0.5)@10", "rbo@10", "rbo(p=0.5)@5", "intersection@5", "jaccard@10",
              "miscalibration@10", "miscalibration(alpha=0.2,by=features)@5", "entropy@10", "entropy(base=2,by=features)@5",
              "alpha_ndcg@5", "alpha_ndcg(alpha=0.25)@10", "alpha_dcg@5", "err_ia@10", "nerr_ia@5", "nrbp",
-             "nrbp(alpha=0.2,beta=0.8)@10", "p_ia@5", "s_recall@10", "map_ia", "entropy(patience=0.85,base=2)@5",
+             "nrbp(alpha=0.2,beta=0.8)@10", "nnrbp@5", "nnrbp(alpha=0.25,beta=0.8)@10", "p_ia@5", "s_recall@10", "map_ia", "entropy(patience=0.85,base=2)@5",
              "miscalibration(patience=0.5)@10", "exposure_disparity@10", "exposure_disparity(target=merit,combine=l2)@5",
              "exposure_disparity(weight=geometric,combine=variance)@5", "exposure_disparity(weight=uniform,combine=max_abs_dev)@10",
              "exposure_gini@10", "exposure_gini(weight=log,over=groups)@5", "exposure_entropy(base=2)@10",

@@ -62,6 +62,7 @@ DEFAULT_OPTIONS = {
     "err_ia": {"alpha": 0.5},
     "nerr_ia": {"alpha": 0.5},
     "nrbp": {"alpha": 0.5, "beta": 0.5},
+    "nnrbp": {"alpha": 0.5, "beta": 0.5},
     "p_ia": {},
     "s_recall": {},
     "map_ia": {},
@@ -77,7 +78,7 @@ DEFAULT_OPTIONS = {
     "ee_l": {"model": "rbp", "patience": 0.5, "utility": 0.5},
 }
 # the intent-aware metrics: read the intents input (user, item, intent, relevance)
-INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "p_ia", "s_recall", "map_ia"}
+INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "nnrbp", "p_ia", "s_recall", "map_ia"}
 
 TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp", "ee_d", "ee_r", "ee_l"}
 LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
@@ -86,7 +87,7 @@ GLOBAL_METRICS = {"coverage", "gini", "personalization", "exposure_disparity", "
                   "lt_coverage", "pop_rsp", "pop_reo"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
 NEEDS_K = {"ee_d", "ee_r", "ee_l", "awrf", "pop_rsp", "pop_reo", "exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
-           "miscalibration", "entropy", "alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "p_ia", "s_recall"}
+           "miscalibration", "entropy", "alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nnrbp", "p_ia", "s_recall"}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -532,6 +533,14 @@ def nrbp(ctx, user, judged, S):
     a, b = ctx.opts["alpha"], ctx.opts["beta"]
     return _div((1 - (1 - a) * b) * _discounted(_intent_gains(ctx.top(user), judged, a), lambda r: b ** (r - 1)),
                 len(S))
+
+
+@_of_intent_users
+def nnrbp(ctx, user, judged, S):
+    """Σ_{r≤k} β^(r−1) Σ_s J (1 − α)^c over the same sum of the greedy ideal list (NRBP's factor cancels)."""
+    a, b = ctx.opts["alpha"], ctx.opts["beta"]
+    return _div(_discounted(_intent_gains(ctx.top(user), judged, a), lambda r: b ** (r - 1)),
+                _discounted(_greedy_ideal(judged, a, ctx.k), lambda r: b ** (r - 1)))
 
 
 @_of_intent_users
@@ -1008,6 +1017,7 @@ METRICS = {
     "err_ia": err_ia,
     "nerr_ia": nerr_ia,
     "nrbp": nrbp,
+    "nnrbp": nnrbp,
     "p_ia": p_ia,
     "s_recall": s_recall,
     "map_ia": map_ia,
