@@ -96,6 +96,9 @@ SHARED: tuple[Option, ...] = (
     _column("--feature-col", "--item-features feature column (default: feature)"),
     _column("--value-col", "--item-features value column (default: value)"),
     _column("--intent-col", "--intents intent (subtopic) column (default: intent)"),
+    _column("--interaction-weight-col", "--interactions column weighing each interaction in a user's history "
+                                        "(miscalibration's p(g|u), Steck's w_ui, e.g. a recency weight; default: "
+                                        "none, every item of the history weighs 1)"),
     _column("--sample-col", "recs column numbering each user's sampled lists of a stochastic run (expected exposure; "
                             "every per-user value the mean over the run's samples)"),
     Option("--run-col", "run_cols", "run_cols", "run key column of recs (model, experiment, ...); repeat for several",

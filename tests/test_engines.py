@@ -163,6 +163,7 @@ def test_beyond_accuracy_metrics(engine):
     features = pd.DataFrame([(i, f, float((i * (j + 3)) % 5 - 1)) for i in items["item_id"] for j, f in enumerate("xyz")
                              if (i + j) % 4], columns=["item_id", "feature", "value"])
     interactions = pd.read_parquet(data / "truth.parquet")[["user_id", "item_id"]]
+    interactions["weight"] = (interactions["item_id"] % 4) * 0.5  # the history's weights (miscalibration), some 0
     baseline = recs[recs["model"] == "popular"][["user_id", "item_id", "score"]].copy()
     baseline["score"] = -baseline["item_id"].astype(float)  # another order
     catalog = items[items["item_id"] % 3 > 0][["item_id"]]
@@ -186,8 +187,10 @@ def test_beyond_accuracy_metrics(engine):
     frames = {"recs": recs, "truth": truth, "items": items, "item_features": features, "interactions": interactions,
               "expected_recs": baseline, "catalog": catalog, "intents": intents}
     names = {role: engine.load(frame) for role, frame in frames.items()}
-    got = recsql.evaluate(names.pop("recs"), names.pop("truth"), asked, con=engine.con, run_cols=["model"], **names)
-    want = recsql.evaluate(frames.pop("recs"), frames.pop("truth"), asked, run_cols=["model"], **frames)
+    got = recsql.evaluate(names.pop("recs"), names.pop("truth"), asked, con=engine.con, run_cols=["model"],
+                          interaction_weight_col="weight", **names)
+    want = recsql.evaluate(frames.pop("recs"), frames.pop("truth"), asked, run_cols=["model"],
+                           interaction_weight_col="weight", **frames)
     assert_same(got.per_user, want.per_user, ["model", "user_id"])
     assert_same(got.summary, want.summary, ["model"])
     lists_only = ["novelty@5", "diversity@5", "coverage@10", "personalization@5"]

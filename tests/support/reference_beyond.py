@@ -373,22 +373,34 @@ def _shares(ctx, item):
     return {f: v / total for f, v in positive.items()}
 
 
-def _distribution(ctx, items, patience=1.0):
+def _distribution(ctx, items, patience=1.0, weights=None):
     """The items' category distribution (each item split over its categories, the r-th item of ``items``
-    weighted patience^(r − 1)); None when no item has one."""
+    weighted patience^(r − 1), or by ``weights[item]`` when given); None when no item has one."""
     mass = {}
     for r, item in enumerate(items, start=1):
+        weight = weights[item] if weights is not None else patience ** (r - 1)
         for category, share in _shares(ctx, item).items():
-            mass[category] = mass.get(category, 0.0) + share * patience ** (r - 1)
+            mass[category] = mass.get(category, 0.0) + share * weight
     total = sum(mass.values())
     return {c: m / total for c, m in mass.items()} if total > 0 else None
 
 
+def _history_weights(ctx, user):
+    """Steck's w_ui of the user's history (eq. 1): per item, the sum of the ``weight`` of its
+    interactions when the interactions carry one, else 1 (each item once, however often seen)."""
+    weights = {}
+    for r in ctx.interactions:
+        if r["user_id"] == user:
+            weights[r["item_id"]] = weights.get(r["item_id"], 0.0) + r["weight"] if "weight" in r else 1.0
+    return weights
+
+
 def miscalibration(ctx, user):
-    """Steck's C_KL = Σ_g p ln(p / q̃), q̃ = (1 − α) q + α p; p from the user's interactions (each item
-    once), q from L; None without a categorized item in the history, ln(1/α) with none in L."""
-    history = sorted({r["item_id"] for r in ctx.interactions if r["user_id"] == user}, key=str)
-    p = _distribution(ctx, history)
+    """Steck's C_KL = Σ_g p ln(p / q̃), q̃ = (1 − α) q + α p; p(g|u) = Σ_i w_ui p(g|i) / Σ_i w_ui over the
+    user's interactions (w_ui: _history_weights), q from L; None without a categorized item of positive
+    weight in the history, ln(1/α) with none in L."""
+    weights = _history_weights(ctx, user)
+    p = _distribution(ctx, sorted(weights, key=str), weights=weights)
     if p is None:
         return None
     q = _distribution(ctx, ctx.top(user), ctx.opts["patience"]) or {}
