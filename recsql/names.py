@@ -278,7 +278,7 @@ def _ir_param(entry: ForeignName, key: str, value: object, asked: str, plain: st
     if key == "gains":
         raise RecsqlError(f"metric {asked!r}: ir_measures' custom gains= mapping is not supported; recsql's gains are "
                           f"nDCG (gain = relevance), nDCG(dcg='exp-log2') (2^rel − 1) or ndcg(gain=binary)")
-    if key in ("alpha", "beta") and entry.metric in ("alpha_ndcg", "alpha_dcg", "nrbp", "nnrbp"):
+    if key in ("alpha", "beta") and entry.metric in ("alpha_ndcg", "alpha_dcg", "nrbp"):
         return {key: repr(float(value))}
     if key == "beta":
         return _beta(value, asked, "SetF beta")
