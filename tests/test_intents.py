@@ -176,6 +176,20 @@ def test_ir_measures_nnrbp_is_refused_for_nnrbp_at_the_whole_depth():
         assert math.isclose(mine, value, rel_tol=1e-9, abs_tol=1e-12), user
 
 
+def test_the_greedy_ideal_breaks_ties_as_ndeval():
+    """Items 1 {a, b}, 2 {c, d}, 3 {a, c} all gain 2 at the first step. ndeval takes the last docno of equal
+    gains (3, leaving 1.5 and 1.5: ideal gains 2, 1.5, 1.5); the first (1) would leave 2 then 1 (2, 2, 1),
+    a larger ideal. Every metric normalised by the ideal list gives ndeval's value."""
+    recs = pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]})
+    intents = pd.DataFrame({"user_id": [1] * 6, "item_id": [1, 1, 2, 2, 3, 3], "intent": list("abcdac"),
+                            "relevance": [1] * 6})
+    got = recsql.evaluate(recs, None, ["alpha_ndcg@3", "nerr_ia@3", "nnrbp@3"], intents=intents).per_user.iloc[0]
+    want = _ndeval(recs, intents, ["alpha-nDCG@3", "nERR-IA@3", "nNRBP"])["1"]
+    assert got["nnrbp@3"] == pytest.approx(2 / 3.125) == pytest.approx(want["nNRBP"])  # 2 / (2 + 1.5/2 + 1.5/4)
+    assert got["alpha_ndcg@3"] == pytest.approx(want["alpha-nDCG@3"], rel=1e-12)
+    assert got["nerr_ia@3"] == pytest.approx(want["nERR-IA@3"], rel=1e-12)
+
+
 def test_a_cutoff_beyond_the_unrolled_ideal_is_refused():
     recs = pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]})
     intents = pd.DataFrame({"user_id": [1], "item_id": [1], "intent": ["a"], "relevance": [1]})

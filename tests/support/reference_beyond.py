@@ -475,13 +475,13 @@ def _intent_gains(items, judged, alpha):
 
 def _greedy_ideal(judged, alpha, k):
     """The greedy ideal list's gains at positions 1..k: each position takes the not yet taken relevant
-    item of largest gain given those above (ties: the smallest item id)."""
-    left, seen, gains = sorted(i for i, s in judged.items() if s), {}, []
+    item of largest gain given those above (ties: the largest item id, as ndeval)."""
+    left, seen, gains = sorted((i for i, s in judged.items() if s), reverse=True), {}, []
 
     def gain(item):
         return sum((1 - alpha) ** seen.get(s, 0) for s in judged[item])
     while left and len(gains) < k:
-        best = max(left, key=gain)  # the first of equal gains: left is in item id order
+        best = max(left, key=gain)  # the first of equal gains: left is in descending item id order
         gains.append(gain(best))
         for s in judged[best]:
             seen[s] = seen.get(s, 0) + 1
