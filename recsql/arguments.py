@@ -27,7 +27,7 @@ EXTRA_COLUMNS = {"probability_col": "probability", "category_col": "category", "
                  "feature_col": "feature", "value_col": "value", "intent_col": "intent"}
 # evaluate's options that describe the columns and definitions (checked together by checked_options).
 COLUMN_OPTIONS = ("user_col", "item_col", "score_col", "rank_col", "relevance_col", "price_col", "threshold",
-                  "population", "duplicates", "convention", "ties", *EXTRA_COLUMNS, "sample_col")
+                  "population", "duplicates", "convention", "ties", *EXTRA_COLUMNS, "interaction_weight_col", "sample_col")
 
 
 def checked_options(**cols: Any) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def _number(value: Any) -> Any:
 # Column options that must name a column (a non-empty string) / that may be None (no such column).
 _REQUIRED_COLUMNS = ("user_col", "item_col", "price_col", "probability_col", "category_col", "features_col",
                      "feature_col", "value_col", "intent_col")
-_OPTIONAL_COLUMNS = ("score_col", "rank_col", "relevance_col", "sample_col")
+_OPTIONAL_COLUMNS = ("score_col", "rank_col", "relevance_col", "interaction_weight_col", "sample_col")
 # Columns of the summary / per-user rows recsql adds beside the run keys.
 _OUTPUT_COLUMNS = ("n_users", "n_users_with_recs", "users_without_recs", "recs_users_without_truth", *DIAGNOSTICS)
 
@@ -108,7 +108,9 @@ def _check_columns(cols: dict[str, Any]) -> None:
               "item_features": [("item_col", cols["item_col"]), ("feature_col", cols["feature_col"]),
                                 ("value_col", cols["value_col"])],
               "intents": [("user_col", cols["user_col"]), ("item_col", cols["item_col"]),
-                          ("intent_col", cols["intent_col"]), ("relevance_col", cols["relevance_col"])]}
+                          ("intent_col", cols["intent_col"]), ("relevance_col", cols["relevance_col"])],
+              "interactions": [("user_col", cols["user_col"]), ("item_col", cols["item_col"]),
+                               ("interaction_weight_col", cols["interaction_weight_col"])]}
     for role, named in groups.items():
         seen: dict[str, str] = {}
         for option, column in named:

@@ -148,6 +148,10 @@ def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list
             raise _explain_values(runner, plan, role, found[f"{role}_invalid_rows"])
     if found.get("items_invalid_rows"):
         raise _explain_items(runner, plan, found["items_invalid_rows"])
+    if found.get("interactions_invalid_rows"):
+        raise RecsqlError(f"interactions column {plan.interaction_weight_col!r} (interaction_weight_col) has "
+                          f"{found['interactions_invalid_rows']} invalid weight(s): a weight must be a finite number "
+                          ">= 0 (NULL, NaN and infinity are not); fix or drop those rows")
     for role in ("recs", "truth", "expected_recs", "items", "item_features", "intents"):
         if found.get(f"{role}_duplicate_rows"):
             raise _explain_duplicates(runner, plan, role, found[f"{role}_duplicate_rows"], recs_columns)

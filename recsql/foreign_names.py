@@ -169,6 +169,7 @@ IR_REFUSED: dict[str, str] = {
     "NumQ": "counts queries: read the summary's n_users column",
     **{name: NOT_IMPLEMENTED for name in (
         "infAP", "IPrec", "BPM", "SDCG", "NERR8", "NERR9", "NERR10", "NERR11", "INST", "INSQ", "Compat")},
-    "nNRBP": NOT_IMPLEMENTED + " (NRBP over the greedy ideal list's, which has no cutoff to unroll it to); "
-             "recsql has nrbp (NRBP), alpha_ndcg@k and nerr_ia@k",
+    "nNRBP": "(NRBP of the whole list over the whole greedy ideal list's) has no cutoff, and recsql unrolls the "
+             "greedy ideal list to a cutoff: write nnrbp@k (NRBP@k over the ideal list's NRBP@k, k <= 100), "
+             "ndeval's nNRBP when no list is longer than k and no user has more than k relevant items",
 }

@@ -71,6 +71,7 @@ class Inputs:
     feature_col: str = "feature"
     value_col: str = "value"
     intent_col: str = "intent"
+    interaction_weight_col: str | None = None
     sample_col: str | None = None
     segment_cols: Iterable[str] | str | None = None
 

@@ -96,6 +96,9 @@ SHARED: tuple[Option, ...] = (
     _column("--feature-col", "--item-features feature column (default: feature)"),
     _column("--value-col", "--item-features value column (default: value)"),
     _column("--intent-col", "--intents intent (subtopic) column (default: intent)"),
+    _column("--interaction-weight-col", "--interactions column weighing each interaction in a user's history "
+                                        "(miscalibration's p(g|u), Steck's w_ui, e.g. a recency weight; default: "
+                                        "none, every item of the history weighs 1)"),
     _column("--sample-col", "recs column numbering each user's sampled lists of a stochastic run (expected exposure; "
                             "every per-user value the mean over the run's samples)"),
     Option("--run-col", "run_cols", "run_cols", "run key column of recs (model, experiment, ...); repeat for several",
@@ -117,7 +120,7 @@ SHARED: tuple[Option, ...] = (
            old=("--baseline", "--baseline-recs", "baseline", "baseline_recs")),
     _input("--item-features", "item feature vectors as rows (item, feature, value) (diversity)"),
     _input("--intents", "judgments per intent (user, item, intent, relevance): path or table (alpha_ndcg, err_ia, "
-                        "nrbp, p_ia, s_recall)"),
+                        "nrbp, nnrbp, p_ia, s_recall)"),
     Option("--segments", "segments", "segments", "each user's segment (user column and segment columns, one row per "
            "user): path or table; each run is evaluated within each segment (the population taken within it)",
            "segments"),

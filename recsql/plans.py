@@ -40,7 +40,7 @@ def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any]
         id_order=get_convention(cols["convention"]).id_order, id_text=get_dialect(target).id_text,
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
         id_collation=get_dialect(target).collation, topk=get_dialect(target).topk, inline=get_dialect(target).inline,
-        dialect=target, sample_col=cols["sample_col"],
+        dialect=target, sample_col=cols["sample_col"], interaction_weight_col=cols["interaction_weight_col"],
         **{c: cols[c] for c in EXTRA_COLUMNS},
     )
     if relations.get("intents") is not None:  # to_sql and dbt read no table: the intents' grades in relevance_col
@@ -123,6 +123,13 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
         if cols["relevance_col"] and cols["relevance_col"].lower() in {c.lower() for c in intents.columns}:
             item_columns["intent_relevance_col"] = resolve_column(intents, cols["relevance_col"], "relevance_col")
             require_number(intents, item_columns["intent_relevance_col"], "intent relevance")
+    if cols["interaction_weight_col"]:
+        if "interactions" not in sources:
+            raise RecsqlError(f"interaction_weight_col={cols['interaction_weight_col']!r} weighs the interactions, "
+                              "which were not given: pass interactions= (CLI --interactions) or leave the option out")
+        weight = resolve_column(sources["interactions"], cols["interaction_weight_col"], "interaction_weight_col")
+        require_number(sources["interactions"], weight, "interaction weight")
+        item_columns["interaction_weight_col"] = weight
     # text ids and run keys take the dialect's binary collation (bytewise order, 'B' and 'b' two runs);
     # dates and other non-text ids compare by value as they are
     staged_runs = (*runs, sample) if sample else runs  # a sample column is the stage's last run key (compose.staged)

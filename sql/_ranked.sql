@@ -4,7 +4,8 @@
 --   recs_in(run_keys, user_id, item_id, ord)   ord: smaller is better (-score, or the rank column)
 --   truth_in(run_keys?, user_id, item_id, relevance)
 --   items_in(item_id, price, probability, category)
---   interactions_in(user_id, item_id)          training interactions (popularity, novelty)
+--   interactions_in(user_id, item_id, weight)  training interactions (popularity, novelty); weight: the
+--                                              interaction's in a user's history (NULL: unweighted)
 --   catalog_in(item_id)                        the catalog (coverage, gini)
 --   expected_in(user_id, item_id, ord)         another recommender's lists (unexpectedness, serendipity)
 --   features_in(item_id, feature, value)       item feature vectors as rows (diversity by features)
@@ -576,9 +577,10 @@ category_targets AS (
     ) AS g
 ),
 history_categories AS (
-    -- the mass of each category in a user's interactions (each item seen counted once)
-    SELECT h.user_id, g.category_source, g.category, SUM(g.share) AS p_mass
-    FROM (SELECT DISTINCT user_id, item_id FROM interactions_in) AS h
+    -- the mass of each category in a user's interactions: each item seen weighs w_ui, the sum of its
+    -- interactions' weights (interaction_weight_col), or 1 without weights (each item counted once)
+    SELECT h.user_id, g.category_source, g.category, SUM(h.weight * g.share) AS p_mass
+    FROM (SELECT user_id, item_id, COALESCE(SUM(weight), 1) AS weight FROM interactions_in GROUP BY user_id, item_id) AS h
     JOIN item_categories AS g ON h.item_id = g.item_id
     GROUP BY h.user_id, g.category_source, g.category
 ),

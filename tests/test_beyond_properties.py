@@ -40,7 +40,8 @@ OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}
            "pop_rsp": [{}, {"head": 0.5}, {"head": 0.3}], "pop_reo": [{}, {"head": 0.5}, {"head": 0.3}],
            # alphas whose powers and sums are exact in binary, so the greedy ideal's ties are exact ties
            **{name: [{}, {"alpha": 0.75}, {"alpha": 0}] for name in ("alpha_ndcg", "alpha_dcg")},
-           "err_ia": [{}, {"alpha": 0.75}], "nerr_ia": [{}, {"alpha": 0.75}], "nrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}]}
+           "err_ia": [{}, {"alpha": 0.75}], "nerr_ia": [{}, {"alpha": 0.75}], "nrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}],
+           "nnrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}]}
 CATEGORIES = ["a", "b", "c"]
 
 
@@ -134,6 +135,33 @@ def test_serendipity_without_a_baseline_uses_the_most_popular_items(recs, truth,
                              interactions=frame(seen, {"user_id": "int64", "item_id": "int64"}))
     expected = reference_beyond("serendipity", k, {}, recs, truth, interactions=seen)
     assert close(result.summary[f"serendipity@{k}"].iloc[0], summary(expected))
+
+
+@settings(max_examples=40)
+@given(recs=recs_rows(), side=side_inputs(),
+       weighted=st.lists(st.tuples(st.sampled_from(USERS + [7]), st.sampled_from(ITEMS),
+                                   st.sampled_from([0.0, 0.5, 1.0, 2.5, 1e-3]))),
+       options=st.sampled_from(OPTIONS["miscalibration"]), k=st.integers(1, 6), dense=st.booleans())
+def test_miscalibration_with_history_weights_matches_reference(recs, side, weighted, options, k, dense):
+    """Steck's weighted history (interaction_weight_col): w_ui = the sum of the weights of a user's
+    interactions with i (an item seen twice weighs both; weight 0 leaves it out), against the reference."""
+    rows = [{"user_id": u, "item_id": i, "weight": w} for u, i, w in weighted]
+    side = {**side, "interactions": rows}
+    metric = recsql.Metric("miscalibration", k, **options)
+    items = pd.DataFrame(side["items"], columns=["item_id", "probability", "category", "features"]).astype(
+        {"item_id": "int64", "probability": "float64", "category": "object"})
+    result = recsql.evaluate(
+        frame(recs, RECS), None, [metric], items=items if dense else items.drop(columns="features"),
+        interactions=frame(rows, {"user_id": "int64", "item_id": "int64", "weight": "float64"}),
+        item_features=None if dense else frame(side["features"], {"item_id": "int64", "feature": "object",
+                                                                   "value": "float64"}),
+        interaction_weight_col="weight")
+    expected = reference_beyond("miscalibration", k, dict(metric.options), recs, None, items=side["items"],
+                                features=None if dense else side["features"], interactions=rows)
+    rows_got = result.per_user.set_index("user_id")[metric.column] if len(result.per_user) else pd.Series(dtype=float)
+    for user, value in expected.items():
+        assert close(rows_got.get(user), value), (str(metric), user, rows_got.get(user), value)
+    assert close(result.summary[metric.column].iloc[0] if len(result.summary) else None, summary(expected))
 
 
 @settings(max_examples=30)

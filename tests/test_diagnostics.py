@@ -194,3 +194,25 @@ def test_rendered_summary_counts_invalid_item_values_in_every_engine(engine):
         assert run(["coverage@3"]) == {"items_invalid_rows": 0, "items_duplicate_rows": 1}
     with pytest.raises(recsql.RecsqlError, match=r"items column 'price' has 2 invalid value\(s\): a price must be"):
         recsql.evaluate(r, t, ["money_precision@3"], items=i, con=engine.con)
+
+
+def test_rendered_summary_counts_invalid_history_weights_in_every_engine(engine):
+    """interaction_weight_col (miscalibration's history weights): a negative or NULL weight is an invalid
+    interactions row (0 is a weight: the interaction adds nothing); without the option no weight is
+    read, so none is checked; evaluate refuses naming the column."""
+    items = pd.DataFrame({"item_id": [1, 2, 3], "category": ["a", "b", "a"]})
+    seen = pd.DataFrame({"user_id": [1, 1, 2, 2], "item_id": [1, 2, 3, 1], "weight": [-1.0, None, 2.0, 0.0]}
+                        ).astype({"weight": "Float64"})
+    r, i, s = engine.load(RECS), engine.load(items), engine.load(seen)
+    with runner_for(engine.con) as runner:
+        def run(**kw) -> dict:
+            fetched = runner.fetch(recsql.to_sql(r, None, ["miscalibration@2"], items=i, interactions=s,
+                                                 dialect=runner.dialect, **kw))
+            frame = fetched.to_pandas() if hasattr(fetched, "to_pandas") else fetched
+            return {name: int(v) for name, v in frame.iloc[0].items() if name.startswith("interactions_")}
+        assert run(interaction_weight_col="weight") == {"interactions_invalid_rows": 2}
+        assert run() == {}
+    with pytest.raises(recsql.RecsqlError, match=r"interactions column 'weight' \(interaction_weight_col\) has 2 "
+                                                 r"invalid weight\(s\)"):
+        recsql.evaluate(r, None, ["miscalibration@2"], items=i, interactions=s, interaction_weight_col="weight",
+                        con=engine.con)

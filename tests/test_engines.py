@@ -163,6 +163,7 @@ def test_beyond_accuracy_metrics(engine):
     features = pd.DataFrame([(i, f, float((i * (j + 3)) % 5 - 1)) for i in items["item_id"] for j, f in enumerate("xyz")
                              if (i + j) % 4], columns=["item_id", "feature", "value"])
     interactions = pd.read_parquet(data / "truth.parquet")[["user_id", "item_id"]]
+    interactions["weight"] = (interactions["item_id"] % 4) * 0.5  # the history's weights (miscalibration), some 0
     baseline = recs[recs["model"] == "popular"][["user_id", "item_id", "score"]].copy()
     baseline["score"] = -baseline["item_id"].astype(float)  # another order
     catalog = items[items["item_id"] % 3 > 0][["item_id"]]
@@ -172,7 +173,7 @@ def test_beyond_accuracy_metrics(engine):
              "aplt@5", "aclt(head=0.5)@10", "rbo@10", "rbo(p=0.5)@5", "intersection@5", "jaccard@10",
              "miscalibration@10", "miscalibration(alpha=0.2,by=features)@5", "entropy@10", "entropy(base=2,by=features)@5",
              "alpha_ndcg@5", "alpha_ndcg(alpha=0.25)@10", "alpha_dcg@5", "err_ia@10", "nerr_ia@5", "nrbp",
-             "nrbp(alpha=0.2,beta=0.8)@10", "p_ia@5", "s_recall@10", "map_ia", "entropy(patience=0.85,base=2)@5",
+             "nrbp(alpha=0.2,beta=0.8)@10", "nnrbp@5", "nnrbp(alpha=0.25,beta=0.8)@10", "p_ia@5", "s_recall@10", "map_ia", "entropy(patience=0.85,base=2)@5",
              "miscalibration(patience=0.5)@10", "exposure_disparity@10", "exposure_disparity(target=merit,combine=l2)@5",
              "exposure_disparity(weight=geometric,combine=variance)@5", "exposure_disparity(weight=uniform,combine=max_abs_dev)@10",
              "exposure_gini@10", "exposure_gini(weight=log,over=groups)@5", "exposure_entropy(base=2)@10",
@@ -186,8 +187,10 @@ def test_beyond_accuracy_metrics(engine):
     frames = {"recs": recs, "truth": truth, "items": items, "item_features": features, "interactions": interactions,
               "expected_recs": baseline, "catalog": catalog, "intents": intents}
     names = {role: engine.load(frame) for role, frame in frames.items()}
-    got = recsql.evaluate(names.pop("recs"), names.pop("truth"), asked, con=engine.con, run_cols=["model"], **names)
-    want = recsql.evaluate(frames.pop("recs"), frames.pop("truth"), asked, run_cols=["model"], **frames)
+    got = recsql.evaluate(names.pop("recs"), names.pop("truth"), asked, con=engine.con, run_cols=["model"],
+                          interaction_weight_col="weight", **names)
+    want = recsql.evaluate(frames.pop("recs"), frames.pop("truth"), asked, run_cols=["model"],
+                           interaction_weight_col="weight", **frames)
     assert_same(got.per_user, want.per_user, ["model", "user_id"])
     assert_same(got.summary, want.summary, ["model"])
     lists_only = ["novelty@5", "diversity@5", "coverage@10", "personalization@5"]

@@ -13,6 +13,9 @@ How the two are lined up:
   |S| for a first item relevant to every intent; ndeval prints 2.0 for one relevant to two intents):
   recsql normalises at every k, so there ndeval's value is recsql's times |S| (checked below).
 - ndeval supports cutoffs up to 20.
+- ndeval's nNRBP is the whole list's NRBP over the whole greedy ideal list's: recsql's nnrbp@k with k the
+  longest list or the most relevant items of a user, whichever is larger; where no intent has a relevant
+  item ndeval divides 0 by 0 (NaN) and recsql gives 0, as for every other intent-aware metric.
 """
 from __future__ import annotations
 
@@ -53,12 +56,18 @@ def _intent_counts(intents: pd.DataFrame) -> dict:
     return {str(u): rows["intent"].nunique() for u, rows in relevant.groupby("user_id")}
 
 
+def _whole_depth(recs: pd.DataFrame, intents: pd.DataFrame) -> int:
+    """The cutoff at which nnrbp@k is ndeval's nNRBP: the longest list or the most relevant items of a user."""
+    relevant = intents[intents["relevance"] >= 1].groupby("user_id")["item_id"].nunique()
+    return int(max(recs.groupby("user_id").size().max(), relevant.max() if len(relevant) else 1, 1))
+
+
 def _compare(recs: pd.DataFrame, intents: pd.DataFrame, k: int, alpha: float = 0.5, beta: float = 0.5) -> None:
     asked = [f"{n}(alpha={alpha})@{k}" if n in ("alpha_ndcg", "alpha_dcg") else f"{n}@{k}" for n in NDEVAL]
-    asked += [f"nrbp(alpha={alpha},beta={beta})", "map_ia"]
+    asked += [f"nrbp(alpha={alpha},beta={beta})", "map_ia", f"nnrbp(alpha={alpha},beta={beta})@{_whole_depth(recs, intents)}"]
     got = recsql.evaluate(recs, None, asked, intents=intents).per_user.set_index("user_id")
     # ndeval's ERR-IA family and P-IA/strec take α = 0.5 whatever alpha-nDCG's is: one call per α
-    want = _ndeval(recs, intents, [f"{v}@{k}" for v in NDEVAL.values()] + list(WHOLE.values()), alpha, beta)
+    want = _ndeval(recs, intents, [f"{v}@{k}" for v in NDEVAL.values()] + list(WHOLE.values()) + ["nNRBP"], alpha, beta)
     fixed = _ndeval(recs, intents, [f"{v}@{k}" for v in NDEVAL.values()])
     counts = _intent_counts(intents)
     for user in got.index:
@@ -74,6 +83,11 @@ def _compare(recs: pd.DataFrame, intents: pd.DataFrame, k: int, alpha: float = 0
             if k == 1 and metric in ("alpha_dcg", "err_ia"):
                 value *= counts.get(str(user), 0)  # ndeval leaves @1 unnormalised
             assert math.isclose(value, tool, rel_tol=1e-9, abs_tol=1e-12), (user, column, value, tool)
+        nnrbp = theirs["nNRBP"]
+        if counts.get(str(user), 0) == 0:  # no relevant item: ndeval's 0/0
+            assert math.isnan(nnrbp) and mine[asked[-1]] == 0, (user, nnrbp, mine[asked[-1]])
+        else:
+            assert math.isclose(mine[asked[-1]], nnrbp, rel_tol=1e-9, abs_tol=1e-12), (user, mine[asked[-1]], nnrbp)
 
 
 @st.composite
@@ -138,10 +152,48 @@ def test_ir_measures_names_give_ndevals_values():
         assert set(per_user.index[per_user[columns[name]].notna()]) <= {int(u) for u in want}, name
 
 
+def test_ir_measures_nnrbp_is_refused_for_nnrbp_at_the_whole_depth():
+    """ir_measures' nNRBP has no cutoff: recsql refuses the name and points to nnrbp@k, which equals it
+    (ir_measures' own value) at k = the longest list or the most relevant items of a user."""
+    recs, intents = _genre_intents()
+    with pytest.raises(recsql.RecsqlError, match=r"ir_measures' nNRBP .*write nnrbp@k"):
+        recsql.evaluate(recs, None, ["nNRBP"], intents=intents)
+    depth = _whole_depth(recs, intents)
+    per_user = recsql.evaluate(recs, None, [f"nnrbp@{depth}"], intents=intents).per_user.set_index("user_id")
+    qrels = pd.DataFrame({"query_id": intents["user_id"].astype(str), "doc_id": intents["item_id"].astype(str),
+                          "relevance": intents["relevance"], "iteration": intents["intent"]})
+    ranked = _ranked(recs)
+    run = pd.DataFrame({"query_id": ranked["user_id"].astype(str), "doc_id": ranked["item_id"].astype(str),
+                        "score": 1000.0 - ranked.groupby("user_id").cumcount()})
+    want = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nNRBP], qrels, run)
+            if int(m.query_id) in per_user.index}
+    assert len(want) > 10 and any(0 < v < 1 for v in want.values())
+    for user, value in want.items():
+        mine = per_user.at[int(user), f"nnrbp@{depth}"]
+        if math.isnan(value):  # no relevant item: ndeval's 0/0, recsql's 0
+            assert mine == 0 and _intent_counts(intents).get(user, 0) == 0, user
+            continue
+        assert math.isclose(mine, value, rel_tol=1e-9, abs_tol=1e-12), user
+
+
+def test_the_greedy_ideal_breaks_ties_as_ndeval():
+    """Items 1 {a, b}, 2 {c, d}, 3 {a, c} all gain 2 at the first step. ndeval takes the last docno of equal
+    gains (3, leaving 1.5 and 1.5: ideal gains 2, 1.5, 1.5); the first (1) would leave 2 then 1 (2, 2, 1),
+    a larger ideal. Every metric normalised by the ideal list gives ndeval's value."""
+    recs = pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]})
+    intents = pd.DataFrame({"user_id": [1] * 6, "item_id": [1, 1, 2, 2, 3, 3], "intent": list("abcdac"),
+                            "relevance": [1] * 6})
+    got = recsql.evaluate(recs, None, ["alpha_ndcg@3", "nerr_ia@3", "nnrbp@3"], intents=intents).per_user.iloc[0]
+    want = _ndeval(recs, intents, ["alpha-nDCG@3", "nERR-IA@3", "nNRBP"])["1"]
+    assert got["nnrbp@3"] == pytest.approx(2 / 3.125) == pytest.approx(want["nNRBP"])  # 2 / (2 + 1.5/2 + 1.5/4)
+    assert got["alpha_ndcg@3"] == pytest.approx(want["alpha-nDCG@3"], rel=1e-12)
+    assert got["nerr_ia@3"] == pytest.approx(want["nERR-IA@3"], rel=1e-12)
+
+
 def test_a_cutoff_beyond_the_unrolled_ideal_is_refused():
     recs = pd.DataFrame({"user_id": [1], "item_id": [1], "score": [1.0]})
     intents = pd.DataFrame({"user_id": [1], "item_id": [1], "intent": ["a"], "relevance": [1]})
-    with pytest.raises(recsql.RecsqlError, match="alpha_ndcg and nerr_ia support k <= 100 .*got k = 101"):
+    with pytest.raises(recsql.RecsqlError, match="alpha_ndcg, nerr_ia and nnrbp support k <= 100 .*got k = 101"):
         recsql.evaluate(recs, None, ["alpha_ndcg@101"], intents=intents)
     assert recsql.evaluate(recs, None, ["alpha_dcg@101", "p_ia@101"], intents=intents).summary["p_ia@101"].iloc[0] \
         == pytest.approx(1 / 101)

@@ -420,7 +420,7 @@ def test_no_foreign_name_shadows_a_recsql_name():
         by_spelling.setdefault(entry.name.lower(), set()).add(entry.metric)
     assert all(len(v) == 1 for v in by_spelling.values()), by_spelling
     refused_colliding = {n for n in names.IR_REFUSED | names.TREC_REFUSED if is_recsql_name(n)}
-    assert refused_colliding == {"RBP", "Accuracy"}
+    assert refused_colliding == {"RBP", "Accuracy", "nNRBP"}
     for name in refused_colliding:  # the exact spelling is refused, recsql's spelling is recsql's
         with pytest.raises(recsql.RecsqlError):
             recsql.parse_metric(name + "@10")

@@ -19,7 +19,8 @@ from .rewrite import union_all
 # per key). One value per input, over every run, copied onto every summary row.
 DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows", "truth_duplicate_rows",
                "expected_recs_invalid_rows", "expected_recs_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
-               "item_features_duplicate_rows", "intents_invalid_rows", "intents_duplicate_rows", "users_without_segment", "segment_duplicate_users",
+               "item_features_duplicate_rows", "intents_invalid_rows", "intents_duplicate_rows",
+               "interactions_invalid_rows", "users_without_segment", "segment_duplicate_users",
                "segment_null_rows")
 
 
@@ -192,6 +193,11 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
                               "intents_invalid_rows"))
         names.append("intents_invalid_rows")
         duplicates("intents_duplicate_rows", "intents_in", ["user_id", "item_id", "intent"])
+    if plan.interactions is not None and plan.interaction_weight_col and "interactions_in" in read:
+        # a weight of the history (miscalibration's w_ui): NULL, NaN, infinite or negative
+        parts.append(_invalid("interactions_in", ["weight"], ["weight"], "interactions_invalid_rows",
+                              also=exp.LT(this=exp.column("weight"), expression=exp.Literal.number(0))))
+        names.append("interactions_invalid_rows")
     if plan.segments is not None:
         parts += _segment_checks(plan, "list_heads" if heads is not None else "recs_in", "truth_in" in read)
         names += SEGMENT_CHECKS

@@ -130,10 +130,14 @@ def items_in(plan: Plan, needed: set[str]) -> exp.Select:
 
 
 def interactions_in(plan: Plan) -> exp.Select:
+    """Interactions as (user_id, item_id, weight): weight from interaction_weight_col, NULL without one
+    (the history then weighs each item 1: sql/_ranked.sql, history_categories)."""
     if plan.interactions is None:
-        return _empty(("user_id", "user_id"), ("item_id", "item_id"))
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("weight", "DOUBLE"))
+    weight = quoted_column(plan.interaction_weight_col) if plan.interaction_weight_col else exp.null()
     return exp.select(_id(plan, plan.user_col, "user_id", "interactions"),
-                      _id(plan, plan.item_col, "item_id", "interactions")).from_(plan.interactions.copy())
+                      _id(plan, plan.item_col, "item_id", "interactions"),
+                      exp.alias_(exp.cast(weight, "DOUBLE"), "weight")).from_(plan.interactions.copy())
 
 
 def intents_in(plan: Plan) -> exp.Select:

@@ -3,7 +3,9 @@
 The ideal list of α-nDCG is NP-hard to find; ndeval, and after it every tool, takes the greedy one
 (Clarke et al., SIGIR 2008): at each step the relevant item with the largest gain given the items
 already picked, gain(i) = Σ_{s ∈ intents of i} (1 − α)^{c_s}, c_s = the picked items relevant to s;
-ties go to the smallest item id. Each step depends on the one before, so the chain is unrolled, one
+ties go to the largest item id, as in ndeval (its loop over the items in docno order lets an equal gain
+of a later docno replace the best so far: strcmp order, which is the ids' order when their text sorts as
+their values do). Each step depends on the one before, so the chain is unrolled, one
 CTE per step up to the largest cutoff asked: a plain query every engine runs (a recursive one would
 not run on Spark). A step reads the one before once (an engine that inlines CTEs, as Spark does,
 would otherwise repeat the earlier steps exponentially often): its rows are the relevant judgments
@@ -25,7 +27,7 @@ _FIRST = ("SELECT j.user_id, a.alpha, j.item_id, j.intent, CAST(NULL AS BIGINT) 
 
 def _step(before: str, step: int) -> str:
     """Step ``step``: each row's intent seen count c_s among the items picked, each item's gain, the best
-    item not yet picked (rank 1: unpicked first, largest gain, smallest id) marked with ``step``."""
+    item not yet picked (rank 1: unpicked first, largest gain, largest id) marked with ``step``."""
     seen = ("SELECT s.user_id, s.alpha, s.item_id, s.intent, s.step, s.gain, "
             "COUNT(s.step) OVER (PARTITION BY s.user_id, s.alpha, s.intent) AS seen "
             f"FROM {before} AS s")
@@ -35,7 +37,7 @@ def _step(before: str, step: int) -> str:
              f"FROM ({seen}) AS c")
     ranked = ("SELECT g.user_id, g.alpha, g.item_id, g.intent, g.step, g.gain, g.item_gain, "
               "DENSE_RANK() OVER (PARTITION BY g.user_id, g.alpha ORDER BY CASE WHEN g.step IS NULL THEN 0 ELSE 1 END, "
-              "g.item_gain DESC, g.item_id ASC) AS best "
+              "g.item_gain DESC, g.item_id DESC) AS best "
               f"FROM ({gains}) AS g")
     return ("SELECT r.user_id, r.alpha, r.item_id, r.intent, "
             f"CASE WHEN r.step IS NULL AND r.best = 1 THEN CAST({step} AS BIGINT) ELSE r.step END AS step, "

@@ -99,6 +99,8 @@ class Plan:
     feature_col: str = "feature"
     value_col: str = "value"
     intent_col: str = "intent"
+    # interactions' weight column (miscalibration's history weights w_ui; None: every item weighs 1)
+    interaction_weight_col: str | None = None
     intent_relevance_col: str | None = None  # the intents' relevance column (None: every row relevant)
     # Segments (docs/guide/populations.md, "Segments"): a relation (user, segment columns) giving each
     # user one segment; its columns are the last run keys (run_cols ends with segment_cols), read by

@@ -213,7 +213,7 @@ def stage_features(metrics: list[Metric]) -> dict[str, set]:
     if max(features.get("slots", {0})) > MAX_SLOTS:
         raise RecsqlError(f"ideal=k_slots supports k <= {MAX_SLOTS} (its ideal positions are generated in SQL); "
                           f"got k = {max(features['slots'])}")
-    for feature, limit, why in (("intent_ideal", MAX_IDEAL_K, "alpha_ndcg and nerr_ia support k <= {} (their greedy "
+    for feature, limit, why in (("intent_ideal", MAX_IDEAL_K, "alpha_ndcg, nerr_ia and nnrbp support k <= {} (their greedy "
                                                            "ideal list is unrolled in SQL, one step per position)"),
                                 ("intent_depths", MAX_SLOTS, "the intent-aware metrics support k <= {} (their "
                                                              "normalisers' positions are generated in SQL)")):

@@ -62,6 +62,7 @@ DEFAULT_OPTIONS = {
     "err_ia": {"alpha": 0.5},
     "nerr_ia": {"alpha": 0.5},
     "nrbp": {"alpha": 0.5, "beta": 0.5},
+    "nnrbp": {"alpha": 0.5, "beta": 0.5},
     "p_ia": {},
     "s_recall": {},
     "map_ia": {},
@@ -77,7 +78,7 @@ DEFAULT_OPTIONS = {
     "ee_l": {"model": "rbp", "patience": 0.5, "utility": 0.5},
 }
 # the intent-aware metrics: read the intents input (user, item, intent, relevance)
-INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "p_ia", "s_recall", "map_ia"}
+INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "nnrbp", "p_ia", "s_recall", "map_ia"}
 
 TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp", "ee_d", "ee_r", "ee_l"}
 LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
@@ -86,7 +87,7 @@ GLOBAL_METRICS = {"coverage", "gini", "personalization", "exposure_disparity", "
                   "lt_coverage", "pop_rsp", "pop_reo"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
 NEEDS_K = {"ee_d", "ee_r", "ee_l", "awrf", "pop_rsp", "pop_reo", "exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "surprisal", "unexpectedness", "serendipity", "personalization", "rbo", "intersection", "jaccard",
-           "miscalibration", "entropy", "alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "p_ia", "s_recall"}
+           "miscalibration", "entropy", "alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nnrbp", "p_ia", "s_recall"}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -372,22 +373,34 @@ def _shares(ctx, item):
     return {f: v / total for f, v in positive.items()}
 
 
-def _distribution(ctx, items, patience=1.0):
+def _distribution(ctx, items, patience=1.0, weights=None):
     """The items' category distribution (each item split over its categories, the r-th item of ``items``
-    weighted patience^(r − 1)); None when no item has one."""
+    weighted patience^(r − 1), or by ``weights[item]`` when given); None when no item has one."""
     mass = {}
     for r, item in enumerate(items, start=1):
+        weight = weights[item] if weights is not None else patience ** (r - 1)
         for category, share in _shares(ctx, item).items():
-            mass[category] = mass.get(category, 0.0) + share * patience ** (r - 1)
+            mass[category] = mass.get(category, 0.0) + share * weight
     total = sum(mass.values())
     return {c: m / total for c, m in mass.items()} if total > 0 else None
 
 
+def _history_weights(ctx, user):
+    """Steck's w_ui of the user's history (eq. 1): per item, the sum of the ``weight`` of its
+    interactions when the interactions carry one, else 1 (each item once, however often seen)."""
+    weights = {}
+    for r in ctx.interactions:
+        if r["user_id"] == user:
+            weights[r["item_id"]] = weights.get(r["item_id"], 0.0) + r["weight"] if "weight" in r else 1.0
+    return weights
+
+
 def miscalibration(ctx, user):
-    """Steck's C_KL = Σ_g p ln(p / q̃), q̃ = (1 − α) q + α p; p from the user's interactions (each item
-    once), q from L; None without a categorized item in the history, ln(1/α) with none in L."""
-    history = sorted({r["item_id"] for r in ctx.interactions if r["user_id"] == user}, key=str)
-    p = _distribution(ctx, history)
+    """Steck's C_KL = Σ_g p ln(p / q̃), q̃ = (1 − α) q + α p; p(g|u) = Σ_i w_ui p(g|i) / Σ_i w_ui over the
+    user's interactions (w_ui: _history_weights), q from L; None without a categorized item of positive
+    weight in the history, ln(1/α) with none in L."""
+    weights = _history_weights(ctx, user)
+    p = _distribution(ctx, sorted(weights, key=str), weights=weights)
     if p is None:
         return None
     q = _distribution(ctx, ctx.top(user), ctx.opts["patience"]) or {}
@@ -462,13 +475,13 @@ def _intent_gains(items, judged, alpha):
 
 def _greedy_ideal(judged, alpha, k):
     """The greedy ideal list's gains at positions 1..k: each position takes the not yet taken relevant
-    item of largest gain given those above (ties: the smallest item id)."""
-    left, seen, gains = sorted(i for i, s in judged.items() if s), {}, []
+    item of largest gain given those above (ties: the largest item id, as ndeval)."""
+    left, seen, gains = sorted((i for i, s in judged.items() if s), reverse=True), {}, []
 
     def gain(item):
         return sum((1 - alpha) ** seen.get(s, 0) for s in judged[item])
     while left and len(gains) < k:
-        best = max(left, key=gain)  # the first of equal gains: left is in item id order
+        best = max(left, key=gain)  # the first of equal gains: left is in descending item id order
         gains.append(gain(best))
         for s in judged[best]:
             seen[s] = seen.get(s, 0) + 1
@@ -532,6 +545,14 @@ def nrbp(ctx, user, judged, S):
     a, b = ctx.opts["alpha"], ctx.opts["beta"]
     return _div((1 - (1 - a) * b) * _discounted(_intent_gains(ctx.top(user), judged, a), lambda r: b ** (r - 1)),
                 len(S))
+
+
+@_of_intent_users
+def nnrbp(ctx, user, judged, S):
+    """Σ_{r≤k} β^(r−1) Σ_s J (1 − α)^c over the same sum of the greedy ideal list (NRBP's factor cancels)."""
+    a, b = ctx.opts["alpha"], ctx.opts["beta"]
+    return _div(_discounted(_intent_gains(ctx.top(user), judged, a), lambda r: b ** (r - 1)),
+                _discounted(_greedy_ideal(judged, a, ctx.k), lambda r: b ** (r - 1)))
 
 
 @_of_intent_users
@@ -1008,6 +1029,7 @@ METRICS = {
     "err_ia": err_ia,
     "nerr_ia": nerr_ia,
     "nrbp": nrbp,
+    "nnrbp": nnrbp,
     "p_ia": p_ia,
     "s_recall": s_recall,
     "map_ia": map_ia,
