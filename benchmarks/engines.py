@@ -41,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 ENGINES = ("duckdb", "sqlite", "postgres", "mysql", "spark", "clickhouse", "datafusion")
 LIMIT_GB = 4
+ROLES = ("recs", "truth", "items", "interactions", "expected_recs", "item_features", "intents")  # movielens_shaped's
 
 
 def movielens_shaped(seed: int = 0) -> dict:
@@ -66,14 +67,29 @@ def movielens_shaped(seed: int = 0) -> dict:
     top = truth_frame.groupby("item_id").size().sort_values(ascending=False, kind="stable").head(k).index
     expected = pd.DataFrame([(u, int(i), float(k - j)) for u in range(1, users + 1) for j, i in enumerate(top)],
                             columns=["user_id", "item_id", "score"])
+    intents = truth_frame.merge(features[["item_id", "feature"]], on="item_id").rename(columns={"feature": "intent"})
     return {"recs": pd.concat(recs, ignore_index=True), "truth": truth_frame, "items": items,
-            "interactions": truth_frame[["user_id", "item_id"]], "expected_recs": expected, "item_features": features}
+            "interactions": truth_frame[["user_id", "item_id"]], "expected_recs": expected, "item_features": features,
+            "intents": intents[["user_id", "item_id", "intent", "relevance"]]}
 
 
 def metrics() -> list[str]:
+    """Every metric of the registry whose inputs the benchmark's tables give (at @100 where it takes a
+    cutoff), and diversity by feature vectors."""
     import recsql
-    return ["diversity(by=features)@100", *(name + ("@100" if spec.k_rule != "none" else "")
-                                            for name, spec in recsql.registry().items())]
+    from recsql.compose.needs import check_inputs
+    from recsql.errors import RecsqlError
+    from recsql.metrics import parse_metric
+    given = set(ROLES)
+    asked = ["diversity(by=features)@100"]
+    for name, spec in recsql.registry().items():
+        text = name + ("@100" if spec.k_rule != "none" else "")
+        try:
+            check_inputs([parse_metric(text)], given, {})
+        except (RecsqlError, KeyError):
+            continue  # an input the benchmark's data does not have (logs, a reward model, ...)
+        asked.append(text)
+    return asked
 
 
 class PeakMemory:
