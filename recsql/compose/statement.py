@@ -15,8 +15,8 @@ from ..trees import parse
 from .checks import DIAGNOSTICS, RECS_ROWS, input_checks, uses_exponent
 from .columns import metric_columns
 from .expressions import metric_expression
-from .inputs import (expected_in, catalog_in, features_in, intents_in, interactions_in, items_in, recs_in,
-                     segments_in, truth_in)
+from .inputs import (expected_in, catalog_in, features_in, intents_in, interactions_in, items_in, logs_in, recs_in,
+                     reward_model_in, segments_in, truth_in)
 from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
                     population_condition, second_view)
 from .plan import (GLOBAL_SRC, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs,
@@ -89,7 +89,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", items_in(plan, read_items)),
               ("interactions_in", interactions_in(plan)), ("catalog_in", catalog_in(plan)),
               ("expected_in", expected_in(plan)), ("features_in", features_in(plan, read_items)),
-              ("intents_in", intents_in(plan))]
+              ("intents_in", intents_in(plan)), ("logs_in", logs_in(plan)), ("reward_model_in", reward_model_in(plan))]
     if plan.segments is not None:  # read by recs_in and truth_in, first
         inputs.insert(0, ("segments_in", segments_in(plan)))
     runs = internal_runs(plan)
