@@ -174,10 +174,9 @@ def evaluate(
     [{'n_users': 2, 'mrr@10': 0.25, 'hr@1': 0.0}]
     """
     keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
-                    item_features=item_features, intents=intents, logs=logs, reward_model=reward_model, segments=segments, user_col=user_col,
-                    item_col=item_col, intent_col=intent_col, position_col=position_col, propensity_col=propensity_col,
-                    reward_col=reward_col, sample_col=sample_col,
-                    score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
+                    item_features=item_features, intents=intents, logs=logs, reward_model=reward_model, segments=segments,
+                    user_col=user_col, item_col=item_col, intent_col=intent_col, position_col=position_col,
+                    propensity_col=propensity_col, reward_col=reward_col, sample_col=sample_col, score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
                     run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
                     convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
                     features_col=features_col, feature_col=feature_col, value_col=value_col, segment_cols=segment_cols)
@@ -352,10 +351,9 @@ def to_sql(
                           "text_ids=['user_id', 'item_id']")
     text_ids = tuple(text_ids)
     keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
-                    item_features=item_features, intents=intents, logs=logs, reward_model=reward_model, segments=segments, user_col=user_col,
-                    item_col=item_col, intent_col=intent_col, position_col=position_col, propensity_col=propensity_col,
-                    reward_col=reward_col, sample_col=sample_col,
-                    score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
+                    item_features=item_features, intents=intents, logs=logs, reward_model=reward_model, segments=segments,
+                    user_col=user_col, item_col=item_col, intent_col=intent_col, position_col=position_col,
+                    propensity_col=propensity_col, reward_col=reward_col, sample_col=sample_col, score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
                     run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
                     convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
                     features_col=features_col, feature_col=feature_col, value_col=value_col, segment_cols=segment_cols)

@@ -75,6 +75,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
             raise RecsqlError(f"metric {str(m)!r} has no exact expected value under ties='average'; "
                               f"metrics that do: {', '.join(tie_averaged())} (ndcg/idcg not with ideal=list). "
                               "Use ties='item_id' (deterministic) for the others")
+    refuse_logged(plan, resolved)
     needed = check_inputs(resolved, *plan_inputs(plan))
     second, second_metrics = second_view(plan, resolved)
     stage = build_stage(plan, resolved, second, second_metrics)
@@ -166,6 +167,21 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     statement.set("with_", new_with)
     prune(new_with, final)
     return statement
+
+
+def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
+    """What the off-policy estimators (docs/guide/logs.md) cannot be evaluated with yet, refused with the reason."""
+    logged = [m for m in metrics if "logs" in m.spec.features(m.all_options())]
+    if not logged:
+        return
+    scored = next((m for m in logged if m.all_options().get("target") == "scores"), None)
+    if scored is not None and plan.rank_col:
+        raise RecsqlError(f"metric {str(scored)!r} reads the recs' scores as the target policy's probabilities, and "
+                          f"these recs are ordered by rank_col={plan.rank_col!r}: pass score_col='<probability "
+                          "column>' instead, or target=list (the list's own positions)")
+    if plan.segment_cols or plan.sampled:
+        raise RecsqlError(f"metric {str(logged[0])!r} with {'segments' if plan.segment_cols else 'sample_col'} is not "
+                          "supported yet: evaluate the off-policy estimators without them")
 
 
 def refuse_sampled(plan: Plan) -> None:
