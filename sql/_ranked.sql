@@ -723,6 +723,7 @@ log_rows AS (
     LEFT JOIN reward_model_in AS qf ON qf.user_id = l.user_id AND qf.item_id = l.item_id
     LEFT JOIN reward_model_in AS qa ON qa.user_id = l.user_id AND qa.item_id = a.item_id
     LEFT JOIN log_policy AS p ON p.run_keys = runs.run_keys AND p.user_id = l.user_id
+    WHERE EXISTS (SELECT 1 FROM recs_in)  -- no recommendations at all: no run to estimate
 ),
 stacked AS (
     SELECT run_keys, user_id, 1 AS src, rank, CAST(NULL AS BIGINT) AS ideal_rank,
