@@ -53,7 +53,9 @@ def refuse_logs(runner: Runner, plan: Plan, found: dict[str, int]) -> None:
                               "Keep one prediction per (context, item).")}
     for role, (make, keys, names, fix) in keyed.items():
         if found.get(f"{role}_duplicate_rows"):
-            groups = exp.select(*keys).from_(make(plan).subquery("s")).group_by(*keys).having("COUNT(*) > 1")
+            body = exp.select(*[exp.alias_(exp.cast(exp.column(k), "BIGINT"), k) if k == "position" else k
+                                for k in keys]).from_(make(plan).subquery("l"))  # a whole position, as logged
+            groups = exp.select(*keys).from_(body.subquery("s")).group_by(*keys).having("COUNT(*) > 1")
             query = exp.select(*keys).from_(groups.subquery("d")).order_by(*keys).limit(3)
             rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
             raise duplicate_report(rows, found[f"{role}_duplicate_rows"], role, names, fix)
