@@ -709,7 +709,7 @@ log_rows AS (
     -- (context, item) and its value of each target at the context (list: the item the list puts at the
     -- logged position, 0 where it puts none; scores: Σ_a π_e(a|x) q̂(x, a))
     SELECT runs.run_keys, CASE WHEN l.position < 0 THEN l.user_id END AS user_id, 18 AS src,
-        CAST(CASE WHEN s.rank = l.position THEN 1 ELSE 0 END AS DOUBLE) AS log_pe_list,
+        CAST(CASE WHEN CAST(s.rank AS DOUBLE) = l.position THEN 1 ELSE 0 END AS DOUBLE) AS log_pe_list,
         CAST(COALESCE(-c.ord, 0) AS DOUBLE) AS log_pe_scores,
         CAST(l.propensity AS DOUBLE) AS log_propensity, CAST(l.reward AS DOUBLE) AS log_reward,
         CAST(qf.reward AS DOUBLE) AS log_q_factual,
@@ -719,7 +719,8 @@ log_rows AS (
     CROSS JOIN runs
     LEFT JOIN list_rows AS s ON s.run_keys = runs.run_keys AND s.user_id = l.user_id AND s.item_id = l.item_id
     LEFT JOIN recs_in AS c ON c.run_keys = runs.run_keys AND c.user_id = l.user_id AND c.item_id = l.item_id
-    LEFT JOIN list_rows AS a ON a.run_keys = runs.run_keys AND a.user_id = l.user_id AND a.rank = l.position
+    -- the position as logged (a DOUBLE, checked whole): ranks compared as DOUBLEs, exact below 2^53
+    LEFT JOIN list_rows AS a ON a.run_keys = runs.run_keys AND a.user_id = l.user_id AND CAST(a.rank AS DOUBLE) = l.position
     LEFT JOIN reward_model_in AS qf ON qf.user_id = l.user_id AND qf.item_id = l.item_id
     LEFT JOIN reward_model_in AS qa ON qa.user_id = l.user_id AND qa.item_id = a.item_id
     LEFT JOIN log_policy AS p ON p.run_keys = runs.run_keys AND p.user_id = l.user_id
