@@ -65,7 +65,10 @@ BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_
 _JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "bl"}), "interaction_users": ("ranked", {"iu"}),
           "intents": ("ranked", {"ius"}), "intent_ideal": ("intent_depths", {"i"}),
           "catalog": ("ranked", {"cs"}), "category_targets": ("category_rows", {"t"}), "categories": ("pair_rows", {"ca", "cb"}),
-          "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
+          "feature_vectors": ("pair_rows", {"na", "nb", "d"}),
+          # the logged impressions' joins, each read by the estimators of one target or of the reward model
+          "log_list": ("log_rows", {"s"}), "log_scores": ("log_rows", {"c"}), "log_factual": ("log_rows", {"qf"}),
+          "log_model_list": ("log_rows", {"a", "qa"}), "log_model_scores": ("log_rows", {"p"})}
 
 
 # Columns (CTE, column, type) replaced by a typed NULL when the feature is off (None: the order's type).
