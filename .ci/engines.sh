@@ -116,3 +116,22 @@ else
     echo "$dbt_stamp" > "$dbt_venv/.recsql-requirements"
 fi
 "$dbt_venv/bin/dbt" --version | sed 's/^/engines.sh: dbt: /'
+
+# obp (Open Bandit Pipeline), for tests/test_logs_obp.py: in its own virtual environment, at RECSQL_OBP_VENV
+# (default ~/.cache/recsql-obp), from .ci/obp-requirements.txt with --no-deps --ignore-requires-python: obp
+# 0.5.7 declares Python < 3.11 and pins numpy 1.23, pandas 1.5 and torch 1.12, and runs on 3.11 with the
+# set there (torch: the CPU build on this machine's disk, imported by obp at import time only). A stamp of
+# the file's hash says it is current.
+obp_venv="${RECSQL_OBP_VENV:-$HOME/.cache/recsql-obp}"
+obp_requirements="$(cd "$(dirname "$0")" && pwd)/obp-requirements.txt"
+obp_stamp="$(sha256sum "$obp_requirements" | cut -d' ' -f1)"
+if [ "$(cat "$obp_venv/.recsql-requirements" 2>/dev/null)" = "$obp_stamp" ] &&
+    "$obp_venv/bin/python" -c "import obp.ope, pyarrow" >/dev/null 2>&1; then
+    echo "engines.sh: obp already installed in $obp_venv"
+else
+    rm -rf "$obp_venv"
+    python3 -m venv "$obp_venv"
+    "$obp_venv/bin/pip" install -q --no-deps --ignore-requires-python -r "$obp_requirements"
+    echo "$obp_stamp" > "$obp_venv/.recsql-requirements"
+fi
+"$obp_venv/bin/python" -c "import obp; print('engines.sh: obp', obp.__version__)"

@@ -1,11 +1,12 @@
 """The public entry points: :func:`evaluate` (run on an engine) and :func:`to_sql` (render the query)."""
 from __future__ import annotations
 
+
 import functools
 import re
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
@@ -110,6 +111,12 @@ class Evaluation:
 
 
 @suggest_keywords
+
+def _input_keywords(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`Inputs` fields beside recs and truth among a call's ``arguments`` (its ``locals()``
+    before anything else is bound): evaluate and to_sql take every one by its own name."""
+    return {f.name: arguments[f.name] for f in fields(Inputs) if f.name not in ("recs", "truth")}
+
 def evaluate(
     recs: Any,
     truth: Any = None,
@@ -121,6 +128,8 @@ def evaluate(
     expected_recs: Any = None,
     item_features: Any = None,
     intents: Any = None,
+    logs: Any = None,
+    reward_model: Any = None,
     segments: Any = None,
     con: Any = None,
     user_col: str = "user_id",
@@ -142,6 +151,9 @@ def evaluate(
     value_col: str = "value",
     intent_col: str = "intent",
     interaction_weight_col: str | None = None,
+    position_col: str | None = "position",
+    propensity_col: str = "propensity",
+    reward_col: str = "reward",
     sample_col: str | None = None,
     segment_cols: Iterable[str] | str | None = None,
     progress: bool = False,
@@ -169,14 +181,7 @@ def evaluate(
     >>> evaluate(recs, truth, ["mrr@10", "hr@1"]).summary[["n_users", "mrr@10", "hr@1"]].to_dict("records")
     [{'n_users': 2, 'mrr@10': 0.25, 'hr@1': 0.0}]
     """
-    keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
-                    item_features=item_features, intents=intents, segments=segments, user_col=user_col,
-                    item_col=item_col, intent_col=intent_col, interaction_weight_col=interaction_weight_col,
-                    sample_col=sample_col,
-                    score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
-                    run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
-                    convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
-                    features_col=features_col, feature_col=feature_col, value_col=value_col, segment_cols=segment_cols)
+    keywords = _input_keywords(locals())
     recs, truth, metrics, keywords = unpacked(recs, truth, metrics, keywords, "evaluate")
     keywords["expected_recs"] = renamed("expected_recs", keywords["expected_recs"], "baseline", baseline, "evaluate",
                                         WHAT)
@@ -278,6 +283,8 @@ def to_sql(
     expected_recs: str | None = None,
     item_features: str | None = None,
     intents: str | None = None,
+    logs: str | None = None,
+    reward_model: str | None = None,
     segments: str | None = None,
     dialect: str = "duckdb",
     output: str = "summary",
@@ -303,6 +310,9 @@ def to_sql(
     value_col: str = "value",
     intent_col: str = "intent",
     interaction_weight_col: str | None = None,
+    position_col: str | None = "position",
+    propensity_col: str = "propensity",
+    reward_col: str = "reward",
     sample_col: str | None = None,
     segment_cols: Iterable[str] | str | None = None,
     compare: dict[str, Any] | None = None,
@@ -343,14 +353,7 @@ def to_sql(
         raise RecsqlError(f"text_ids must name id columns, got {text_ids!r}; pass text_ids='item_id' or "
                           "text_ids=['user_id', 'item_id']")
     text_ids = tuple(text_ids)
-    keywords = dict(items=items, interactions=interactions, catalog=catalog, expected_recs=expected_recs,
-                    item_features=item_features, intents=intents, segments=segments, user_col=user_col,
-                    item_col=item_col, intent_col=intent_col, interaction_weight_col=interaction_weight_col,
-                    sample_col=sample_col,
-                    score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, price_col=price_col,
-                    run_cols=run_cols, threshold=threshold, population=population, duplicates=duplicates,
-                    convention=convention, ties=ties, probability_col=probability_col, category_col=category_col,
-                    features_col=features_col, feature_col=feature_col, value_col=value_col, segment_cols=segment_cols)
+    keywords = _input_keywords(locals())
     recs, truth, metrics, keywords = unpacked(recs, truth, metrics, keywords, "to_sql", truth_default="truth")
     keywords["expected_recs"] = renamed("expected_recs", keywords["expected_recs"], "baseline", baseline, "to_sql",
                                         WHAT)

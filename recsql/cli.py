@@ -45,7 +45,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     tables = list(inputs.values()) + [name for name in [*side_kwargs(args).values(), args.segments] if name]
     inputs.update({"--run": args.run, "--qrels": args.qrels, "--items": args.items, "--interactions": args.interactions,
                    "--catalog": args.catalog, "--expected-recs": args.expected_recs, "--item-features": args.item_features,
-                   "--intents": args.intents, "--segments": args.segments})
+                   "--intents": args.intents, "--logs": args.logs, "--reward-model": args.reward_model,
+                   "--segments": args.segments})
     check_outputs({"--summary-table": args.summary_table, "--per-user-table": args.per_user_table},
                   {"--per-user": args.per_user},
                   tables, {**inputs, "--db": args.db}, db=args.db)

@@ -15,6 +15,7 @@ from .compose import (ITEM_VALUE_INVALID, MAX_EXPONENT, Plan, expected_in, input
 from .compose.checks import SEGMENT_CHECKS
 from .dialects import render
 from .engines.base import Runner
+from .explain_logs import refuse_logs
 from .errors import RecsqlError
 from .validate import duplicate_report
 
@@ -155,6 +156,7 @@ def refuse(runner: Runner, plan: Plan, found: dict[str, int], recs_columns: list
     for role in ("recs", "truth", "expected_recs", "items", "item_features", "intents"):
         if found.get(f"{role}_duplicate_rows"):
             raise _explain_duplicates(runner, plan, role, found[f"{role}_duplicate_rows"], recs_columns)
+    refuse_logs(runner, plan, found)
 
 
 def fetch_checked(runner: Runner, plan: Plan, sql: str, fetch: Any = None) -> Any:

@@ -72,6 +72,9 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
            "items."),
     Family("run_agreement", "Run agreement",
            "How much a run's lists agree with a reference run's (say the model in production)."),
+    Family("off_policy", "Off-policy estimates from logs",
+           "What the run's lists would have earned on logged traffic, estimated from a logging policy's "
+           "impressions, propensities and rewards (and a reward model), with the weights' diagnostics."),
 )}
 
 

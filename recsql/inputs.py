@@ -21,7 +21,7 @@ from .errors import RecsqlError
 from .metrics import Metric
 
 ROLES = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents",
-         "segments")  # docs/guide/inputs.md
+         "logs", "reward_model", "segments")  # docs/guide/inputs.md
 
 
 def renamed(new_name: str, new: Any, old_name: str, old: Any, where: str, what: str = "") -> Any:
@@ -52,6 +52,8 @@ class Inputs:
     expected_recs: Any = None
     item_features: Any = None
     intents: Any = None
+    logs: Any = None
+    reward_model: Any = None
     segments: Any = None
     user_col: str = "user_id"
     item_col: str = "item_id"
@@ -72,6 +74,9 @@ class Inputs:
     value_col: str = "value"
     intent_col: str = "intent"
     interaction_weight_col: str | None = None
+    position_col: str | None = "position"
+    propensity_col: str = "propensity"
+    reward_col: str = "reward"
     sample_col: str | None = None
     segment_cols: Iterable[str] | str | None = None
 

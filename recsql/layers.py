@@ -29,7 +29,7 @@ LAYERS = (
       "recsql.metrics", "recsql.dialects")),
     ("compose", "SQL text from a plan, never run: the one query, its memo, the comparison's statistics statement",
      ("recsql.compose", "recsql.compose.plan", "recsql.compose.rewrite", "recsql.compose.inputs",
-      "recsql.compose.checks", "recsql.compose.needs", "recsql.compose.exposure", "recsql.compose.expressions",
+      "recsql.compose.checks", "recsql.compose.log_checks", "recsql.compose.needs", "recsql.compose.exposure", "recsql.compose.expressions",
       "recsql.compose.stage", "recsql.compose.intents",
       "recsql.compose.statement", "recsql.compose.columns", "recsql.compose.empty", "recsql.compose.unread",
       "recsql.compose.readable", "recsql.statements", "recsql.comparison_settings", "recsql.comparison_global",
@@ -44,7 +44,7 @@ LAYERS = (
       "recsql.engines.datafusion", "recsql.output")),
     ("evaluation", "one evaluation's inputs bound on an engine: its validated plan, its request, the errors of its "
                    "input checks",
-     ("recsql.plans", "recsql.request", "recsql.explain")),
+     ("recsql.plans", "recsql.request", "recsql.explain_logs", "recsql.explain")),
     ("report", "the report's page and tables, drawn from results already computed (read by their fields, so "
                "the results can offer them)",
      ("recsql.report", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures",

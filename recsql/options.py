@@ -99,6 +99,11 @@ SHARED: tuple[Option, ...] = (
     _column("--interaction-weight-col", "--interactions column weighing each interaction in a user's history "
                                         "(miscalibration's p(g|u), Steck's w_ui, e.g. a recency weight; default: "
                                         "none, every item of the history weighs 1)"),
+    _column("--position-col", "--logs position column, 1 is the first slot (default: position; absent in the logs: "
+                              "every impression is the one slot)"),
+    _column("--propensity-col", "--logs propensity column: the logging policy's probability of the item shown there "
+                                "(default: propensity)"),
+    _column("--reward-col", "--logs reward column, and --reward-model's predicted reward (default: reward)"),
     _column("--sample-col", "recs column numbering each user's sampled lists of a stochastic run (expected exposure; "
                             "every per-user value the mean over the run's samples)"),
     Option("--run-col", "run_cols", "run_cols", "run key column of recs (model, experiment, ...); repeat for several",
@@ -121,6 +126,9 @@ SHARED: tuple[Option, ...] = (
     _input("--item-features", "item feature vectors as rows (item, feature, value) (diversity)"),
     _input("--intents", "judgments per intent (user, item, intent, relevance): path or table (alpha_ndcg, err_ia, "
                         "nrbp, nnrbp, p_ia, s_recall)"),
+    _input("--logs", "logged impressions (user or context, item, position, propensity, reward): path or table "
+                     "(ips, snips, dm, dr, switch_dr, ess, max_weight)"),
+    _input("--reward-model", "a reward model's predictions (user, item, reward): path or table (dm, dr, switch_dr)"),
     Option("--segments", "segments", "segments", "each user's segment (user column and segment columns, one row per "
            "user): path or table; each run is evaluated within each segment (the population taken within it)",
            "segments"),

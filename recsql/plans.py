@@ -41,6 +41,7 @@ def build_plan(relations: dict[str, exp.Expression | None], cols: dict[str, Any]
         duplicates="best" if cols["duplicates"] in ("best", "max") else "error",
         id_collation=get_dialect(target).collation, topk=get_dialect(target).topk, inline=get_dialect(target).inline,
         dialect=target, sample_col=cols["sample_col"], interaction_weight_col=cols["interaction_weight_col"],
+        position_col=cols["position_col"],
         **{c: cols[c] for c in EXTRA_COLUMNS},
     )
     if relations.get("intents") is not None:  # to_sql and dbt read no table: the intents' grades in relevance_col
@@ -78,7 +79,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
     # every other input keys rows by user and/or item like recs
     keyed = {"truth": ("user", "item"), "interactions": ("user", "item"), "expected_recs": ("user", "item"),
              "items": ("item",), "catalog": ("item",), "item_features": ("item",), "intents": ("user", "item"),
-             "segments": ("user",)}
+             "logs": ("user", "item"), "reward_model": ("user", "item"), "segments": ("user",)}
     require_one_type(recs, user)
     require_one_type(recs, item)
     for role, src in sources.items():
@@ -130,6 +131,7 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
         weight = resolve_column(sources["interactions"], cols["interaction_weight_col"], "interaction_weight_col")
         require_number(sources["interactions"], weight, "interaction weight")
         item_columns["interaction_weight_col"] = weight
+    item_columns.update(_log_columns(sources, cols))
     # text ids and run keys take the dialect's binary collation (bytewise order, 'B' and 'b' two runs);
     # dates and other non-text ids compare by value as they are
     staged_runs = (*runs, sample) if sample else runs  # a sample column is the stage's last run key (compose.staged)
@@ -153,6 +155,27 @@ def validated_plan(runner: Runner, sources: dict[str, Source], cols: dict[str, A
                       run_cols=runs, truth_has_runs=len(truth_has) == len(runs) and bool(runs), text_ids=text_ids,
                       sample_col=sample,
                       **item_columns, **segmented)
+
+
+def _log_columns(sources: dict[str, Source], cols: dict[str, Any]) -> dict[str, Any]:
+    """The columns of logs (position: optional, every impression the one slot without it; propensity and
+    reward, numbers) and of the reward model (its reward column: the predicted reward), as they spell them."""
+    found: dict[str, Any] = {}
+    if "logs" in sources:
+        logs = sources["logs"]
+        position = cols["position_col"]
+        found["position_col"] = None
+        if position and (position.lower() in {c.lower() for c in logs.columns} or position != "position"):
+            found["position_col"] = resolve_column(logs, position, "position_col")
+            require_number(logs, found["position_col"], "position (1 is the first)")
+        for option, what in (("propensity_col", "propensity (the logging policy's probability)"),
+                             ("reward_col", "reward")):
+            found[option] = resolve_column(logs, cols[option], option)
+            require_number(logs, found[option], what)
+    if "reward_model" in sources:
+        found["model_reward_col"] = resolve_column(sources["reward_model"], cols["reward_col"], "reward_col")
+        require_number(sources["reward_model"], found["model_reward_col"], "predicted reward")
+    return found
 
 
 def _segment_columns(segments: Source, cols: dict[str, Any], runs: tuple[str, ...]) -> dict[str, Any]:

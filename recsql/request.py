@@ -42,7 +42,7 @@ def checked_request(metrics: Any, inputs: Inputs, *, con: Any = None, progress: 
     parsed = [fit_to_inputs(m, given) for m in parsed]  # novelty: p=items when only items are given
     check_inputs(parsed, given, {need: getattr(inputs, f"{need}_col") for need in
                                  ("user", "item", "price", "probability", "category", "features", "feature", "value",
-                                  "intent")})
+                                  "intent", "position", "propensity", "reward")})
     return Request(metrics=parsed, cols=cols, inputs=given_inputs, con=con, progress=progress)
 
 

@@ -61,7 +61,8 @@ from .templates import sql_dir
 from .trees import quoted_name
 
 # The plan's relations: each stands only in FROM clauses of the composed statement.
-RELATIONS = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents")
+RELATIONS = ("recs", "truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents", "logs",
+             "reward_model")
 # Unique per process, so no column name or literal a user writes can be mistaken for a placeholder.
 _TOKEN = f"recsql_rel_{secrets.token_hex(8)}"
 _SIZE = 64  # statements kept (least recently used dropped)

@@ -10,6 +10,8 @@
 --   expected_in(user_id, item_id, ord)         another recommender's lists (unexpectedness, serendipity)
 --   features_in(item_id, feature, value)       item feature vectors as rows (diversity by features)
 --   intents_in(user_id, item_id, intent, relevance)  judgments per intent (intent-aware metrics)
+--   logs_in(user_id, item_id, position, propensity, reward)  logged impressions (off-policy estimators)
+--   reward_model_in(user_id, item_id, reward)  a reward model's predictions (dm, dr, switch_dr)
 -- `run_keys` stands for the run key columns (_run0, _run1, ...); the composer expands it, or
 -- removes it when the recommendations carry no run keys. The lists are judged against truth as it
 -- is (truth_judged, once per user when truth is shared by the runs); shared truth is copied to every
@@ -53,6 +55,9 @@
 --          relevant items; n_intents (every row of a user of intents) = the intents with one
 --   src 13 depth 1..$intent_max_k per user with a list and intents and alpha asked (feature
 --          intent_depths): the normalisers' positions, ideal_gain the greedy ideal's gain there
+--   src 18 logged impression of logs, per run, user_id NULL (feature logs: the off-policy estimators): the
+--          target's probability of the logged item at the logged position under target = list and
+--          target = scores, the logging propensity and reward, the reward model's predictions (log_*)
 --   src 9  list position under a second tie rule and reading of negative judgments: for the metrics
 --          a convention computes as another part of its tool does (ir_measures' RR@k and Judged@k,
 --          recsql/conventions.py); their templates' `src = 1` is read as `src = 9`. Kept only then.
@@ -699,6 +704,39 @@ cascade_rows AS (
         FROM cascade_factors
     ) AS reach
 ),
+log_policy AS (
+    -- per run and logged context, the reward model's value of a stochastic target (target = scores):
+    -- Σ_a π_e(a|x) q̂(x, a), π_e(a|x) = the recs' score of (x, a)
+    SELECT r.run_keys, r.user_id, SUM(-r.ord * q.reward) AS policy_q
+    FROM recs_in AS r
+    JOIN reward_model_in AS q ON r.user_id = q.user_id AND r.item_id = q.item_id
+    GROUP BY r.run_keys, r.user_id
+),
+log_rows AS (
+    -- one row per run and logged impression (feature logs: the off-policy estimators), user_id NULL:
+    -- the target's probability of the logged item there, for target = list (1 where the run's list puts
+    -- the item at the logged position, else 0) and target = scores (the recs' score of the item, the
+    -- position not read); the logging propensity and reward; the reward model's prediction of the logged
+    -- (context, item) and its value of each target at the context (list: the item the list puts at the
+    -- logged position, 0 where it puts none; scores: Σ_a π_e(a|x) q̂(x, a))
+    SELECT runs.run_keys, CASE WHEN l.position < 0 THEN l.user_id END AS user_id, 18 AS src,
+        CAST(CASE WHEN CAST(s.rank AS DOUBLE) = l.position THEN 1 ELSE 0 END AS DOUBLE) AS log_pe_list,
+        CAST(COALESCE(-c.ord, 0) AS DOUBLE) AS log_pe_scores,
+        CAST(l.propensity AS DOUBLE) AS log_propensity, CAST(l.reward AS DOUBLE) AS log_reward,
+        CAST(qf.reward AS DOUBLE) AS log_q_factual,
+        CAST(COALESCE(qa.reward, 0) AS DOUBLE) AS log_q_list,
+        CAST(COALESCE(p.policy_q, 0) AS DOUBLE) AS log_q_scores
+    FROM logs_in AS l
+    CROSS JOIN runs
+    LEFT JOIN list_rows AS s ON s.run_keys = runs.run_keys AND s.user_id = l.user_id AND s.item_id = l.item_id
+    LEFT JOIN recs_in AS c ON c.run_keys = runs.run_keys AND c.user_id = l.user_id AND c.item_id = l.item_id
+    -- the position as logged (a DOUBLE, checked whole): ranks compared as DOUBLEs, exact below 2^53
+    LEFT JOIN list_rows AS a ON a.run_keys = runs.run_keys AND a.user_id = l.user_id AND CAST(a.rank AS DOUBLE) = l.position
+    LEFT JOIN reward_model_in AS qf ON qf.user_id = l.user_id AND qf.item_id = l.item_id
+    LEFT JOIN reward_model_in AS qa ON qa.user_id = l.user_id AND qa.item_id = a.item_id
+    LEFT JOIN log_policy AS p ON p.run_keys = runs.run_keys AND p.user_id = l.user_id
+    WHERE EXISTS (SELECT 1 FROM recs_in)  -- no recommendations at all: no run to estimate
+),
 stacked AS (
     SELECT run_keys, user_id, 1 AS src, rank, CAST(NULL AS BIGINT) AS ideal_rank,
         CAST(NULL AS BIGINT) AS cut, item_id, relevance, hit, hits_cum, nonrel_cum,
@@ -781,6 +819,12 @@ stacked AS (
         CAST(ideal_gain AS DOUBLE) AS ideal_gain
     FROM intent_depths
     UNION ALL
+    SELECT run_keys, user_id, src, CAST(log_pe_list AS DOUBLE) AS log_pe_list,
+        CAST(log_pe_scores AS DOUBLE) AS log_pe_scores, CAST(log_propensity AS DOUBLE) AS log_propensity,
+        CAST(log_reward AS DOUBLE) AS log_reward, CAST(log_q_factual AS DOUBLE) AS log_q_factual,
+        CAST(log_q_list AS DOUBLE) AS log_q_list, CAST(log_q_scores AS DOUBLE) AS log_q_scores
+    FROM log_rows
+    UNION ALL
     SELECT run_keys, user_id, 9 AS src, rank, item_id, relevance, hit, hits_cum, nonrel_cum
     FROM second_rows
     UNION ALL
@@ -807,6 +851,7 @@ ranked AS (
         s.group_exposure, s.group_merit, s.group_mean, s.group_merit_mean, s.group_rank,
         s.bias_listed, s.bias_unseen, s.bias_hits, s.bias_relevant,
         s.ee_model, s.ee_patience, s.ee_utility, s.ee_exposure, s.ee_target,
+        s.log_pe_list, s.log_pe_scores, s.log_propensity, s.log_reward, s.log_q_factual, s.log_q_list, s.log_q_scores,
         pop.n_seen AS n_seen, pop.pop_rank AS pop_rank, pop.seen_before AS seen_before, pop.seen_total AS seen_total, b.expected_rank AS expected_rank, bl.expected_n AS expected_n,
         iu.u_seen AS u_seen, cs.n_catalog AS n_catalog
     FROM stacked AS s

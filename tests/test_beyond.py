@@ -59,7 +59,8 @@ def test_every_metric_of_spec_4_has_cases():
 def test_reference_agrees_with_the_hand_computation(case):
     """The plain-Python reference, written from the README's definitions alone, reproduces every hand-computed value."""
     name, k, options = reference_parse(case["metric"])
-    inputs = {key: case.get(key) for key in ("items", "features", "interactions", "catalog", "baseline", "intents")}
+    inputs = {key: case.get(key) for key in ("items", "features", "interactions", "catalog", "baseline", "intents", "logs",
+                                             "reward_model")}
     values = reference_beyond(name, k, options, case["recs"], case.get("truth"),
                               threshold=case.get("options", {}).get("threshold", 1), **inputs)
     assert same(summary(values), case["expected"], case.get("tolerance", 1e-12))

@@ -40,6 +40,10 @@ OPTIONS = {"novelty": [{}, {"p": "items"}], "diversity": [{}, {"by": "features"}
            "pop_rsp": [{}, {"head": 0.5}, {"head": 0.3}], "pop_reo": [{}, {"head": 0.5}, {"head": 0.3}],
            # alphas whose powers and sums are exact in binary, so the greedy ideal's ties are exact ties
            **{name: [{}, {"alpha": 0.75}, {"alpha": 0}] for name in ("alpha_ndcg", "alpha_dcg")},
+           "ips": [{}, {"cap": 3}, {"cap": 1.5, "target": "scores"}, {"target": "scores"}],
+           "dr": [{}, {"cap": 2}, {"target": "scores"}, {"cap": 4, "target": "scores"}],
+           "switch_dr": [{}, {"tau": 2}, {"tau": 4, "target": "scores"}, {"target": "scores"}],
+           **{name: [{}, {"target": "scores"}] for name in ("snips", "dm", "ess", "max_weight")},
            "err_ia": [{}, {"alpha": 0.75}], "nerr_ia": [{}, {"alpha": 0.75}], "nrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}],
            "nnrbp": [{}, {"alpha": 0.75, "beta": 0.25}, {"alpha": 0, "beta": 0.75}]}
 CATEGORIES = ["a", "b", "c"]
@@ -50,7 +54,7 @@ def beyond_metric(draw) -> recsql.Metric:
     name = draw(st.sampled_from(BEYOND))
     options = draw(st.sampled_from(OPTIONS.get(name, [{}])))
     spec = recsql.registry()[name]
-    k = None if spec.k_rule == "optional" and draw(st.booleans()) else draw(st.integers(1, 6))
+    k = None if spec.k_rule == "none" or (spec.k_rule == "optional" and draw(st.booleans())) else draw(st.integers(1, 6))
     return recsql.Metric(name, k, **options)
 
 
@@ -73,8 +77,16 @@ def side_inputs(draw) -> dict:
     intents = [{"user_id": u, "item_id": i, "intent": s, "relevance": draw(st.sampled_from([0.0, 1.0, 2.0]))}
                for u, i, s in draw(st.lists(st.tuples(st.sampled_from(USERS[:5]), st.sampled_from(ITEMS),
                                                       st.sampled_from(["a", "b", "c"])), unique=True))]
+    # logged impressions, one per (user, item, position), of users with and without lists (7 has none), and
+    # a reward model predicting every (user, item)
+    logs = [{"user_id": u, "item_id": i, "position": p, "propensity": draw(st.sampled_from([0.1, 0.25, 0.5, 1.0])),
+             "reward": draw(st.sampled_from([0.0, 1.0, 0.5, -1.0]))}
+            for u, i, p in draw(st.lists(st.tuples(st.sampled_from(USERS + [7]), st.sampled_from(ITEMS),
+                                                   st.integers(1, 3)), unique=True))]
+    reward_model = [{"user_id": u, "item_id": i, "reward": draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))}
+                    for u in USERS + [7] for i in ITEMS]
     return {"items": items, "features": features, "interactions": interactions, "catalog": catalog,
-            "baseline": draw(recs_rows()), "intents": intents}
+            "baseline": draw(recs_rows()), "intents": intents, "logs": logs, "reward_model": reward_model}
 
 
 def frame(rows: list[dict], columns: dict[str, str]) -> pd.DataFrame:
@@ -95,6 +107,9 @@ def evaluate(metrics: list[recsql.Metric], recs, truth, side: dict, dense: bool)
         items=items, interactions=frame(side["interactions"], {"user_id": "int64", "item_id": "int64"}),
         catalog=frame(side["catalog"], {"item_id": "int64"}), expected_recs=frame(side["baseline"], RECS),
         intents=frame(side["intents"], {"user_id": "int64", "item_id": "int64", "intent": "object", "relevance": "float64"}),
+        logs=frame(side["logs"], {"user_id": "int64", "item_id": "int64", "position": "int64", "propensity": "float64",
+                                  "reward": "float64"}),
+        reward_model=frame(side["reward_model"], {"user_id": "int64", "item_id": "int64", "reward": "float64"}),
         item_features=None if dense else frame(side["features"], {"item_id": "int64", "feature": "object",
                                                                    "value": "float64"}))
 
@@ -111,7 +126,8 @@ def close(got, want) -> bool:
 def test_beyond_metrics_match_reference(recs, truth, side, asked, dense):
     result = evaluate(asked, recs, truth, side, dense)
     reference_inputs = dict(items=side["items"], features=None if dense else side["features"],
-                            interactions=side["interactions"], catalog=side["catalog"], intents=side["intents"])
+                            interactions=side["interactions"], catalog=side["catalog"], intents=side["intents"],
+                            logs=side["logs"], reward_model=side["reward_model"])
     for metric in asked:
         # with the baseline input given, serendipity and unexpectedness use it
         expected = reference_beyond(metric.name, metric.k, dict(metric.options), recs, truth,

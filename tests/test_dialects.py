@@ -29,6 +29,10 @@ CASES = {
                             "err@10", "pfound@5", "spearman@5", "kendall@5"],
                    items="analytics.items", interactions="analytics.truth", expected_recs="analytics.recs",
                    duplicates="best", run_cols=["model"]),
+    # the off-policy estimators composed with a metric of truth into the one statement (tables: analytics())
+    "logs": dict(metrics=["ndcg@10", "ips", "ips(cap=5)", "snips", "dm", "dr(cap=5)", "switch_dr(tau=5)", "ess",
+                          "max_weight", "ips(target=scores)", "dm(target=scores)"],
+                 logs="analytics.logs", reward_model="analytics.reward_model", run_cols=["model"]),
 }
 
 
@@ -64,6 +68,12 @@ def analytics():
     con.execute("CREATE SCHEMA analytics")
     for name in ("recs", "truth", "items"):
         con.execute(f"CREATE TABLE analytics.{name} AS SELECT * FROM read_parquet('{DATA / (name + '.parquet')}')")
+    # logged impressions of the truth's items (positions 1-3, propensities 0.2-0.6, the relevance as reward) and a
+    # reward model predicting every (user, item) of recs and truth
+    con.execute("CREATE TABLE analytics.logs AS SELECT user_id, item_id, 1 + item_id % 3 AS position, "
+                "0.2 + 0.1 * (item_id % 5) AS propensity, CAST(relevance AS DOUBLE) AS reward FROM analytics.truth")
+    con.execute("CREATE TABLE analytics.reward_model AS SELECT user_id, item_id, 0.1 * (item_id % 7) AS reward FROM "
+                "(SELECT user_id, item_id FROM analytics.recs UNION SELECT user_id, item_id FROM analytics.truth)")
     yield con
     con.close()
 

@@ -84,6 +84,10 @@ def _alone(name: str) -> tuple[str, dict]:
         inputs["expected_recs"] = "db.expected_recs"
     if "intents" in needs:
         inputs["intents"] = "db.intents"
+    if "logs" in needs:
+        inputs["logs"] = "db.logs"
+    if "reward_model" in needs:
+        inputs["reward_model"] = "db.reward_model"
     return str(metric), inputs
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..trees import parse
+from .log_checks import LOG_CHECKS, log_checks
 from .plan import Plan, internal_runs, segment_runs, truth_runs
 from .rewrite import union_all
 
@@ -21,7 +22,7 @@ DIAGNOSTICS = ("recs_invalid_rows", "recs_duplicate_rows", "truth_invalid_rows",
                "expected_recs_invalid_rows", "expected_recs_duplicate_rows", "items_invalid_rows", "items_duplicate_rows",
                "item_features_duplicate_rows", "intents_invalid_rows", "intents_duplicate_rows",
                "interactions_invalid_rows", "users_without_segment", "segment_duplicate_users",
-               "segment_null_rows")
+               "segment_null_rows", *LOG_CHECKS)
 
 
 # With segments (docs/guide/populations.md, "Segments"): users of recs or truth with no segment (no
@@ -198,6 +199,9 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
         parts.append(_invalid("interactions_in", ["weight"], ["weight"], "interactions_invalid_rows",
                               also=exp.LT(this=exp.column("weight"), expression=exp.Literal.number(0))))
         names.append("interactions_invalid_rows")
+    logged = log_checks(plan, read)
+    parts += logged
+    names += [e.alias for part in logged for e in part.expressions]
     if plan.segments is not None:
         parts += _segment_checks(plan, "list_heads" if heads is not None else "recs_in", "truth_in" in read)
         names += SEGMENT_CHECKS

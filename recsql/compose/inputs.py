@@ -157,6 +157,32 @@ def intents_in(plan: Plan) -> exp.Select:
         if plan.duplicates == "best" else rows
 
 
+def logs_in(plan: Plan) -> exp.Select:
+    """Logged impressions as (user_id, item_id, position, propensity, reward): the context, the item shown,
+    its position (1 for every row when the logs have no position column), the logging policy's propensity
+    of that item there, and the reward observed. Every row: a duplicated impression is refused by the
+    checks, whatever ``duplicates`` says (docs/guide/logs.md)."""
+    if plan.logs is None:
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("position", "BIGINT"),
+                      ("propensity", "DOUBLE"), ("reward", "DOUBLE"))
+    position = quoted_column(plan.position_col) if plan.position_col else exp.Literal.number(1)
+    return exp.select(_id(plan, plan.user_col, "user_id", "logs"), _id(plan, plan.item_col, "item_id", "logs"),
+                      exp.alias_(exp.cast(position, "DOUBLE"), "position"),
+                      exp.alias_(exp.cast(quoted_column(plan.propensity_col), "DOUBLE"), "propensity"),
+                      exp.alias_(exp.cast(quoted_column(plan.reward_col), "DOUBLE"), "reward")).from_(plan.logs.copy())
+
+
+def reward_model_in(plan: Plan) -> exp.Select:
+    """A reward model's predictions as (user_id, item_id, reward): its reward column is the predicted
+    reward of showing the item in the context. Every row: a duplicated prediction is refused by the checks."""
+    if plan.reward_model is None:
+        return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("reward", "DOUBLE"))
+    return exp.select(_id(plan, plan.user_col, "user_id", "reward_model"),
+                      _id(plan, plan.item_col, "item_id", "reward_model"),
+                      exp.alias_(exp.cast(quoted_column(plan.model_reward_col or plan.reward_col), "DOUBLE"), "reward")
+                      ).from_(plan.reward_model.copy())
+
+
 def catalog_in(plan: Plan) -> exp.Expression:
     """The catalog input, else the items input, else every item of truth and recommendations."""
     source = plan.catalog if plan.catalog is not None else plan.items

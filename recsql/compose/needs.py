@@ -24,6 +24,11 @@ _REQUIREMENTS: dict[str, tuple[set[str], str]] = {
     "expected_recs": ({"expected_recs"}, "needs expected_recs: pass expected_recs= (another recommender's lists, columns like recs)"),
     "intents": ({"intents"}, "needs judgments per intent: pass intents= with columns {user}, {item}, {intent} and "
                              "optionally relevance (rows: user, item, intent, grade; a grade >= 1 is relevant)"),
+    "logs": ({"logs"}, "needs logged impressions: pass logs= with columns {user} (the context), {item} (the item "
+                       "shown), {position} (optional: 1 for every row when absent), {propensity} (the logging "
+                       "policy's probability of that item there, in (0, 1]) and {reward}"),
+    "reward_model": ({"reward_model"}, "needs a reward model: pass reward_model= with columns {user}, {item} and "
+                                       "{reward} (the predicted reward of each logged and recommended item)"),
     "truth": ({"truth"}, "needs truth (relevance judgments): pass truth= with columns {user} and {item}"),
     "interactions_or_expected_recs": ({"interactions", "expected_recs"}, "needs expected_recs= (another recommender's lists) or "
                                  "interactions= (its k most popular items are then the expected lists)"),
@@ -89,11 +94,12 @@ def _alternatives(metric: Metric, given: set[str], names: dict[str, str]) -> str
 
 def plan_inputs(plan: Plan) -> tuple[set[str], dict[str, str]]:
     """The roles a plan was given and its column names, for :func:`check_inputs`."""
-    given = {role for role in ("truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents")
-             if getattr(plan, role) is not None}
+    given = {role for role in ("truth", "items", "interactions", "catalog", "expected_recs", "item_features", "intents",
+                               "logs", "reward_model") if getattr(plan, role) is not None}
     return given, dict(item=plan.item_col, user=plan.user_col, price=plan.price_col, probability=plan.probability_col,
                        category=plan.category_col, features=plan.features_col, feature=plan.feature_col,
-                       value=plan.value_col, intent=plan.intent_col)
+                       value=plan.value_col, intent=plan.intent_col, position=plan.position_col or "position",
+                       propensity=plan.propensity_col, reward=plan.reward_col)
 
 
 def metric_population(plan: Plan, metric: Metric) -> str:

@@ -37,11 +37,11 @@ METRIC_POPULATION_SQL = {"lists": "_has_recs = 1", "global": "_is_global = 1"}
 # second tie rule (src 9) cannot use them.
 MAIN_LIST_FEATURES = {"list_ideal", "pairs", "corr", "cascade", "exposure", "tie_bounds", "agreement", "category_shares",
                       "intents", "intent_depths", "attention", "attention_groups", "popularity_bias",
-                      "expected_exposure"}
+                      "expected_exposure", "logs"}
 
 
 SECOND_SRC = 9  # sql/_ranked.sql: the list under a second tie rule
-GLOBAL_SRC = (5, 14, 15, 16)  # sql/_ranked.sql: a run's rows of no user (exposure, attention, groups' attention)
+GLOBAL_SRC = (5, 14, 15, 16, 18)  # sql/_ranked.sql: a run's rows of no user (exposure, attention, groups' attention, logs)
 
 
 OUTPUTS = ("per_user", "summary", "raw", "checks")
@@ -102,6 +102,14 @@ class Plan:
     # interactions' weight column (miscalibration's history weights w_ui; None: every item weighs 1)
     interaction_weight_col: str | None = None
     intent_relevance_col: str | None = None  # the intents' relevance column (None: every row relevant)
+    # Logged impressions (docs/guide/logs.md): (context, item, position, propensity, reward) rows of the
+    # logging policy, read by the off-policy estimators; a reward model's (context, item, reward) predictions.
+    logs: exp.Expression | None = None
+    reward_model: exp.Expression | None = None
+    position_col: str | None = "position"  # None: every logged impression is the one slot (position 1)
+    propensity_col: str = "propensity"
+    reward_col: str = "reward"
+    model_reward_col: str | None = None  # the reward model's reward column as it spells it (None: reward_col)
     # Segments (docs/guide/populations.md, "Segments"): a relation (user, segment columns) giving each
     # user one segment; its columns are the last run keys (run_cols ends with segment_cols), read by
     # recs and truth through a join on the user, so each (run, segment) is evaluated as a run.

@@ -57,14 +57,18 @@ BRANCHES = {"list_ideal": "list_ideal", "slots": "slots", "exposure": "exposure_
              "corr": "corr_rows", "cascade": "cascade_rows",
              "agreement": "agreement_rows", "category_shares": "category_rows", "intents": "intent_rows",
              "intent_depths": "intent_depths", "attention": "attention_rows", "attention_groups": "attention_groups",
-             "popularity_bias": "bias_rows", "expected_exposure": "ee_rows"}
+             "popularity_bias": "bias_rows", "expected_exposure": "ee_rows",
+             "logs": "log_rows"}
 
 
 # Joins (CTE, aliases): dropped with their columns, which become NULL, when the feature is off.
 _JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "bl"}), "interaction_users": ("ranked", {"iu"}),
           "intents": ("ranked", {"ius"}), "intent_ideal": ("intent_depths", {"i"}),
           "catalog": ("ranked", {"cs"}), "category_targets": ("category_rows", {"t"}), "categories": ("pair_rows", {"ca", "cb"}),
-          "feature_vectors": ("pair_rows", {"na", "nb", "d"})}
+          "feature_vectors": ("pair_rows", {"na", "nb", "d"}),
+          # the logged impressions' joins, each read by the estimators of one target or of the reward model
+          "log_list": ("log_rows", {"s"}), "log_scores": ("log_rows", {"c"}), "log_factual": ("log_rows", {"qf"}),
+          "log_model_list": ("log_rows", {"a", "qa"}), "log_model_scores": ("log_rows", {"p"})}
 
 
 # Columns (CTE, column, type) replaced by a typed NULL when the feature is off (None: the order's type).
@@ -361,6 +365,8 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
                     join.set("on", expand_run_keys(join.args["on"], keys))
     if not plan.run_cols:
         _read_instead(ctes["truth_users"].this, "truth_runs", "truth_in")
+    if not plan.run_cols:  # one run: each logged impression once
+        drop_join(ctes["log_rows"].this, "runs")
     for name in ("truth_runs", "truth_rows"):
         truth_runs = ctes[name].this
         if not plan.run_cols:

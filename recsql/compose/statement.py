@@ -15,8 +15,8 @@ from ..trees import parse
 from .checks import DIAGNOSTICS, RECS_ROWS, input_checks, uses_exponent
 from .columns import metric_columns
 from .expressions import metric_expression
-from .inputs import (expected_in, catalog_in, features_in, intents_in, interactions_in, items_in, recs_in,
-                     segments_in, truth_in)
+from .inputs import (expected_in, catalog_in, features_in, intents_in, interactions_in, items_in, logs_in, recs_in,
+                     reward_model_in, segments_in, truth_in)
 from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
                     population_condition, second_view)
 from .plan import (GLOBAL_SRC, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs,
@@ -75,6 +75,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
             raise RecsqlError(f"metric {str(m)!r} has no exact expected value under ties='average'; "
                               f"metrics that do: {', '.join(tie_averaged())} (ndcg/idcg not with ideal=list). "
                               "Use ties='item_id' (deterministic) for the others")
+    refuse_logged(plan, resolved)
     needed = check_inputs(resolved, *plan_inputs(plan))
     second, second_metrics = second_view(plan, resolved)
     stage = build_stage(plan, resolved, second, second_metrics)
@@ -89,7 +90,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     inputs = [("recs_in", recs_in(plan)), ("truth_in", truth_in(plan)), ("items_in", items_in(plan, read_items)),
               ("interactions_in", interactions_in(plan)), ("catalog_in", catalog_in(plan)),
               ("expected_in", expected_in(plan)), ("features_in", features_in(plan, read_items)),
-              ("intents_in", intents_in(plan))]
+              ("intents_in", intents_in(plan)), ("logs_in", logs_in(plan)), ("reward_model_in", reward_model_in(plan))]
     if plan.segments is not None:  # read by recs_in and truth_in, first
         inputs.insert(0, ("segments_in", segments_in(plan)))
     runs = internal_runs(plan)
@@ -166,6 +167,21 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     statement.set("with_", new_with)
     prune(new_with, final)
     return statement
+
+
+def refuse_logged(plan: Plan, metrics: list[Metric]) -> None:
+    """What the off-policy estimators (docs/guide/logs.md) cannot be evaluated with yet, refused with the reason."""
+    logged = [m for m in metrics if "logs" in m.spec.features(m.all_options())]
+    if not logged:
+        return
+    scored = next((m for m in logged if m.all_options().get("target") == "scores"), None)
+    if scored is not None and plan.rank_col:
+        raise RecsqlError(f"metric {str(scored)!r} reads the recs' scores as the target policy's probabilities, and "
+                          f"these recs are ordered by rank_col={plan.rank_col!r}: pass score_col='<probability "
+                          "column>' instead, or target=list (the list's own positions)")
+    if plan.segment_cols or plan.sampled:
+        raise RecsqlError(f"metric {str(logged[0])!r} with {'segments' if plan.segment_cols else 'sample_col'} is not "
+                          "supported yet: evaluate the off-policy estimators without them")
 
 
 def refuse_sampled(plan: Plan) -> None:

@@ -38,7 +38,7 @@ def run(case: dict, **overrides) -> recsql.Evaluation:
 
 # evaluate keyword -> fixture key, for the inputs beside recs and truth
 EXTRA_INPUTS = {"items": "items", "interactions": "interactions", "catalog": "catalog", "expected_recs": "baseline",
-                "item_features": "features", "intents": "intents"}
+                "item_features": "features", "intents": "intents", "logs": "logs", "reward_model": "reward_model"}
 
 
 def per_user(result: recsql.Evaluation, metric: recsql.Metric) -> dict[str, float]:

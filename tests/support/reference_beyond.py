@@ -32,6 +32,8 @@ from __future__ import annotations
 import math
 import re
 
+from . import reference_logs
+
 # name -> default options (an option absent here is rejected as unknown)
 DEFAULT_OPTIONS = {
     "novelty": {"p": "interactions"},
@@ -76,6 +78,7 @@ DEFAULT_OPTIONS = {
     "ee_d": {"model": "rbp", "patience": 0.5, "utility": 0.5},
     "ee_r": {"model": "rbp", "patience": 0.5, "utility": 0.5},
     "ee_l": {"model": "rbp", "patience": 0.5, "utility": 0.5},
+    **reference_logs.DEFAULTS,  # the off-policy estimators: tests/support/reference_logs.py
 }
 # the intent-aware metrics: read the intents input (user, item, intent, relevance)
 INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "nnrbp", "p_ia", "s_recall", "map_ia"}
@@ -1057,6 +1060,7 @@ METRICS = {
     "lt_coverage": lt_coverage,
     "pop_rsp": pop_rsp,
     "pop_reo": pop_reo,
+    **{name: reference_logs.estimate for name in reference_logs.DEFAULTS},
 }
 
 
@@ -1075,7 +1079,8 @@ def _option_value(value):
 
 
 def reference_beyond(name, k, options, recs, truth=None, *, items=None, features=None,
-                     interactions=None, catalog=None, baseline=None, intents=None, threshold=1.0, use_rank=False):
+                     interactions=None, catalog=None, baseline=None, intents=None, threshold=1.0, use_rank=False,
+                     logs=None, reward_model=None):
     """returns {user_id: value or None} for per-user metrics (users of the metric's population),
     or a float/None for global metrics.
 
@@ -1096,6 +1101,10 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
     if k is not None and (int(k) != k or k < 1):
         raise ValueError("k must be a positive integer")
 
+    if name in reference_logs.DEFAULTS:  # one number per run, from the logs
+        if logs is None:
+            raise ValueError(f"{name} needs the logs input")
+        return reference_logs.estimate(name, opts, recs, logs, reward_model, use_rank)
     ctx = _Context(k, opts, recs, truth, items, features, interactions, catalog, baseline,
                    float(threshold), use_rank)
     ctx.intents = intents

@@ -1,0 +1,66 @@
+"""The errors of the logs' and the reward model's input checks (recsql/compose/log_checks.py): which
+column holds what, with a few example rows, and the fix (docs/guide/logs.md)."""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .compose import Plan, logs_in, reward_model_in
+from .dialects import render
+from .engines.base import Runner
+from .errors import RecsqlError
+from .validate import duplicate_report
+
+# logs_in's column -> (what makes a value invalid, as SQL over logs_in, the rule in words)
+_LOG_RULES = {
+    "user_id": ("user_id IS NULL", "every context (user) id must be set"),
+    "item_id": ("item_id IS NULL", "every item id must be set"),
+    "propensity": ("propensity IS NULL OR NOT (propensity > 0 AND propensity <= 1)",
+                   "a propensity is the logging policy's probability of showing the item there, in (0, 1]: an "
+                   "impression logged with propensity 0 cannot be reweighted (log the probability the policy had, "
+                   "or drop impressions of a deterministic logging policy, which no estimator here can use)"),
+    "reward": ("reward IS NULL OR NOT (reward BETWEEN -1.7976931348623157E308 AND 1.7976931348623157E308)",
+               "a reward must be a finite number (0 for no click)"),
+    "position": ("position IS NULL OR NOT (position >= 1 AND position = FLOOR(position) AND position < 1E15)",
+                 "a position must be a whole number >= 1 (1 is the first slot)"),
+}
+
+
+def _count_where(body: exp.Select, condition: str) -> exp.Select:
+    return exp.select("COUNT(*)").from_(body.subquery("l")).where(condition)
+
+
+def refuse_logs(runner: Runner, plan: Plan, found: dict[str, int]) -> None:
+    """Raise for the first check of the logs or the reward model that found something."""
+    if found.get("logs_invalid_rows"):
+        columns = {"user_id": plan.user_col, "item_id": plan.item_col, "propensity": plan.propensity_col,
+                   "reward": plan.reward_col, "position": plan.position_col or "position"}
+        for internal, (condition, rule) in _LOG_RULES.items():
+            count = runner.fetch_rows(render(_count_where(logs_in(plan), condition), runner.dialect, pretty=False))[0][0]
+            if count:
+                raise RecsqlError(f"logs column {columns[internal]!r} has {int(count)} invalid value(s): {rule}; "
+                                  f"fix or drop those rows (NULL, NaN and infinity are not values)")
+        raise RecsqlError(f"logs has {found['logs_invalid_rows']} invalid row(s)")
+    if found.get("reward_model_invalid_rows"):
+        raise RecsqlError(f"reward_model has {found['reward_model_invalid_rows']} row(s) with a NULL context or item "
+                          f"or a NULL, NaN or infinite {plan.model_reward_col or plan.reward_col!r}: a prediction is "
+                          "a finite number; fix or drop those rows")
+    keyed = {"logs": (logs_in, ["user_id", "item_id", "position"],
+                      [plan.user_col, plan.item_col, plan.position_col or "position"],
+                      "An impression is one row: if these are different requests of one user, give each request "
+                      "its own context id (user_col='<request id column>'); if they were logged twice, drop the "
+                      "copies. recsql does not guess which (duplicates= does not apply to logs)."),
+             "reward_model": (reward_model_in, ["user_id", "item_id"], [plan.user_col, plan.item_col],
+                              "Keep one prediction per (context, item).")}
+    for role, (make, keys, names, fix) in keyed.items():
+        if found.get(f"{role}_duplicate_rows"):
+            body = exp.select(*[exp.alias_(exp.cast(exp.column(k), "BIGINT"), k) if k == "position" else k
+                                for k in keys]).from_(make(plan).subquery("l"))  # a whole position, as logged
+            groups = exp.select(*keys).from_(body.subquery("s")).group_by(*keys).having("COUNT(*) > 1")
+            query = exp.select(*keys).from_(groups.subquery("d")).order_by(*keys).limit(3)
+            rows = runner.fetch_rows(render(query, runner.dialect, pretty=False))
+            raise duplicate_report(rows, found[f"{role}_duplicate_rows"], role, names, fix)
+    if found.get("reward_model_missing_rows"):
+        raise RecsqlError(f"reward_model predicts no reward for {found['reward_model_missing_rows']} (context, item) "
+                          "pair(s) the estimators read: every logged (context, item) of logs and every recommended "
+                          "(context, item) of recs for the logged contexts needs a prediction (the direct method "
+                          "would read a missing one as 0); add those rows to reward_model")

@@ -1,0 +1,94 @@
+"""Plain-Python reference of recsql's off-policy estimators (docs/guide/logs.md), written from the
+formulas there, independently of the SQL. Standard library only; clarity over speed.
+
+Inputs are lists of dict rows for ONE run:
+
+    recs          {user_id, item_id, score} (or rank with use_rank=True): the target policy
+    logs          {user_id, item_id, position?, propensity, reward}: one logged impression per row
+    reward_model  {user_id, item_id, reward}: the predicted reward q̂(x, a)
+
+The target's probability π_e(a | x, p) of the logged item a at the logged position p (1 without a
+position): target = list, 1 if the user's list (score descending, ties by item id ascending) holds a
+at position p, else 0; target = scores, the recs' score of (x, a), 0 for an item the recs do not hold
+(the position is not read). w_i = π_e / π0, the logged propensity. Empty recs are no run: no value.
+"""
+from __future__ import annotations
+
+DEFAULTS = {
+    "ips": {"target": "list", "cap": None},
+    "snips": {"target": "list"},
+    "dm": {"target": "list"},
+    "dr": {"target": "list", "cap": None},
+    "switch_dr": {"target": "list", "tau": None},
+    "ess": {"target": "list"},
+    "max_weight": {"target": "list"},
+}
+NEEDS_MODEL = {"dm", "dr", "switch_dr"}
+
+
+def _lists(recs, use_rank):
+    by_user = {}
+    for row in recs:
+        by_user.setdefault(row["user_id"], []).append(row)
+    key = (lambda r: (r["rank"], r["item_id"])) if use_rank else (lambda r: (-r["score"], r["item_id"]))
+    return {user: [r["item_id"] for r in sorted(rows, key=key)] for user, rows in by_user.items()}
+
+
+def _number(value):
+    return None if value in (None, "auto") else float(value)
+
+
+def estimate(name, options, recs, logs, reward_model=None, use_rank=False):
+    """The estimate of ``name`` (a key of DEFAULTS) with ``options``; None where the formula has no value
+    (no logged impression, or a zero denominator)."""
+    opts = {**DEFAULTS[name], **(options or {})}
+    if name in NEEDS_MODEL and reward_model is None:
+        raise ValueError(f"{name} needs a reward model")
+    lists = _lists(recs, use_rank)
+    scores = {(r["user_id"], r["item_id"]): r["score"] for r in recs} if not use_rank else {}
+    q = {(r["user_id"], r["item_id"]): r["reward"] for r in reward_model or []}
+
+    def pi_e(row):
+        if opts["target"] == "scores":
+            return float(scores.get((row["user_id"], row["item_id"]), 0.0))
+        ranked = lists.get(row["user_id"], [])
+        position = int(row.get("position", 1) or 1)
+        return 1.0 if position <= len(ranked) and ranked[position - 1] == row["item_id"] else 0.0
+
+    def q_target(row):
+        """Σ_a π_e(a | x) q̂(x, a) at the logged position."""
+        user = row["user_id"]
+        if opts["target"] == "scores":
+            return sum(s * q[user, item] for (u, item), s in scores.items() if u == user)
+        ranked = lists.get(user, [])
+        position = int(row.get("position", 1) or 1)
+        return q[user, ranked[position - 1]] if position <= len(ranked) else 0.0
+
+    n = len(logs)
+    if n == 0 or not recs:  # no impression, or no run (the runs are those of recs): no value
+        return None
+    w = [pi_e(row) / row["propensity"] for row in logs]
+    r = [row["reward"] for row in logs]
+    if name == "ips":
+        cap = _number(opts["cap"])
+        return sum((wi if cap is None else min(wi, cap)) * ri for wi, ri in zip(w, r)) / n
+    if name == "snips":
+        return sum(wi * ri for wi, ri in zip(w, r)) / sum(w) if sum(w) != 0 else None
+    if name == "ess":
+        squares = sum(wi * wi for wi in w)
+        return sum(w) ** 2 / squares if squares != 0 else None
+    if name == "max_weight":
+        return max(w)
+    dm = [q_target(row) for row in logs]
+    if name == "dm":
+        return sum(dm) / n
+    factual = [q[row["user_id"], row["item_id"]] for row in logs]
+    if name == "dr":
+        cap = _number(opts["cap"])
+        return sum(d + (wi if cap is None else min(wi, cap)) * (ri - f)
+                   for d, wi, ri, f in zip(dm, w, r, factual)) / n
+    if name == "switch_dr":
+        tau = _number(opts["tau"])
+        return sum(d + (wi if tau is None or wi <= tau else 0.0) * (ri - f)
+                   for d, wi, ri, f in zip(dm, w, r, factual)) / n
+    raise ValueError(f"unknown estimator {name!r}")

@@ -1,0 +1,110 @@
+"""Evaluating from logs (docs/guide/logs.md): the input checks of logs and a reward model, each refused
+with the column and the fix; the estimators per run, beside metrics of truth in one query; to_sql and
+the command line. Their numbers are checked against hand-worked cases (test_beyond.py), the plain-Python
+reference (test_beyond_properties.py), obp (test_logs_obp.py) and every engine (test_engines.py)."""
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pandas as pd
+import pytest
+import sqlglot
+
+import recsql
+from recsql.cli import main
+
+RECS = pd.DataFrame({"user_id": [1, 1, 2, 2], "item_id": [10, 11, 10, 12], "score": [0.7, 0.3, 0.4, 0.6]})
+LOGS = pd.DataFrame({"user_id": [1, 2, 2, 1], "item_id": [10, 10, 12, 11], "position": [1, 2, 1, 1],
+                     "propensity": [0.5, 0.25, 0.5, 0.4], "reward": [1.0, 0.0, 1.0, 1.0]})
+MODEL = pd.DataFrame({"user_id": [1, 1, 2, 2], "item_id": [10, 11, 10, 12], "reward": [0.6, 0.2, 0.1, 0.5]})
+
+
+@pytest.mark.parametrize("column,value,message", [
+    ("propensity", 0.0, r"logs column 'propensity' has 1 invalid value\(s\): a propensity is .* in \(0, 1\]"),
+    ("propensity", 1.5, r"logs column 'propensity' has 1 invalid value"),
+    ("propensity", float("nan"), r"logs column 'propensity' has 1 invalid value"),
+    ("reward", float("inf"), r"logs column 'reward' has 1 invalid value\(s\): a reward must be a finite number"),
+    ("reward", None, r"logs column 'reward' has 1 invalid value"),
+    ("position", 0, r"logs column 'position' has 1 invalid value\(s\): a position must be a whole number >= 1"),
+    ("position", 1.5, r"logs column 'position' has 1 invalid value"),
+    ("user_id", None, r"logs column 'user_id' has 1 invalid value"),
+])
+def test_an_invalid_logged_value_is_refused_naming_its_column(column, value, message):
+    logs = LOGS.astype({column: object if value is None else float})
+    logs.loc[1, column] = value
+    with pytest.raises(recsql.RecsqlError, match=message):
+        recsql.evaluate(RECS, None, ["ips"], logs=logs)
+
+
+def test_a_duplicated_impression_is_refused_whatever_duplicates_says():
+    logs = pd.concat([LOGS, LOGS.iloc[[2]]], ignore_index=True)
+    for policy in ("error", "best"):
+        with pytest.raises(recsql.RecsqlError, match=r"logs has 1 duplicated \(user_id, item_id, position\) row\(s\).*"
+                                                     r"user_id=2, item_id=12, position=1\. An impression is one row"):
+            recsql.evaluate(RECS, None, ["snips"], logs=logs, duplicates=policy)
+    # the same item at another position is another impression
+    other = pd.concat([LOGS, LOGS.iloc[[2]].assign(position=2)], ignore_index=True)
+    assert recsql.evaluate(RECS, None, ["ips"], logs=other).summary["ips"].iloc[0] == pytest.approx(4 / 5)
+
+
+def test_the_reward_model_is_checked():
+    with pytest.raises(recsql.RecsqlError, match=r"reward_model predicts no reward for 2 \(context, item\) pair"):
+        recsql.evaluate(RECS, None, ["dm"], logs=LOGS, reward_model=MODEL.iloc[1:])  # (1, 10): logged and listed
+    with pytest.raises(recsql.RecsqlError, match=r"reward_model has 1 duplicated \(user_id, item_id\) row"):
+        recsql.evaluate(RECS, None, ["dr"], logs=LOGS, reward_model=pd.concat([MODEL, MODEL.iloc[[0]]]))
+    with pytest.raises(recsql.RecsqlError, match=r"reward_model has 1 row\(s\) with a NULL .* NaN or infinite 'reward'"):
+        recsql.evaluate(RECS, None, ["dr"], logs=LOGS, reward_model=MODEL.assign(reward=[0.6, float("nan"), 0.1, 0.5]))
+    with pytest.raises(recsql.RecsqlError, match=r"metric 'dm' needs a reward model: pass reward_model="):
+        recsql.evaluate(RECS, None, ["dm"], logs=LOGS)
+    with pytest.raises(recsql.RecsqlError, match=r"metric 'ips' needs logged impressions: pass logs="):
+        recsql.evaluate(RECS, None, ["ips"])
+
+
+def test_scores_as_probabilities_need_a_score_column():
+    ranked = RECS.assign(rank=[1, 2, 2, 1]).drop(columns="score")
+    with pytest.raises(recsql.RecsqlError, match=r"ips\(target=scores\)' reads the recs' scores .* rank_col='rank'"):
+        recsql.evaluate(ranked, None, ["ips(target=scores)"], logs=LOGS, rank_col="rank")
+    # the list's own positions need no score
+    assert recsql.evaluate(ranked, None, ["ips"], logs=LOGS, rank_col="rank").summary["ips"].iloc[0] == 1.0
+
+
+def test_each_run_is_estimated_on_the_shared_logs_beside_metrics_of_truth():
+    """Run b's lists put 11 first for user 1 and 10 first for user 2: of the logged impressions only
+    (1, 11, position 1) is one it would make, w = 1/0.4, reward 1: IPS = 2.5/4; SNIPS 1."""
+    recs = pd.concat([RECS.assign(model="a"), RECS.assign(model="b", score=[0.3, 0.7, 0.6, 0.4])])
+    truth = pd.DataFrame({"user_id": [1, 2], "item_id": [10, 12]})
+    got = recsql.evaluate(recs, truth, ["ndcg@2", "ips", "snips"], logs=LOGS, run_cols="model")
+    statements = sqlglot.parse(got.sql, read="duckdb")  # one statement: the lists ranked once for both
+    assert len(statements) == 1 and "log_rows" in got.sql and "ndcg" in got.sql
+    summary = got.summary.set_index("model")
+    assert summary.loc["a", "ips"] == pytest.approx(1.0) and summary.loc["b", "ips"] == pytest.approx(2.5 / 4)
+    assert summary.loc["a", "snips"] == pytest.approx(0.5) and summary.loc["b", "snips"] == pytest.approx(1.0)
+    assert summary.loc["a", "ndcg@2"] == pytest.approx(1.0)
+    assert "ips" not in got.per_user.columns  # one number per run
+
+
+def test_to_sql_renders_the_estimators_and_their_checks():
+    sql = recsql.to_sql("recs", None, ["ips", "dr"], logs="logs", reward_model="reward_model", position_col=None)
+    con = duckdb.connect()
+    con.register("recs", RECS)
+    con.register("logs", LOGS.drop(columns="position"))
+    con.register("reward_model", MODEL)
+    row = con.execute(sql).df().iloc[0]
+    # without positions every impression is the first slot: w = 2, 0 (user 2's first item is 12), 2, 0
+    assert row["ips"] == pytest.approx((2 + 0 + 2 + 0) / 4)
+    assert row["dr"] == pytest.approx((0.6 + 0.5 + 0.5 + 0.6) / 4 + (2 * 0.4 + 0 + 2 * 0.5 + 0) / 4)
+    assert row["logs_invalid_rows"] == 0 and row["reward_model_missing_rows"] == 0
+    con.register("logs", LOGS.drop(columns="position").assign(propensity=[0.5, 0.0, 0.5, 0.4]))
+    assert con.execute(sql).df().iloc[0]["logs_invalid_rows"] == 1  # the warehouse sees what evaluate refuses
+
+
+def test_the_command_line(tmp_path, capsys):
+    RECS.to_csv(tmp_path / "recs.csv", index=False)
+    LOGS.rename(columns={"propensity": "pscore", "reward": "click"}).to_csv(tmp_path / "logs.csv", index=False)
+    MODEL.rename(columns={"reward": "click"}).to_csv(tmp_path / "model.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "recs.csv"), "--logs", str(tmp_path / "logs.csv"), "--reward-model",
+                 str(tmp_path / "model.csv"), "--propensity-col", "pscore", "--reward-col", "click", "-m", "ips",
+                 "-m", "dr", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out[0]["ips"] == pytest.approx(1.0) and out[0]["dr"] == pytest.approx(0.8)

@@ -1,0 +1,50 @@
+"""The off-policy estimators (docs/guide/logs.md) equal obp's own (Open Bandit Pipeline 0.5.7, Saito
+et al. 2021) to 1e-9 on its SyntheticBanditDataset: three seeds, a deterministic target policy (the
+argmax of its scores, given to recsql as a ranked list: target=list) and a stochastic one (softmax of
+its scores, given as the recs' scores: target=scores), every estimator with and without clipping.
+
+obp runs once, in its own virtual environment (``RECSQL_OBP_VENV``, default ``~/.cache/recsql-obp``,
+installed by ``.ci/engines.sh`` from ``.ci/obp-requirements.txt``: obp declares Python < 3.11 and pins
+old numpy and pandas), through tests/support/obp_cases.py, which writes every case's inputs as Parquet
+and obp's estimates as JSON. A missing environment fails the test.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import recsql
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = Path(os.environ.get("RECSQL_OBP_VENV", Path.home() / ".cache" / "recsql-obp"))
+
+
+@pytest.fixture(scope="module")
+def obp_cases(tmp_path_factory) -> tuple[Path, list[dict]]:
+    python = VENV / "bin" / "python"
+    if not python.is_file():
+        raise RuntimeError(f"obp is not installed at {VENV}: run `bash .ci/engines.sh` (or set RECSQL_OBP_VENV)")
+    out = tmp_path_factory.mktemp("obp")
+    done = subprocess.run([str(python), str(ROOT / "tests" / "support" / "obp_cases.py"), str(out)],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, json.loads((out / "cases.json").read_text(encoding="utf-8"))
+
+
+def test_the_estimators_equal_obps(obp_cases):
+    out, cases = obp_cases
+    assert len(cases) == 6 and {c["target"] for c in cases} == {"list", "scores"}
+    for case in cases:
+        folder = out / case["case"]
+        logs, recs, model = (pd.read_parquet(folder / f"{name}.parquet") for name in ("logs", "recs", "reward_model"))
+        got = recsql.evaluate(recs, None, list(case["expected"]), logs=logs, reward_model=model).summary
+        assert len(case["expected"]) == 9
+        for metric, want in case["expected"].items():
+            value = float(got[metric].iloc[0])
+            assert math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-9), (case["case"], metric, value, want)
