@@ -373,4 +373,30 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
                 if join.this.alias_or_name == "runs":
                     join.set("kind", None)
                     join.set("on", exp.and_(*[exp.column(k, table="runs").eq(exp.column(k, table="t")) for k in keys]))
+    if plan.weight_col is None:
+        _unweighted(stage)
+    elif plan.topk or plan.ties == "average" or "exposure" in features:
+        raise RecsqlError("weighted lists (compare's resamples) are ranked by ROW_NUMBER, with ties by item id, "
+                          "and count no exposure rows (src 5)")
     return alias_projections(fold_constants(expand_run_keys(stage, internal_runs(plan))))
+
+
+WEIGHT = "list_weight"  # sql/_ranked.sql: the weight of a user's list (recs_in's, with Plan.weight_col)
+
+
+def _unweighted(stage: exp.Select) -> None:
+    """Every list weighs 1: the columns ``list_weight`` dropped, each read of one written 1, ``1 * x`` as
+    ``x`` and ``SUM(1)`` as ``COUNT(*)``, so an evaluation's statement reads as if there were no weights."""
+    for select in list(stage.find_all(exp.Select)):
+        select.set("expressions", [e for e in select.expressions if e.alias_or_name != WEIGHT])
+    for column in [c for c in stage.find_all(exp.Column) if c.name == WEIGHT]:
+        column.replace(exp.Literal.number(1))
+
+    def simplify(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Mul) and node.this == exp.Literal.number(1):
+            return node.expression
+        if isinstance(node, exp.Sum) and node.this == exp.Literal.number(1):
+            return exp.Count(this=exp.Star())
+        return node
+
+    stage.transform(simplify, copy=False)
