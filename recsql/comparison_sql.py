@@ -14,7 +14,8 @@ import sqlglot
 from sqlglot import exp
 
 from . import run_labels
-from .comparison_global import global_metrics, list_ctes, stat_expression, union_ctes
+from .comparison_global import global_metrics, list_ctes, stat_expression, stats_ctes, union_ctes
+from .comparison_weighted import evaluation_ctes, lists_ctes, plan_for, weighted
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable
 from .compose.checks import SEGMENT_CHECKS
@@ -28,7 +29,11 @@ from .templates import read_template
 
 # The statistics' templates, in the order their CTEs are appended (each reads the ones before).
 TEMPLATES = ("_compare_draws", "_compare_observed", "_compare_wilcoxon", "_compare_resampled")
-GLOBAL_TEMPLATE = "_compare_global"  # global metrics (population: global): recsql/comparison_global.py
+GLOBAL_TEMPLATE = "_compare_global"  # global metrics (population: global) counted: recsql/comparison_global.py
+GLOBAL_PAIRS_TEMPLATE = "_compare_global_pairs"  # the pairs their randomization swaps lists between
+WEIGHTED_TEMPLATE = "_compare_weighted"  # global metrics recomputed over weighted lists: recsql/comparison_weighted.py
+WEIGHTED_STATS_TEMPLATE = "_compare_weighted_stats"
+GLOBAL_TESTS_TEMPLATE = "_compare_global_tests"  # the global metrics' bootstrap and randomization
 INTERVAL_TEMPLATE = "_compare_interval"  # after the unions of recsql/comparison_global.py
 # Randomization: a flipped sum counts as extreme down to this fraction of Σ|v| below the observed one
 # (sums whose exact values are equal may round apart; scipy's permutation_test allows for the same).
@@ -59,6 +64,7 @@ class Values:
     global_kinds: dict[int, Metric] = field(default_factory=dict)
     lists: str = "list_rows"
     catalog: bool = False
+    weighted_plan: Any = None  # the plan of the global metrics recomputed over weighted lists (comparison_weighted)
 
 
 def _template(name: str, parameters: dict[str, Any], slots: tuple[int, ...] = (0,)) -> list[exp.CTE]:
@@ -192,8 +198,9 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
     else:
         baselines = exp.select("run", exp.alias_(bigint(0), "every")).from_("cmp_runs") \
             .where(exp.and_(*[exp.column(k).eq(v) for k, v in zip(keys, baseline)]))
-    if values.global_kinds:
-        after += list_ctes(values.global_kinds, len(values.metrics), values.runs, values.lists, values.catalog,
+    counted = counted_kinds(values)
+    if counted:
+        after += list_ctes(counted, len(values.metrics), values.runs, values.lists, values.catalog,
                            values.segments is not None)
     return [*segment_ctes, _cte("cmp_keyed", keyed), _cte("cmp_metrics", metric_ids), _cte("cmp_values", present),
             _cte("cmp_slots", slots), _cte("cmp_runs", runs), _cte("cmp_users", users), _cte("cmp_baselines", baselines),
@@ -206,6 +213,28 @@ RESULT_COLUMNS = {  # table alias -> the columns the statement returns from it
 RESULT_SOURCES = {"s": "cmp_spread", "w": "cmp_wilcoxon", "i": "cmp_interval"}
 
 
+def counted_kinds(values: Values) -> dict[int, Metric]:
+    """The global metrics resampled through exposure counts (recsql/comparison_global.py)."""
+    recomputed = weighted(values.global_kinds)
+    return {i: m for i, m in values.global_kinds.items() if i not in recomputed}
+
+
+def _global_ctes(values: Values, parameters: dict[str, Any]) -> list[exp.CTE]:
+    """The global metrics' CTEs: the pairs, the counted metrics' counts, the weighted metrics' lists and
+    evaluation (recsql/comparison_weighted.py), their values together and the tests over them."""
+    counted = counted_kinds(values)
+    recomputed = {i: m for i, m in values.global_kinds.items() if i not in counted}
+    ctes = _template(GLOBAL_PAIRS_TEMPLATE, parameters)
+    if counted:
+        ctes += _template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
+    if recomputed:
+        ctes += lists_ctes(recomputed, values.runs, values.lists, values.catalog)
+        ctes += _template(WEIGHTED_TEMPLATE, parameters)
+        ctes += evaluation_ctes(values.weighted_plan, recomputed)
+        ctes += _template(WEIGHTED_STATS_TEMPLATE, parameters, tuple(recomputed))
+    return [*ctes, *stats_ctes(bool(counted), bool(recomputed)), *_template(GLOBAL_TESTS_TEMPLATE, parameters)]
+
+
 def statistics(values: Values, settings: Settings, baseline: list[exp.Expression] | None) -> exp.Select:
     """The statistics statement over ``values``: one row per unit (run, baseline, metric; baseline 0
     for a run's own values) with the sums :func:`recsql.comparison_result.finish` turns into the
@@ -213,13 +242,13 @@ def statistics(values: Values, settings: Settings, baseline: list[exp.Expression
     ones defining ``values``."""
     parameters = {**draw_parameters(settings.seed, settings.resamples), **settings.quantiles(), "tolerance": TOLERANCE,
                   "grain": GRAIN}
-    if values.global_kinds:
-        parameters["stat"] = stat_expression(values.global_kinds)
     ctes = _inputs(values, baseline)
     tukey = "tukey" in settings.tests
     slots = tuple(i for i in range(len(values.metrics)) if i not in values.global_kinds) or (0,)  # per-user metrics
-    for name in (*TEMPLATES, *([GLOBAL_TEMPLATE] if values.global_kinds else [])):
+    for name in TEMPLATES:
         ctes += _template(name, parameters, slots)
+    if values.global_kinds:
+        ctes += _global_ctes(values, parameters)
     ctes += union_ctes(bool(values.global_kinds))
     for name in (INTERVAL_TEMPLATE, *(["_compare_tukey"] if tukey else [])):
         ctes += _template(name, parameters)
@@ -330,11 +359,19 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
         raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run), and a sampled run's "
                           f"global metrics are not resampled yet (evaluate gives their mean over the samples); "
                           f"compare its per-user metrics, or one sample (a filter of recs) without sample_col")
+    recomputed = weighted(kinds_global)
+    if recomputed and (segments is not None or plan.truth_has_runs):
+        first = metrics[recomputed[0]]
+        raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
+                          f"over weighted lists, which it does not do yet "
+                          f"{'within segments' if segments is not None else 'with truth per run'}; compare it "
+                          f"{'on each segment apart (a filter of recs and truth)' if segments is not None else 'with truth shared by the runs (without the run columns)'}")
     raw = compose(plan, metrics, output="raw")
     checks = _checks(raw)
+    catalog = any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions)
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
-                    metric_columns(metrics), checks, global_kinds=kinds_global,
-                    catalog=any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions))
+                    metric_columns(metrics), checks, global_kinds=kinds_global, catalog=catalog,
+                    weighted_plan=plan_for(plan, catalog) if recomputed else None)
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
     baseline = baseline_keys(settings.baseline, list(plan.run_cols), kinds)

@@ -341,6 +341,9 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         unused.add("unjudged_users")
     every = union_branches(ctes["stacked"].this)
     kept = [b for b in every if b.args["from_"].this.name not in unused]
+    if plan.weight_col is not None:  # weighted lists serve global metrics only: their runs' rows of no user
+        kept = [b for b in kept if b.args["from_"].this.name in WEIGHTED_BRANCHES]
+        _users_of_shared_truth(ctes)
     pad_union(kept, every)
     ctes["stacked"].set("this", union_all(kept))
     # Shared truth is copied to every run where its rows or counts are per run (truth_runs for
@@ -375,13 +378,38 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
                     join.set("on", exp.and_(*[exp.column(k, table="runs").eq(exp.column(k, table="t")) for k in keys]))
     if plan.weight_col is None:
         _unweighted(stage)
-    elif plan.topk or plan.ties == "average" or "exposure" in features:
-        raise RecsqlError("weighted lists (compare's resamples) are ranked by ROW_NUMBER, with ties by item id, "
-                          "and count no exposure rows (src 5)")
+    elif plan.topk or plan.ties == "average" or plan.truth_has_runs or set(features) - WEIGHTED_FEATURES - FIXED_FEATURES:
+        raise RecsqlError("weighted lists (compare's resamples) are ranked by ROW_NUMBER with ties by item id, "
+                          f"judged against shared truth, and serve the stage features {sorted(WEIGHTED_FEATURES | FIXED_FEATURES)} "
+                          f"only, not {sorted(set(features) - WEIGHTED_FEATURES - FIXED_FEATURES)}")
     return alias_projections(fold_constants(expand_run_keys(stage, internal_runs(plan))))
 
 
 WEIGHT = "list_weight"  # sql/_ranked.sql: the weight of a user's list (recs_in's, with Plan.weight_col)
+WEIGHTED_BRANCHES = ("attention_rows", "attention_groups", "bias_rows")  # src 14, 15, 16: they sum the weights
+# Stage features whose rows count each list list_weight times, and those that read inputs of the catalog only (its
+# size, the items' popularity in interactions): what a weighted evaluation may serve (recsql/compose/exposure.py).
+WEIGHTED_FEATURES = frozenset({"attention", "attention_groups", "popularity_bias"})
+FIXED_FEATURES = frozenset({"catalog", "popularity"})
+
+
+def _users_of_shared_truth(ctes: dict[str, exp.CTE]) -> None:
+    """truth_users once per user, not copied to every run: weighted lists make each resample a run, and truth
+    (shared by the runs) would be copied to every one of them. Its readers join it on the user alone."""
+    users = ctes["truth_users"].this
+    _read_instead(users, "truth_runs", "truth_in")
+    ctes["truth_users"].set("this", expand_run_keys(users, []))
+    for name in ("bias_users", "bias_listed", "ranked"):
+        select = ctes[name].this
+        alias = next(j.this.alias_or_name for j in [exp.Join(this=select.args["from_"].this), *select.args["joins"]]
+                     if j.this.name == "truth_users")
+        for column in [c for c in select.find_all(exp.Column) if c.name == RUN_KEYS and c.table == alias]:
+            condition = column.parent
+            if isinstance(condition, exp.EQ):
+                condition.replace(exp.true())
+            else:  # a run key read from truth_users: the list's instead (bias_users' FROM truth_users JOIN list_rows)
+                column.set("table", exp.to_identifier("l"))
+        ctes[name].set("this", fold_constants(select))
 
 
 def _unweighted(stage: exp.Select) -> None:
