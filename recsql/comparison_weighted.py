@@ -30,7 +30,7 @@ from .compose.plan import Plan, internal_runs
 from .metrics import Metric
 from .resampling import bigint
 
-RUN_COLS = ("cmp_run", "cmp_baseline", "cmp_resample", "cmp_side")  # cmp_wrecs' run keys, in this order
+RUN_COLS = ("cmp_key",)  # cmp_wrecs' run key: (run, baseline, resample, side) in one integer
 WEIGHT_COL = "cmp_weight"
 RANK_COL = "cmp_rank"
 PREFIX = "cmpw_"  # the weighted evaluation's CTEs, beside the evaluation's own
@@ -44,8 +44,8 @@ def weighted(found: dict[int, Metric]) -> list[int]:
 
 
 def plan_for(plan: Plan, catalog: bool) -> Plan:
-    """The weighted evaluation's plan: ``cmp_wrecs`` as recs (its run keys :data:`RUN_COLS`, ordered by its
-    rank, weighed by its weight), the other inputs as given; the catalog (``catalog``: the evaluation has
+    """The weighted evaluation's plan: ``cmp_wrecs`` as recs (its run key :data:`RUN_COLS`, ranked by its
+    rank, 1..k, as the evaluation ranked them; weighed by its weight), the other inputs as given; the catalog (``catalog``: the evaluation has
     one) read from the evaluation's own ``catalog_items`` (``cmp_catalog_items``), so that it stays the
     catalog of the runs compared, never the items of a resample's lists."""
     columns = [*RUN_COLS, RANK_COL, WEIGHT_COL]
@@ -90,8 +90,8 @@ def lists_ctes(metrics: dict[int, Metric], runs: list[str], lists: str, catalog:
 
 def evaluation_ctes(plan: Plan, metrics: dict[int, Metric]) -> list[exp.CTE]:
     """The weighted evaluation (:func:`plan_for`'s plan, already made) of ``metrics`` as CTEs named
-    ``cmpw_...``, up to its per-user rows, and ``cmp_weighted_values(run, baseline, resample, side, x_i)``:
-    each of its runs' global row, one column ``x_i`` per metric position i."""
+    ``cmpw_...``, up to its per-user rows, and ``cmp_weighted_values(cmp_key, x_i)``: each of its runs' global
+    row, one column ``x_i`` per metric position i."""
     ordered = list(metrics.values())
     statement = compose(plan, ordered, output="per_user")
     ctes = list(statement.args["with_"].expressions)
@@ -105,7 +105,7 @@ def evaluation_ctes(plan: Plan, metrics: dict[int, Metric]) -> list[exp.CTE]:
                 table.set("this", exp.to_identifier(PREFIX + table.name))
         cte.set("alias", exp.TableAlias(this=exp.to_identifier(PREFIX + cte.alias)))
     runs = internal_runs(plan)
-    values = exp.select(*[exp.alias_(exp.column(r), name) for r, name in zip(runs, ("run", "baseline", "resample", "side"))],
+    values = exp.select(*[exp.alias_(exp.column(r), name) for r, name in zip(runs, RUN_COLS)],
                         *[exp.alias_(exp.column(c), f"x_{i}") for i, c in zip(metrics, metric_columns(ordered))]) \
         .from_(PREFIX + LAST).where(exp.column("_is_global").eq(1))
     return [*ctes, exp.CTE(this=values, alias=exp.to_identifier("cmp_weighted_values"))]

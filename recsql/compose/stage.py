@@ -303,7 +303,11 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     stage = fold_constants(substitute(stage, values, "sql/_ranked.sql"))
     with_ = stage.args["with_"]
     ctes = {c.alias: c for c in with_.expressions}
-    _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
+    if plan.weight_col is None:
+        _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
+    else:  # weighted lists come ranked (compare's, from the evaluation's own ranking): their order is their rank
+        for window in list(ctes["list_ranked"].this.find_all(exp.Window)):
+            window.replace(exp.column("ord"))
     _heads(with_, ctes["list_ranked"])
     _order_ties(ctes["expected_ranked"].this, plan.ties, _tie_key(plan))
     _ideal_order(plan, ctes["truth_ordered"], values)
