@@ -190,3 +190,28 @@ def test_intervals_and_randomization_counts_are_the_references(data, k, seed):
             if one is not None and two is not None:
                 extreme += abs(one - two) >= abs(observed_b - observed_a) - 1e-9 * (abs(observed_b) + abs(observed_a))
         assert row["p_randomization"] == (1 + extreme) / (resamples + 1), metric
+
+
+def test_one_resample_worked_by_hand():
+    """exposure_entropy(weight=uniform)@2, seed 32: resample 1 draws the weights w = (2, 0, 1) and the signs
+    s = (−1, +1, −1) for users 1, 2, 3 (recsql.resampling.draws). Lists: A: u1 [1, 2], u2 [2, 3], u3 [1, 3];
+    B: u1 [3, 4], u2 [4, 1], u3 [2, 4].
+    - A under w: item 1 is listed by u1 (twice) and u3: attention 3; item 2 by u1: 2; item 3 by u3: 1 (u2 weighs 0).
+      H = ln 6 − (3 ln 3 + 2 ln 2 + 1 ln 1) / 6 = 1.0114042647...
+    - side 1 of (B, A): B's list for u2 (s = +1), A's for u1 and u3: [1, 2], [4, 1], [1, 3]: attention 3, 1, 1, 1;
+      H = ln 6 − 3 ln 3 / 6 = 1.2424533248...
+    - side 2: A's list for u2, B's for u1 and u3: [3, 4], [2, 3], [2, 4]: attention 2, 2, 2; H = ln 3."""
+    w, s = weights_and_signs(3, 1, 32)
+    assert w[0].tolist() == [2, 0, 1] and s[0].tolist() == [-1, 1, -1]
+    lists = {"A": {1: [1, 2], 2: [2, 3], 3: [1, 3]}, "B": {1: [3, 4], 2: [4, 1], 3: [2, 4]}}
+    recs = pd.DataFrame([(run, u, item, float(2 - r)) for run, by_user in lists.items() for u, top in by_user.items()
+                         for r, item in enumerate(top)], columns=["model", "user_id", "item_id", "score"])
+    truth = pd.DataFrame({"user_id": [1], "item_id": [1], "relevance": [1.0]})
+    interactions = pd.DataFrame({"user_id": [1], "item_id": [1]})
+    items = pd.DataFrame({"item_id": [1, 2, 3, 4], "category": ["x", "x", "y", "y"]})
+    got = statistics(recs, truth, interactions, items, ["exposure_entropy(weight=uniform)@2"], 1, 32)
+    stat = {(int(r.run), int(r.baseline), int(r.resample), int(r.side)): r.stat for r in got.itertuples()}
+    assert abs(stat[(1, 0, 1, 3)] - (math.log(6) - (3 * math.log(3) + 2 * math.log(2)) / 6)) <= 1e-12
+    assert abs(stat[(1, 0, 1, 3)] - 1.0114042647073518) <= 1e-12
+    assert abs(stat[(2, 1, 1, 1)] - (math.log(6) - 3 * math.log(3) / 6)) <= 1e-12
+    assert abs(stat[(2, 1, 1, 2)] - math.log(3)) <= 1e-12
