@@ -14,8 +14,8 @@ import sqlglot
 from sqlglot import exp
 
 from . import run_labels
-from .comparison_global import global_metrics, list_ctes, stat_expression, stats_ctes, union_ctes
-from .comparison_weighted import evaluation_ctes, lists_ctes, plan_for, weighted
+from .comparison_global import global_metrics, list_ctes, union_ctes
+from .comparison_weighted import counted_kinds, global_ctes, plan_for, refuse_unsupported, weighted
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable
 from .compose.checks import SEGMENT_CHECKS
@@ -29,11 +29,6 @@ from .templates import read_template
 
 # The statistics' templates, in the order their CTEs are appended (each reads the ones before).
 TEMPLATES = ("_compare_draws", "_compare_observed", "_compare_wilcoxon", "_compare_resampled")
-GLOBAL_TEMPLATE = "_compare_global"  # global metrics (population: global) counted: recsql/comparison_global.py
-GLOBAL_PAIRS_TEMPLATE = "_compare_global_pairs"  # the pairs their randomization swaps lists between
-WEIGHTED_TEMPLATE = "_compare_weighted"  # global metrics recomputed over weighted lists: recsql/comparison_weighted.py
-WEIGHTED_STATS_TEMPLATE = "_compare_weighted_stats"
-GLOBAL_TESTS_TEMPLATE = "_compare_global_tests"  # the global metrics' bootstrap and randomization
 INTERVAL_TEMPLATE = "_compare_interval"  # after the unions of recsql/comparison_global.py
 # Randomization: a flipped sum counts as extreme down to this fraction of Σ|v| below the observed one
 # (sums whose exact values are equal may round apart; scipy's permutation_test allows for the same).
@@ -198,7 +193,7 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
     else:
         baselines = exp.select("run", exp.alias_(bigint(0), "every")).from_("cmp_runs") \
             .where(exp.and_(*[exp.column(k).eq(v) for k, v in zip(keys, baseline)]))
-    counted = counted_kinds(values)
+    counted = counted_kinds(values.global_kinds)
     if counted:
         after += list_ctes(counted, len(values.metrics), values.runs, values.lists, values.catalog,
                            values.segments is not None)
@@ -211,28 +206,6 @@ RESULT_COLUMNS = {  # table alias -> the columns the statement returns from it
     "o": ("n", "mean", "sum_v", "wins", "ties", "losses", "extreme"), "s": ("ss",),
     "w": ("n_nonzero", "r_plus", "ties_term"), "i": ("resampled", "ci_low", "ci_high")}
 RESULT_SOURCES = {"s": "cmp_spread", "w": "cmp_wilcoxon", "i": "cmp_interval"}
-
-
-def counted_kinds(values: Values) -> dict[int, Metric]:
-    """The global metrics resampled through exposure counts (recsql/comparison_global.py)."""
-    recomputed = weighted(values.global_kinds)
-    return {i: m for i, m in values.global_kinds.items() if i not in recomputed}
-
-
-def _global_ctes(values: Values, parameters: dict[str, Any]) -> list[exp.CTE]:
-    """The global metrics' CTEs: the pairs, the counted metrics' counts, the weighted metrics' lists and
-    evaluation (recsql/comparison_weighted.py), their values together and the tests over them."""
-    counted = counted_kinds(values)
-    recomputed = {i: m for i, m in values.global_kinds.items() if i not in counted}
-    ctes = _template(GLOBAL_PAIRS_TEMPLATE, parameters)
-    if counted:
-        ctes += _template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
-    if recomputed:
-        ctes += lists_ctes(recomputed, values.runs, values.lists, values.catalog)
-        ctes += _template(WEIGHTED_TEMPLATE, parameters)
-        ctes += evaluation_ctes(values.weighted_plan, recomputed)
-        ctes += _template(WEIGHTED_STATS_TEMPLATE, parameters, tuple(recomputed))
-    return [*ctes, *stats_ctes(bool(counted), bool(recomputed)), *_template(GLOBAL_TESTS_TEMPLATE, parameters)]
 
 
 def statistics(values: Values, settings: Settings, baseline: list[exp.Expression] | None) -> exp.Select:
@@ -248,7 +221,7 @@ def statistics(values: Values, settings: Settings, baseline: list[exp.Expression
     for name in TEMPLATES:
         ctes += _template(name, parameters, slots)
     if values.global_kinds:
-        ctes += _global_ctes(values, parameters)
+        ctes += global_ctes(values, parameters, _template)
     ctes += union_ctes(bool(values.global_kinds))
     for name in (INTERVAL_TEMPLATE, *(["_compare_tukey"] if tukey else [])):
         ctes += _template(name, parameters)
@@ -363,12 +336,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
                           f"global metrics are not resampled yet (evaluate gives their mean over the samples); "
                           f"compare its per-user metrics, or one sample (a filter of recs) without sample_col")
     recomputed = weighted(kinds_global)
-    if recomputed and (segments is not None or plan.truth_has_runs):
-        first = metrics[recomputed[0]]
-        raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
-                          f"over weighted lists, which it does not do yet "
-                          f"{'within segments' if segments is not None else 'with truth per run'}; compare it "
-                          f"{'on each segment apart (a filter of recs and truth)' if segments is not None else 'with truth shared by the runs (without the run columns)'}")
+    refuse_unsupported(metrics, recomputed, segments is not None, plan.truth_has_runs)
     raw = compose(plan, metrics, output="raw")
     checks = _checks(raw)
     catalog = any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions)

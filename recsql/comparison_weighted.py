@@ -21,15 +21,23 @@ inputs (catalog, items' categories, popularity in interactions, so the short hea
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Callable
 
 from sqlglot import exp
 
+from .comparison_global import stat_expression, stats_ctes
 from .compose import compose, metric_columns
 from .compose.exposure import resampling_refusal
 from .compose.plan import Plan, internal_runs
+from .errors import RecsqlError
 from .metrics import Metric
 from .resampling import bigint
 
+GLOBAL_TEMPLATE = "_compare_global"  # global metrics (population: global) counted: recsql/comparison_global.py
+GLOBAL_PAIRS_TEMPLATE = "_compare_global_pairs"  # the pairs their randomization swaps lists between
+WEIGHTED_TEMPLATE = "_compare_weighted"  # global metrics recomputed over weighted lists: this module
+WEIGHTED_STATS_TEMPLATE = "_compare_weighted_stats"
+GLOBAL_TESTS_TEMPLATE = "_compare_global_tests"  # the global metrics' bootstrap and randomization
 RUN_COLS = ("cmp_key",)  # cmp_wrecs' run key: (run, baseline, resample, side) in one integer
 WEIGHT_COL = "cmp_weight"
 RANK_COL = "cmp_rank"
@@ -41,6 +49,17 @@ def weighted(found: dict[int, Metric]) -> list[int]:
     """The positions among ``found`` (the global metrics, by position) of those recomputed over weighted
     lists: the ones whose expression reads more than the exposure sums."""
     return [i for i, m in found.items() if resampling_refusal(m.name) is not None]
+
+
+def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool) -> None:
+    """A global metric recomputed over weighted lists is not yet compared within segments or with truth per
+    run: refused, with the way to compare it."""
+    if recomputed and (segmented or truth_per_run):
+        first = metrics[recomputed[0]]
+        raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
+                          f"over weighted lists, which it does not do yet "
+                          f"{'within segments' if segmented else 'with truth per run'}; compare it "
+                          f"{'on each segment apart (a filter of recs and truth)' if segmented else 'with truth shared by the runs (without the run columns)'}")
 
 
 def plan_for(plan: Plan, catalog: bool) -> Plan:
@@ -109,3 +128,26 @@ def evaluation_ctes(plan: Plan, metrics: dict[int, Metric]) -> list[exp.CTE]:
                         *[exp.alias_(exp.column(c), f"x_{i}") for i, c in zip(metrics, metric_columns(ordered))]) \
         .from_(PREFIX + LAST).where(exp.column("_is_global").eq(1))
     return [*ctes, exp.CTE(this=values, alias=exp.to_identifier("cmp_weighted_values"))]
+
+
+def counted_kinds(found: dict[int, Metric]) -> dict[int, Metric]:
+    """The global metrics resampled through exposure counts (recsql/comparison_global.py)."""
+    recomputed = weighted(found)
+    return {i: m for i, m in found.items() if i not in recomputed}
+
+
+def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[..., list[exp.CTE]]) -> list[exp.CTE]:
+    """The global metrics' CTEs: the pairs, the counted metrics' counts, the weighted metrics' lists and
+    evaluation, their values together and the tests over them. ``values``: the comparison's Values
+    (recsql/comparison_sql.py); ``template``: its reader of a template's CTEs (name, parameters, slots)."""
+    counted = counted_kinds(values.global_kinds)
+    recomputed = {i: m for i, m in values.global_kinds.items() if i not in counted}
+    ctes = template(GLOBAL_PAIRS_TEMPLATE, parameters)
+    if counted:
+        ctes += template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
+    if recomputed:
+        ctes += lists_ctes(recomputed, values.runs, values.lists, values.catalog)
+        ctes += template(WEIGHTED_TEMPLATE, parameters)
+        ctes += evaluation_ctes(values.weighted_plan, recomputed)
+        ctes += template(WEIGHTED_STATS_TEMPLATE, parameters, tuple(recomputed))
+    return [*ctes, *stats_ctes(bool(counted), bool(recomputed)), *template(GLOBAL_TESTS_TEMPLATE, parameters)]

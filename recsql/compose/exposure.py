@@ -29,7 +29,7 @@ from sqlglot import exp
 from ..metrics import registry
 from ..templates import read_template
 from ..trees import parse
-from .stage import FIXED_FEATURES, WEIGHTED_FEATURES
+from .weights import FIXED_FEATURES, WEIGHTED_FEATURES
 
 SUMS_TEMPLATE = "_exposure"  # sql/_exposure.sql: the sums over the ranked stage, and what each means
 

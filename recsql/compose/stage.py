@@ -16,6 +16,7 @@ from .inputs import collation
 from .intents import MAX_IDEAL_K, ideal_chain
 from .plan import (MAX_SLOTS, RUN_KEYS, TOPK_MAX_K, Plan, View, internal_runs, order_datatype, policy_runs,
                    truth_runs as truth_run_keys)
+from .weights import FIXED_FEATURES, WEIGHTED_BRANCHES, WEIGHTED_FEATURES, unweighted, users_of_shared_truth
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
                       pad_union, substitute, union_all, union_branches)
 
@@ -347,7 +348,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     kept = [b for b in every if b.args["from_"].this.name not in unused]
     if plan.weight_col is not None:  # weighted lists serve global metrics only: their runs' rows of no user
         kept = [b for b in kept if b.args["from_"].this.name in WEIGHTED_BRANCHES]
-        _users_of_shared_truth(ctes)
+        users_of_shared_truth(ctes)
     pad_union(kept, every)
     ctes["stacked"].set("this", union_all(kept))
     # Shared truth is copied to every run where its rows or counts are per run (truth_runs for
@@ -381,54 +382,9 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
                     join.set("kind", None)
                     join.set("on", exp.and_(*[exp.column(k, table="runs").eq(exp.column(k, table="t")) for k in keys]))
     if plan.weight_col is None:
-        _unweighted(stage)
+        unweighted(stage)
     elif plan.topk or plan.ties == "average" or plan.truth_has_runs or set(features) - WEIGHTED_FEATURES - FIXED_FEATURES:
         raise RecsqlError("weighted lists (compare's resamples) are ranked by ROW_NUMBER with ties by item id, "
                           f"judged against shared truth, and serve the stage features {sorted(WEIGHTED_FEATURES | FIXED_FEATURES)} "
                           f"only, not {sorted(set(features) - WEIGHTED_FEATURES - FIXED_FEATURES)}")
     return alias_projections(fold_constants(expand_run_keys(stage, internal_runs(plan))))
-
-
-WEIGHT = "list_weight"  # sql/_ranked.sql: the weight of a user's list (recs_in's, with Plan.weight_col)
-WEIGHTED_BRANCHES = ("attention_rows", "attention_groups", "bias_rows")  # src 14, 15, 16: they sum the weights
-# Stage features whose rows count each list list_weight times, and those that read inputs of the catalog only (its
-# size, the items' popularity in interactions): what a weighted evaluation may serve (recsql/compose/exposure.py).
-WEIGHTED_FEATURES = frozenset({"attention", "attention_groups", "popularity_bias"})
-FIXED_FEATURES = frozenset({"catalog", "popularity"})
-
-
-def _users_of_shared_truth(ctes: dict[str, exp.CTE]) -> None:
-    """truth_users once per user, not copied to every run: weighted lists make each resample a run, and truth
-    (shared by the runs) would be copied to every one of them. Its readers join it on the user alone."""
-    users = ctes["truth_users"].this
-    _read_instead(users, "truth_runs", "truth_in")
-    ctes["truth_users"].set("this", expand_run_keys(users, []))
-    for name in ("bias_users", "bias_listed", "ranked"):
-        select = ctes[name].this
-        alias = next(j.this.alias_or_name for j in [exp.Join(this=select.args["from_"].this), *select.args["joins"]]
-                     if j.this.name == "truth_users")
-        for column in [c for c in select.find_all(exp.Column) if c.name == RUN_KEYS and c.table == alias]:
-            condition = column.parent
-            if isinstance(condition, exp.EQ):
-                condition.replace(exp.true())
-            else:  # a run key read from truth_users: the list's instead (bias_users' FROM truth_users JOIN list_rows)
-                column.set("table", exp.to_identifier("l"))
-        ctes[name].set("this", fold_constants(select))
-
-
-def _unweighted(stage: exp.Select) -> None:
-    """Every list weighs 1: the columns ``list_weight`` dropped, each read of one written 1, ``1 * x`` as
-    ``x`` and ``SUM(1)`` as ``COUNT(*)``, so an evaluation's statement reads as if there were no weights."""
-    for select in list(stage.find_all(exp.Select)):
-        select.set("expressions", [e for e in select.expressions if e.alias_or_name != WEIGHT])
-    for column in [c for c in stage.find_all(exp.Column) if c.name == WEIGHT]:
-        column.replace(exp.Literal.number(1))
-
-    def simplify(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Mul) and node.this == exp.Literal.number(1):
-            return node.expression
-        if isinstance(node, exp.Sum) and node.this == exp.Literal.number(1):
-            return exp.Count(this=exp.Star())
-        return node
-
-    stage.transform(simplify, copy=False)
