@@ -27,7 +27,7 @@ import sqlglot
 from sqlglot import exp
 
 from .compose import union_all
-from .compose.exposure import resampling_refusal, weighted_sums
+from .compose.exposure import resampling_refusal, weighted_refusal, weighted_sums
 from .compose.expressions import metric_expression
 from .errors import RecsqlError
 from .metrics import Metric
@@ -36,18 +36,20 @@ from .resampling import bigint
 
 def global_metrics(metrics: Sequence[Metric]) -> dict[int, Metric]:
     """Position in ``metrics`` -> the metric, for each global metric; one that compare cannot resample
-    (its expression reads more than the exposure sums) is refused with the reason."""
+    (its expression reads more than the exposure sums, and its stage rows do not count weighted lists:
+    :mod:`recsql.comparison_weighted`) is refused with the reason."""
     found = {}
     for i, m in enumerate(metrics):
         if m.spec.population != "global":
             continue
         reason = resampling_refusal(m.name)
-        if reason:
+        weights = weighted_refusal(m) if reason else None
+        if reason and weights:
             raise RecsqlError(f"compare: metric {str(m)!r} is global (one number per run) and has no resampled "
                               f"form: compare resamples a global metric through each item's count of lists "
-                              f"only (coverage, gini, personalization), and this one is weighted by position, "
-                              f"grouped or split by popularity; evaluate computes it, compare cannot (in detail: "
-                              f"{reason})")
+                              f"(coverage, gini, personalization) or by its own template over weighted lists "
+                              f"(the exposure, long-tail and popularity-bias metrics); evaluate computes it, "
+                              f"compare cannot (in detail: {reason}; and {weights})")
         found[i] = m
     return found
 
@@ -113,6 +115,19 @@ def list_ctes(found: dict[int, Metric], n_metrics: int, runs: list[str], lists: 
 
 def _null(kind: str) -> exp.Expression:
     return exp.cast(exp.null(), kind)
+
+
+def stats_ctes(counted: bool, weighted: bool) -> list[exp.CTE]:
+    """``cmp_global_group_stats`` and ``cmp_global_pair_users``, read by ``sql/_compare_global_tests.sql``:
+    the values of the global metrics counted from exposure (``cmp_global_counted``, ``counted``) and of
+    those recomputed over weighted lists (``cmp_global_weighted``, ``weighted``), together."""
+    unit = ["run", "baseline", "metric"]
+    stats = [exp.select(*unit, "resample", "side", "stat", "w1").from_(source)
+             for source, kept in (("cmp_global_counted", counted), ("cmp_global_weighted", weighted)) if kept]
+    users = [exp.select(*unit, "n").from_(source)
+             for source, kept in (("cmp_global_counted_users", counted), ("cmp_global_weighted_users", weighted)) if kept]
+    return [exp.CTE(this=union_all(stats), alias=exp.to_identifier("cmp_global_group_stats")),
+            exp.CTE(this=union_all(users), alias=exp.to_identifier("cmp_global_pair_users"))]
 
 
 def union_ctes(with_global: bool) -> list[exp.CTE]:

@@ -14,7 +14,8 @@ import sqlglot
 from sqlglot import exp
 
 from . import run_labels
-from .comparison_global import global_metrics, list_ctes, stat_expression, union_ctes
+from .comparison_global import global_metrics, list_ctes, union_ctes
+from .comparison_weighted import counted_kinds, global_ctes, plan_for, refuse_unsupported, weighted
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable
 from .compose.checks import SEGMENT_CHECKS
@@ -28,7 +29,6 @@ from .templates import read_template
 
 # The statistics' templates, in the order their CTEs are appended (each reads the ones before).
 TEMPLATES = ("_compare_draws", "_compare_observed", "_compare_wilcoxon", "_compare_resampled")
-GLOBAL_TEMPLATE = "_compare_global"  # global metrics (population: global): recsql/comparison_global.py
 INTERVAL_TEMPLATE = "_compare_interval"  # after the unions of recsql/comparison_global.py
 # Randomization: a flipped sum counts as extreme down to this fraction of Σ|v| below the observed one
 # (sums whose exact values are equal may round apart; scipy's permutation_test allows for the same).
@@ -59,6 +59,7 @@ class Values:
     global_kinds: dict[int, Metric] = field(default_factory=dict)
     lists: str = "list_rows"
     catalog: bool = False
+    weighted_plan: Any = None  # the plan of the global metrics recomputed over weighted lists (comparison_weighted)
 
 
 def _template(name: str, parameters: dict[str, Any], slots: tuple[int, ...] = (0,)) -> list[exp.CTE]:
@@ -192,8 +193,9 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
     else:
         baselines = exp.select("run", exp.alias_(bigint(0), "every")).from_("cmp_runs") \
             .where(exp.and_(*[exp.column(k).eq(v) for k, v in zip(keys, baseline)]))
-    if values.global_kinds:
-        after += list_ctes(values.global_kinds, len(values.metrics), values.runs, values.lists, values.catalog,
+    counted = counted_kinds(values.global_kinds)
+    if counted:
+        after += list_ctes(counted, len(values.metrics), values.runs, values.lists, values.catalog,
                            values.segments is not None)
     return [*segment_ctes, _cte("cmp_keyed", keyed), _cte("cmp_metrics", metric_ids), _cte("cmp_values", present),
             _cte("cmp_slots", slots), _cte("cmp_runs", runs), _cte("cmp_users", users), _cte("cmp_baselines", baselines),
@@ -213,13 +215,13 @@ def statistics(values: Values, settings: Settings, baseline: list[exp.Expression
     ones defining ``values``."""
     parameters = {**draw_parameters(settings.seed, settings.resamples), **settings.quantiles(), "tolerance": TOLERANCE,
                   "grain": GRAIN}
-    if values.global_kinds:
-        parameters["stat"] = stat_expression(values.global_kinds)
     ctes = _inputs(values, baseline)
     tukey = "tukey" in settings.tests
     slots = tuple(i for i in range(len(values.metrics)) if i not in values.global_kinds) or (0,)  # per-user metrics
-    for name in (*TEMPLATES, *([GLOBAL_TEMPLATE] if values.global_kinds else [])):
+    for name in TEMPLATES:
         ctes += _template(name, parameters, slots)
+    if values.global_kinds:
+        ctes += global_ctes(values, parameters, _template)
     ctes += union_ctes(bool(values.global_kinds))
     for name in (INTERVAL_TEMPLATE, *(["_compare_tukey"] if tukey else [])):
         ctes += _template(name, parameters)
@@ -312,8 +314,11 @@ def _key_literal(value: Any, name: str, kind: str) -> exp.Expression:
 
 
 # Settings the statistics statement carries, by dialect: ClickHouse stops planning a query after 10,000
-# plan optimizations (error 572), and the statement with global metrics and the Tukey test needs more.
-STATEMENT_SETTINGS: dict[str, dict[str, int]] = {"clickhouse": {"query_plan_max_optimizations_to_apply": 100_000}}
+# plan optimizations (error 572), and the statement with global metrics and the Tukey test needs more; and
+# at a query tree of 500,000 nodes (error 36: it writes each CTE out where it is read), which the weighted
+# evaluation of the global metrics recomputed over weighted lists exceeds.
+STATEMENT_SETTINGS: dict[str, dict[str, int]] = {"clickhouse": {"query_plan_max_optimizations_to_apply": 100_000,
+                                                               "max_expanded_ast_elements": 5_000_000}}
 
 
 def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: list[str],
@@ -330,11 +335,14 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
         raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run), and a sampled run's "
                           f"global metrics are not resampled yet (evaluate gives their mean over the samples); "
                           f"compare its per-user metrics, or one sample (a filter of recs) without sample_col")
+    recomputed = weighted(kinds_global)
+    refuse_unsupported(metrics, recomputed, segments is not None, plan.truth_has_runs)
     raw = compose(plan, metrics, output="raw")
     checks = _checks(raw)
+    catalog = any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions)
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
-                    metric_columns(metrics), checks, global_kinds=kinds_global,
-                    catalog=any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions))
+                    metric_columns(metrics), checks, global_kinds=kinds_global, catalog=catalog,
+                    weighted_plan=plan_for(plan, catalog) if recomputed else None)
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
     baseline = baseline_keys(settings.baseline, list(plan.run_cols), kinds)

@@ -1,5 +1,7 @@
--- The global metrics of recsql.compare (README, "Comparing runs"): each one number per run computed from item exposure
--- counts, resampled by weighting each user's list and randomized by swapping a user's lists between two runs.
+-- The global metrics of recsql.compare (README, "Comparing runs") whose template reads the exposure sums only (coverage,
+-- gini, personalization): each one number per run computed from item exposure counts, resampled by weighting each
+-- user's list and randomized by swapping a user's lists between two runs. (The other global metrics are recomputed
+-- from weighted lists by their own templates: sql/_compare_weighted.sql.)
 --
 -- formula: a user u with a list L_u (its top k) in a run has the weight w_u: 1 for the observed value, the Poisson(1)
 --   weight of sql/_compare_draws.sql for resample b (shared by every run, so a pair's resample is paired).
@@ -11,8 +13,8 @@
 --   is written once, in the metric's file, and evaluate and compare differ only in how they count. Pairs of users
 --   are weighted w_u·w_v (u ≠ v): Σ_{u≠v} w_u·w_v·#(L_u ∩ L_v) = Σ_i (C_i² − D_i) and Σ_{u≠v} w_u·w_v = W² − W2.
 --   Every sum is of integers, so exact on every engine.
---   Interval: the stat_b of a run, or stat_b(run) − stat_b(baseline) for a pair, through sql/_compare_interval.sql.
---   Randomization, per pair and resample b: a user whose sign s (stream 2) is −1 swaps its lists between the two
+--   Interval and test (sql/_compare_global_tests.sql): the stat_b of a run, or stat_b(run) − stat_b(baseline) for a
+--   pair, through sql/_compare_interval.sql. Randomization, per pair and resample b: a user whose sign s (stream 2) is −1 swaps its lists between the two
 --   runs (side 1 holds the run's lists of the users with s = +1 and the baseline's of those with s = −1, side 2
 --   the others; every weight 1); flipped_b = stat(side 1) − stat(side 2);
 --   extreme = #{b : |flipped_b| ≥ |stat(run) − stat(baseline)| − $tolerance·(|stat(run)| + |stat(baseline)|)}
@@ -48,9 +50,11 @@
 --
 -- Inputs: cmp_lists(run, user_idx, lists, item_id, in_catalog) (a user's top k at one cutoff of the global metrics,
 -- within one segment: `lists`), cmp_global_metrics(metric, lists, slot, n_catalog) (slot: the metric's position
--- among those asked), cmp_draws, cmp_users,
--- cmp_runs, cmp_baselines. Output: cmp_global_observed(run, baseline, metric, n, mean, extreme),
--- cmp_global_bootstrap(run, baseline, metric, resample, stat).
+-- among those asked), cmp_draws, cmp_users, cmp_runs, cmp_global_pairs and cmp_global_owners
+-- (sql/_compare_global_pairs.sql). Output: cmp_global_counted(run, baseline, metric, resample, side, stat, w1) (side
+-- 3: a run's own value, w1 its users with a list; sides 1 and 2: a pair's swapped lists) and
+-- cmp_global_counted_users(run, baseline, metric, n) (a pair's users with a list in either run), which
+-- sql/_compare_global_tests.sql turns into the tests.
 WITH
 cmp_global_rows AS (
     SELECT r.run AS run, r.lists AS lists, r.user_idx AS user_idx, k.user_row AS user_row,
@@ -99,21 +103,6 @@ cmp_global_drawn AS (
             items, runs, lists, in_catalog, user_row, n, c, d, plus
         FROM cmp_global_cells
     ) AS x
-),
-cmp_global_pairs AS (
-    SELECT a.run AS run, b.run AS baseline
-    FROM cmp_runs AS a
-    CROSS JOIN cmp_baselines AS b
-    WHERE a.run <> b.run AND (b.every = 0 OR a.run > b.run)
-),
-cmp_global_pair_units AS (
-    SELECT run, baseline, CAST(ROW_NUMBER() OVER (ORDER BY run, baseline) AS BIGINT) AS unit FROM cmp_global_pairs
-),
-cmp_global_owners AS (
-    SELECT u.unit AS unit, u.run AS run, u.baseline AS baseline,
-        CASE WHEN k.role = 1 THEN u.run ELSE u.baseline END AS owner, k.role AS role
-    FROM cmp_global_pair_units AS u
-    CROSS JOIN (SELECT 1 AS role UNION ALL SELECT 2 AS role) AS k
 ),
 cmp_global_share_cells AS (
     SELECT CAST((o.unit * g.items + g.item) * ($resamples + 1) + g.resample AS BIGINT) AS cell,
@@ -168,64 +157,15 @@ cmp_global_terms AS (
     FROM cmp_global_sums AS s
     JOIN cmp_global_metrics AS m ON s.lists = m.lists
 ),
-cmp_global_group_stats AS (
+cmp_global_counted AS (
     SELECT run, baseline, metric, resample, side, $stat AS stat, list_users AS w1
     FROM cmp_global_terms
 ),
-cmp_global_readers AS (
-    SELECT run AS from_run, CAST(0 AS BIGINT) AS from_baseline, 3 AS from_side,
-        run, CAST(0 AS BIGINT) AS baseline, 3 AS side
-    FROM cmp_runs
-    UNION ALL
-    SELECT CASE WHEN k.kind = 2 THEN p.baseline ELSE p.run END AS from_run,
-        CASE WHEN k.kind <= 2 THEN CAST(0 AS BIGINT) ELSE p.baseline END AS from_baseline,
-        CASE WHEN k.kind <= 2 THEN 3 ELSE k.kind - 2 END AS from_side,
-        p.run AS run, p.baseline AS baseline, CASE WHEN k.kind <= 2 THEN 2 + k.kind ELSE k.kind - 2 END AS side
-    FROM cmp_global_pairs AS p
-    CROSS JOIN (SELECT 1 AS kind UNION ALL SELECT 2 AS kind UNION ALL SELECT 3 AS kind UNION ALL SELECT 4 AS kind) AS k
-),
-cmp_global_sides AS (
-    SELECT r.run AS run, r.baseline AS baseline, s.metric AS metric, s.resample AS resample,
-        MAX(CASE WHEN r.side = 3 THEN s.stat END) AS run_stat,
-        MAX(CASE WHEN r.side = 4 THEN s.stat END) AS baseline_stat,
-        MAX(CASE WHEN r.side = 1 THEN s.stat END) - MAX(CASE WHEN r.side = 2 THEN s.stat END) AS flipped,
-        MAX(CASE WHEN r.side = 3 THEN s.w1 END) AS run_users
-    FROM cmp_global_group_stats AS s
-    JOIN cmp_global_readers AS r ON s.run = r.from_run AND s.baseline = r.from_baseline AND s.side = r.from_side
-    GROUP BY r.run, r.baseline, s.metric, s.resample
-),
-cmp_global_resampled AS (
-    SELECT run, baseline, metric, resample, flipped, run_users,
-        CASE WHEN baseline = 0 THEN run_stat ELSE run_stat - baseline_stat END AS stat,
-        MAX(CASE WHEN resample = 0 THEN run_stat END) OVER (PARTITION BY run, baseline, metric) AS run_observed,
-        MAX(CASE WHEN resample = 0 THEN baseline_stat END) OVER (PARTITION BY run, baseline, metric) AS baseline_observed
-    FROM cmp_global_sides
-),
-cmp_global_bootstrap AS (
-    SELECT run, baseline, metric, resample, stat FROM cmp_global_resampled WHERE resample > 0 AND stat IS NOT NULL
-),
-cmp_global_tested AS (
-    SELECT run, baseline, metric,
-        MAX(CASE WHEN resample = 0 THEN stat END) AS mean,
-        MAX(CASE WHEN resample = 0 THEN run_users END) AS run_users,
-        CASE WHEN MAX(run_observed) IS NULL OR MAX(baseline_observed) IS NULL THEN NULL ELSE
-            CAST(SUM(CASE WHEN resample > 0 AND ABS(flipped) >= ABS(run_observed - baseline_observed)
-                               - $tolerance * (ABS(run_observed) + ABS(baseline_observed)) THEN 1 ELSE 0 END)
-                 AS BIGINT) END AS extreme
-    FROM cmp_global_resampled
-    GROUP BY run, baseline, metric
-),
-cmp_global_pair_users AS (
+cmp_global_counted_users AS (
     SELECT p.run AS run, p.baseline AS baseline, m.metric AS metric, CAST(COUNT(DISTINCT u.user_idx) AS BIGINT) AS n
     FROM cmp_global_pairs AS p
     CROSS JOIN cmp_global_metrics AS m
     JOIN cmp_global_rows AS u ON u.lists = m.lists AND u.user_row = 1 AND (u.run = p.run OR u.run = p.baseline)
     GROUP BY p.run, p.baseline, m.metric
-),
-cmp_global_observed AS (
-    SELECT t.run AS run, t.baseline AS baseline, t.metric AS metric,
-        CAST(COALESCE(p.n, t.run_users) AS BIGINT) AS n, t.mean AS mean, t.extreme AS extreme
-    FROM cmp_global_tested AS t
-    LEFT JOIN cmp_global_pair_users AS p ON t.run = p.run AND t.baseline = p.baseline AND t.metric = p.metric
 )
-SELECT * FROM cmp_global_observed
+SELECT * FROM cmp_global_counted

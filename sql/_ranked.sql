@@ -1,7 +1,10 @@
 -- The shared ranked-rows stage (README, "How a list is scored"): the only SQL in recsql with window functions.
 --
 -- Inputs are bound by recsql/sources.py as three relations with internal column names:
---   recs_in(run_keys, user_id, item_id, ord)   ord: smaller is better (-score, or the rank column)
+--   recs_in(run_keys, user_id, item_id, ord[, list_weight])   ord: smaller is better (-score, or the rank
+--                                              column); list_weight: the weight of the user's list in its
+--                                              run (recsql.compare's resamples; without it every list weighs
+--                                              1, and the composer writes 1 in its place)
 --   truth_in(run_keys?, user_id, item_id, relevance)
 --   items_in(item_id, price, probability, category)
 --   interactions_in(user_id, item_id, weight)  training interactions (popularity, novelty); weight: the
@@ -47,6 +50,9 @@
 --          under one position weight (feature attention_groups: exposure_disparity), user_id NULL
 --   src 16 item seen in interactions, per run and cutoff, with the counts of pop_rsp and pop_reo over the
 --          users with a list and truth (feature popularity_bias), user_id NULL
+--   The rows of src 14, 15 and 16 count each user's list list_weight times (attention, merit, the users and
+--   listings of popularity_bias): a run's weighted users, as recsql.compare's bootstrap draws them. Those of
+--   src 5 count every list once (compare recounts them itself, sql/_compare_global.sql).
 --   src 17 item of a user's sampled lists or relevant truth, per run (on its first sample), with its expected
 --          exposure over the samples of the run (ee_exposure) and its target exposure (ee_target) under one user
 --          model (feature expected_exposure: ee_d, ee_r, ee_l)
@@ -108,12 +114,12 @@ unjudged_users AS (
     WHERE n_rel + n_nonrel = 0
 ),
 list_ranked AS (
-    SELECT run_keys, user_id, item_id, ord,
+    SELECT run_keys, user_id, item_id, ord, list_weight AS list_weight,
         CAST(ROW_NUMBER() OVER (PARTITION BY run_keys, user_id ORDER BY ord ASC, item_id ASC) AS BIGINT) AS rank
     FROM recs_in
 ),
 list_judged AS (
-    SELECT l.run_keys, l.user_id, l.item_id, l.rank, l.ord, t.relevance,
+    SELECT l.run_keys, l.user_id, l.item_id, l.rank, l.ord, l.list_weight AS list_weight, t.relevance,
         CASE WHEN t.relevance >= $threshold THEN 1 ELSE 0 END AS hit,
         CAST(NULL AS DOUBLE) AS tie_gain, CAST(NULL AS DOUBLE) AS tie_gain_exp, CAST(NULL AS DOUBLE) AS tie_miss
     FROM list_ranked AS l
@@ -122,7 +128,7 @@ list_judged AS (
     WHERE $max_k IS NULL OR l.rank <= $max_k
 ),
 list_rows AS (
-    SELECT run_keys, user_id, item_id, rank, relevance, hit, tie_gain, tie_gain_exp, tie_miss,
+    SELECT run_keys, user_id, item_id, rank, list_weight AS list_weight, relevance, hit, tie_gain, tie_gain_exp, tie_miss,
         CAST(MIN(rank) OVER (PARTITION BY run_keys, user_id, ord) AS BIGINT) AS tie_first,
         CAST(MAX(rank) OVER (PARTITION BY run_keys, user_id, ord) AS BIGINT) AS tie_last,
         CAST(SUM(hit) OVER (PARTITION BY run_keys, user_id ORDER BY rank
@@ -265,10 +271,10 @@ attention_listed AS (
     -- (its relevant listings: Σ_u hit)
     SELECT l.run_keys, p.kind AS weight_kind, CAST(p.patience AS DOUBLE) AS weight_patience, CAST(p.k AS BIGINT) AS cut,
         l.item_id,
-        SUM(CASE WHEN p.kind = 'log' THEN LN(2) / LN(l.rank + 1)
+        SUM(l.list_weight * CASE WHEN p.kind = 'log' THEN LN(2) / LN(l.rank + 1)
                  WHEN p.kind = 'geometric' THEN (1 - p.patience) * POWER(p.patience, l.rank - 1)
                  ELSE 1 END) AS attention,
-        CAST(SUM(l.hit) AS DOUBLE) AS merit,
+        CAST(SUM(l.list_weight * l.hit) AS DOUBLE) AS merit,
         MAX(CASE WHEN l.rank < 0 THEN l.user_id END) AS no_user
     FROM list_rows AS l JOIN attention_params AS p ON l.rank <= p.k
     GROUP BY l.run_keys, p.kind, p.patience, p.k, l.item_id
@@ -346,12 +352,12 @@ bias_cuts AS (
 ),
 bias_users AS (
     -- per run, the users with a list and truth (Elliot's users with test data)
-    SELECT u.run_keys, u.user_id
+    SELECT u.run_keys, u.user_id, l.list_weight AS list_weight
     FROM truth_users AS u JOIN list_rows AS l ON u.run_keys = l.run_keys AND u.user_id = l.user_id
     WHERE l.rank = 1
 ),
 bias_runs AS (
-    SELECT b.run_keys, CAST(c.k AS BIGINT) AS cut, CAST(COUNT(*) AS BIGINT) AS n_users,
+    SELECT b.run_keys, CAST(c.k AS BIGINT) AS cut, CAST(SUM(b.list_weight) AS BIGINT) AS n_users,
         MAX(CASE WHEN c.k < 0 THEN b.user_id END) AS no_user
     FROM bias_users AS b CROSS JOIN bias_cuts AS c
     GROUP BY b.run_keys, c.k
@@ -361,13 +367,13 @@ bias_history AS (
 ),
 bias_seen AS (
     -- per run and item: its users of bias_users who interacted with it
-    SELECT b.run_keys, h.item_id, CAST(COUNT(*) AS BIGINT) AS trained
+    SELECT b.run_keys, h.item_id, CAST(SUM(b.list_weight) AS BIGINT) AS trained
     FROM bias_users AS b JOIN bias_history AS h ON b.user_id = h.user_id
     GROUP BY b.run_keys, h.item_id
 ),
 bias_relevant AS (
     -- per run and item: its users of bias_users for whom it is relevant in truth and not in interactions
-    SELECT b.run_keys, t.item_id, CAST(COUNT(*) AS BIGINT) AS relevant_unseen
+    SELECT b.run_keys, t.item_id, CAST(SUM(b.list_weight) AS BIGINT) AS relevant_unseen
     FROM bias_users AS b
     JOIN truth_judged AS t ON b.run_keys = t.run_keys AND b.user_id = t.user_id AND t.relevance >= $threshold
     LEFT JOIN bias_history AS h ON t.user_id = h.user_id AND t.item_id = h.item_id
@@ -378,7 +384,8 @@ bias_listed AS (
     -- per run, cutoff and item: its users of bias_users whose top k holds it, and of them those for whom
     -- it is relevant (a user without truth has no relevant item)
     SELECT l.run_keys, CAST(c.k AS BIGINT) AS cut, l.item_id,
-        CAST(SUM(CASE WHEN u.user_id IS NULL THEN 0 ELSE 1 END) AS BIGINT) AS listed, SUM(l.hit) AS listed_relevant
+        CAST(SUM(CASE WHEN u.user_id IS NULL THEN 0 ELSE l.list_weight END) AS BIGINT) AS listed,
+        SUM(l.list_weight * l.hit) AS listed_relevant
     FROM list_rows AS l
     JOIN bias_cuts AS c ON l.rank <= c.k
     LEFT JOIN truth_users AS u ON l.run_keys = u.run_keys AND l.user_id = u.user_id

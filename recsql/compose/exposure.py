@@ -29,6 +29,7 @@ from sqlglot import exp
 from ..metrics import registry
 from ..templates import read_template
 from ..trees import parse
+from .weights import FIXED_FEATURES, WEIGHTED_FEATURES
 
 SUMS_TEMPLATE = "_exposure"  # sql/_exposure.sql: the sums over the ranked stage, and what each means
 
@@ -64,6 +65,19 @@ def expand_sums(tree: exp.Expression, sums: dict[str, exp.Expression]) -> exp.Ex
             return replacement
         call.replace(replacement)
     return tree
+
+
+def weighted_refusal(metric) -> str | None:
+    """Why ``recsql.compare`` cannot recompute the global ``metric`` from weighted lists (None: it can): its
+    stage rows must all count each list by its weight (``WEIGHTED_FEATURES``: sql/_ranked.sql's src 14, 15
+    and 16), beside inputs of the catalog only (``FIXED_FEATURES``); compare then evaluates its own template
+    over weighted lists (recsql/comparison_weighted.py)."""
+    features = set(metric.spec.features(metric.all_options()))
+    other = sorted(features - WEIGHTED_FEATURES - FIXED_FEATURES)
+    if not other and features & WEIGHTED_FEATURES:
+        return None
+    return (f"sql/{metric.name}.sql reads the stage's {', '.join(other) or 'no weighted'} rows, which count every "
+            f"list once, not the weighted rows of {', '.join(sorted(WEIGHTED_FEATURES))}")
 
 
 @lru_cache(maxsize=None)

@@ -68,6 +68,9 @@ def recs_in(plan: Plan, role: str = "recs") -> exp.Select:
     order = exp.cast(quoted_column(plan.rank_col or plan.score_col), order_datatype(plan.ord_type))
     ord_expr = order if plan.rank_col else exp.Neg(this=order)
     rows = _keyed_input(plan.recs, _keys(plan, True, role), ord_expr, "ord", exp.Min if plan.duplicates == "best" else None)
+    if role == "recs" and plan.weight_col is not None:  # the lists' weights (compare's resamples: one row per item)
+        rows.set("expressions", [*rows.expressions, exp.alias_(exp.cast(quoted_column(plan.weight_col), "BIGINT"),
+                                                               "list_weight")])
     return _segmented(plan, rows, len(input_runs(plan)), "ord") if role == "recs" else rows
 
 

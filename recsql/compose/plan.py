@@ -121,6 +121,9 @@ class Plan:
     # are the means over a run's samples.
     sample_col: str | None = None
     sampled: bool = False  # a staged plan whose last run column is the sample column
+    # A recs column giving each (run, user)'s list its weight in the run's global rows (sql/_ranked.sql's
+    # list_weight): recsql.compare's resampled lists (recsql/comparison_weighted.py), never a user's option.
+    weight_col: str | None = None
 
 
 def order_datatype(name: str) -> exp.DataType:

@@ -16,6 +16,7 @@ from .inputs import collation
 from .intents import MAX_IDEAL_K, ideal_chain
 from .plan import (MAX_SLOTS, RUN_KEYS, TOPK_MAX_K, Plan, View, internal_runs, order_datatype, policy_runs,
                    truth_runs as truth_run_keys)
+from .weights import FIXED_FEATURES, WEIGHTED_BRANCHES, WEIGHTED_FEATURES, unweighted, users_of_shared_truth
 from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
                       pad_union, substitute, union_all, union_branches)
 
@@ -307,7 +308,11 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
     stage = fold_constants(substitute(stage, values, "sql/_ranked.sql"))
     with_ = stage.args["with_"]
     ctes = {c.alias: c for c in with_.expressions}
-    _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
+    if plan.weight_col is None:
+        _ranking(plan, ctes["list_ranked"], plan.ties, values["max_k"], features)
+    else:  # weighted lists come ranked (compare's, from the evaluation's own ranking): their order is their rank
+        for window in list(ctes["list_ranked"].this.find_all(exp.Window)):
+            window.replace(exp.column("ord"))
     _heads(with_, ctes["list_ranked"])
     _order_ties(ctes["expected_ranked"].this, plan.ties, _tie_key(plan))
     _ideal_order(plan, ctes["truth_ordered"], values)
@@ -345,6 +350,9 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
         unused.add("unjudged_users")
     every = union_branches(ctes["stacked"].this)
     kept = [b for b in every if b.args["from_"].this.name not in unused]
+    if plan.weight_col is not None:  # weighted lists serve global metrics only: their runs' rows of no user
+        kept = [b for b in kept if b.args["from_"].this.name in WEIGHTED_BRANCHES]
+        users_of_shared_truth(ctes)
     pad_union(kept, every)
     ctes["stacked"].set("this", union_all(kept))
     # Shared truth is copied to every run where its rows or counts are per run (truth_runs for
@@ -379,4 +387,10 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
                 if join.this.alias_or_name == "runs":
                     join.set("kind", None)
                     join.set("on", exp.and_(*[exp.column(k, table="runs").eq(exp.column(k, table="t")) for k in keys]))
+    if plan.weight_col is None:
+        unweighted(stage)
+    elif plan.topk or plan.ties == "average" or plan.truth_has_runs or set(features) - WEIGHTED_FEATURES - FIXED_FEATURES:
+        raise RecsqlError("weighted lists (compare's resamples) are ranked by ROW_NUMBER with ties by item id, "
+                          f"judged against shared truth, and serve the stage features {sorted(WEIGHTED_FEATURES | FIXED_FEATURES)} "
+                          f"only, not {sorted(set(features) - WEIGHTED_FEATURES - FIXED_FEATURES)}")
     return alias_projections(fold_constants(expand_run_keys(stage, internal_runs(plan))))

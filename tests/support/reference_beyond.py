@@ -958,6 +958,31 @@ def pop_reo(ctx):
                               lambda u, group: {i for i in group if ctx.relevant(u, i)})
 
 
+def weighted_global(name, k, options, lists, truth=None, *, items=None, interactions=None, catalog=None,
+                    threshold=1.0):
+    """A global metric (exposure_disparity, exposure_gini, exposure_entropy, lt_coverage, pop_rsp, pop_reo) over
+    weighted users, as recsql.compare's bootstrap defines its statistic: a user of integer weight w counts as w
+    copies of itself, each with the user's list, truth and interactions (its history); a user of weight 0 is not
+    there. The catalog-level inputs are the inputs as given: the catalog (``catalog`` rows, else the items
+    input), the items' categories and the items' popularity in ``interactions`` (so the short head and tail).
+    ``lists``: [(w, the user's recs rows)], each user once. None where the metric is undefined."""
+    opts = {**DEFAULT_OPTIONS[name], **{key: _option_value(v) for key, v in (options or {}).items()}}
+    copies = [(w, rows[0]["user_id"], rows) for w, rows in lists if w > 0 and rows]
+    recs = [{**r, "user_id": (user, j)} for w, user, rows in copies for j in range(w) for r in rows]
+    by_user = {}
+    for rows, source in ((truth or [], "truth"), (interactions or [], "interactions")):
+        for r in rows:
+            by_user.setdefault((source, r["user_id"]), []).append(r)
+    copied = {source: [{**r, "user_id": (user, j)} for w, user, _ in copies for j in range(w)
+                       for r in by_user.get((source, user), [])] for source in ("truth", "interactions")}
+    ctx = _Context(k, opts, recs, copied["truth"] if truth is not None else None, items, None, interactions,
+                   catalog, None, float(threshold), False)
+    if interactions is not None:  # the copies' histories; the popularity (ctx.n) stays the input's
+        ctx.interactions = copied["interactions"]
+    value = METRICS[name](ctx)
+    return None if value is None else float(value)
+
+
 def personalization_pairwise(recs, k, use_rank=False):
     """Check form of personalization@k: 1 − mean over unordered user pairs (u, v) of
     #(L_u ∩ L_v) / k; None when fewer than 2 users have recommendations.

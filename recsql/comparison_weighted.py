@@ -1,0 +1,153 @@
+"""Global metrics in :func:`recsql.compare` recomputed by their own templates over weighted lists:
+exposure_disparity, exposure_gini, exposure_entropy, lt_coverage, pop_rsp, pop_reo, and any global metric
+whose stage rows count each user's list by its weight (:func:`recsql.compose.exposure.weighted_refusal`).
+
+Their formulas read more than the exposure counts of :mod:`recsql.comparison_global` (positions, the
+items' categories, truth, the short head), so compare does not recount them: it evaluates them again,
+in the same statement, over lists in which each resample and each randomized side is one more run.
+``sql/_compare_weighted.sql`` writes those lists (``cmp_wrecs``: each user's top k of each run with
+its Poisson weight, sides 3; each pair's lists swapped by the users' signs, sides 1 and 2); the
+composer stages them as runs keyed (run, baseline, resample, side), with the weight as each list's
+``list_weight`` (``sql/_ranked.sql``), so the metric's own template computes its value per resample;
+``sql/_compare_weighted_stats.sql`` reads those values into the rows the global tests read
+(``sql/_compare_global_tests.sql``). The bootstrap distribution is the statistic recomputed on the
+resampled users: everything derived from those users' lists and truth is recomputed, the catalog-level
+inputs (catalog, items' categories, popularity in interactions, so the short head) stay fixed.
+
+>>> from recsql.metrics import parse_metric
+>>> weighted({0: parse_metric("gini@5"), 2: parse_metric("exposure_gini@5"), 3: parse_metric("pop_rsp@5")})
+[2, 3]
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from sqlglot import exp
+
+from .comparison_global import stat_expression, stats_ctes
+from .compose import compose, metric_columns
+from .compose.exposure import resampling_refusal
+from .compose.plan import Plan, internal_runs
+from .errors import RecsqlError
+from .metrics import Metric
+from .resampling import bigint
+
+GLOBAL_TEMPLATE = "_compare_global"  # global metrics (population: global) counted: recsql/comparison_global.py
+GLOBAL_PAIRS_TEMPLATE = "_compare_global_pairs"  # the pairs their randomization swaps lists between
+WEIGHTED_TEMPLATE = "_compare_weighted"  # global metrics recomputed over weighted lists: this module
+WEIGHTED_STATS_TEMPLATE = "_compare_weighted_stats"
+GLOBAL_TESTS_TEMPLATE = "_compare_global_tests"  # the global metrics' bootstrap and randomization
+RUN_COLS = ("cmp_key",)  # cmp_wrecs' run key: (run, baseline, resample, side) in one integer
+WEIGHT_COL = "cmp_weight"
+RANK_COL = "cmp_rank"
+PREFIX = "cmpw_"  # the weighted evaluation's CTEs, beside the evaluation's own
+LAST = "per_user_raw"  # the weighted evaluation's CTE read: each run's global row (_is_global = 1)
+
+
+def weighted(found: dict[int, Metric]) -> list[int]:
+    """The positions among ``found`` (the global metrics, by position) of those recomputed over weighted
+    lists: the ones whose expression reads more than the exposure sums."""
+    return [i for i, m in found.items() if resampling_refusal(m.name) is not None]
+
+
+def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool) -> None:
+    """A global metric recomputed over weighted lists is not yet compared within segments or with truth per
+    run: refused, with the way to compare it."""
+    if recomputed and (segmented or truth_per_run):
+        first = metrics[recomputed[0]]
+        raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
+                          f"over weighted lists, which it does not do yet "
+                          f"{'within segments' if segmented else 'with truth per run'}; compare it "
+                          f"{'on each segment apart (a filter of recs and truth)' if segmented else 'with truth shared by the runs (without the run columns)'}")
+
+
+def plan_for(plan: Plan, catalog: bool) -> Plan:
+    """The weighted evaluation's plan: ``cmp_wrecs`` as recs (its run key :data:`RUN_COLS`, ranked by its
+    rank, 1..k, as the evaluation ranked them; weighed by its weight), the other inputs as given; the catalog (``catalog``: the evaluation has
+    one) read from the evaluation's own ``catalog_items`` (``cmp_catalog_items``), so that it stays the
+    catalog of the runs compared, never the items of a resample's lists."""
+    columns = [*RUN_COLS, RANK_COL, WEIGHT_COL]
+    recs = exp.select(*columns, exp.alias_(exp.column("user_id"), exp.to_identifier(plan.user_col, quoted=True)),
+                      exp.alias_(exp.column("item_id"), exp.to_identifier(plan.item_col, quoted=True))) \
+        .from_("cmp_wrecs").subquery("cmp_wrecs")
+    items = exp.select(exp.alias_(exp.column("item_id"), exp.to_identifier(plan.item_col, quoted=True))) \
+        .from_("cmp_catalog_items").subquery("cmp_catalog")
+    ids = ("user_id", "item_id")
+    return dataclasses.replace(
+        plan, recs=recs, run_cols=RUN_COLS, score_col=None, rank_col=RANK_COL, ord_type="BIGINT", weight_col=WEIGHT_COL,
+        catalog=items if catalog else plan.catalog, topk=None, ties="item_id", duplicates="error",
+        id_casts={key: cast for key, cast in plan.id_casts.items() if key[1] in ids},
+        text_ids=frozenset(plan.text_ids) & frozenset(ids), sample_col=None, sampled=False,
+        segments=None, segment_cols=(), inline=())
+
+
+def lists_ctes(metrics: dict[int, Metric], runs: list[str], lists: str, catalog: bool) -> list[exp.CTE]:
+    """``cmp_wlists(run, user_idx, user_id, item_id, rank)``: each user's top max k (of the weighted metrics)
+    in each run, from ``lists`` (the ranked stage's list rows: run columns ``runs``, user_id, item_id, rank)
+    joined to ``cmp_keyed``; ``cmp_weighted_metrics(metric)``: their positions; ``cmp_catalog_items`` (with
+    ``catalog``): the evaluation's catalog, which the weighted evaluation reads."""
+    keys = [f"_k{i}" for i in range(len(runs))]
+    on = exp.and_(*[exp.column(r, "l").eq(exp.column(k, "p")) for r, k in zip(runs, keys)],
+                  exp.column("user_id", "l").eq(exp.column("cmp_user", "p")))
+    rows = exp.select(*[exp.alias_(exp.column(c, t), c) for t, c in (("p", "run"), ("p", "user_idx"), ("l", "user_id"),
+                                                                      ("l", "item_id"), ("l", "rank"))]) \
+        .from_(exp.alias_(exp.to_table(lists), "l")) \
+        .join(exp.alias_(exp.to_table("cmp_keyed"), "p"), on=on) \
+        .where(exp.column("rank", "l") <= bigint(max(int(m.k) for m in metrics.values())))
+    ids = [exp.select(exp.alias_(bigint(i), "metric")) for i in metrics]
+    union: exp.Expression = ids[0]
+    for one in ids[1:]:
+        union = exp.union(union, one, distinct=False)
+    ctes = [exp.CTE(this=rows, alias=exp.to_identifier("cmp_wlists")),
+            exp.CTE(this=union, alias=exp.to_identifier("cmp_weighted_metrics"))]
+    if catalog:
+        ctes.append(exp.CTE(this=exp.select("item_id").from_("catalog_items"),
+                            alias=exp.to_identifier("cmp_catalog_items")))
+    return ctes
+
+
+def evaluation_ctes(plan: Plan, metrics: dict[int, Metric]) -> list[exp.CTE]:
+    """The weighted evaluation (:func:`plan_for`'s plan, already made) of ``metrics`` as CTEs named
+    ``cmpw_...``, up to its per-user rows, and ``cmp_weighted_values(cmp_key, x_i)``: each of its runs' global
+    row, one column ``x_i`` per metric position i."""
+    ordered = list(metrics.values())
+    statement = compose(plan, ordered, output="per_user")
+    ctes = list(statement.args["with_"].expressions)
+    ctes = ctes[:next(i for i, c in enumerate(ctes) if c.alias == LAST) + 1]
+    names = {c.alias for c in ctes}
+    for cte in ctes:
+        for table in cte.this.find_all(exp.Table):
+            if table.name in names and not table.args.get("db"):
+                if not table.alias:
+                    table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
+                table.set("this", exp.to_identifier(PREFIX + table.name))
+        cte.set("alias", exp.TableAlias(this=exp.to_identifier(PREFIX + cte.alias)))
+    runs = internal_runs(plan)
+    values = exp.select(*[exp.alias_(exp.column(r), name) for r, name in zip(runs, RUN_COLS)],
+                        *[exp.alias_(exp.column(c), f"x_{i}") for i, c in zip(metrics, metric_columns(ordered))]) \
+        .from_(PREFIX + LAST).where(exp.column("_is_global").eq(1))
+    return [*ctes, exp.CTE(this=values, alias=exp.to_identifier("cmp_weighted_values"))]
+
+
+def counted_kinds(found: dict[int, Metric]) -> dict[int, Metric]:
+    """The global metrics resampled through exposure counts (recsql/comparison_global.py)."""
+    recomputed = weighted(found)
+    return {i: m for i, m in found.items() if i not in recomputed}
+
+
+def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[..., list[exp.CTE]]) -> list[exp.CTE]:
+    """The global metrics' CTEs: the pairs, the counted metrics' counts, the weighted metrics' lists and
+    evaluation, their values together and the tests over them. ``values``: the comparison's Values
+    (recsql/comparison_sql.py); ``template``: its reader of a template's CTEs (name, parameters, slots)."""
+    counted = counted_kinds(values.global_kinds)
+    recomputed = {i: m for i, m in values.global_kinds.items() if i not in counted}
+    ctes = template(GLOBAL_PAIRS_TEMPLATE, parameters)
+    if counted:
+        ctes += template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
+    if recomputed:
+        ctes += lists_ctes(recomputed, values.runs, values.lists, values.catalog)
+        ctes += template(WEIGHTED_TEMPLATE, parameters)
+        ctes += evaluation_ctes(values.weighted_plan, recomputed)
+        ctes += template(WEIGHTED_STATS_TEMPLATE, parameters, tuple(recomputed))
+    return [*ctes, *stats_ctes(bool(counted), bool(recomputed)), *template(GLOBAL_TESTS_TEMPLATE, parameters)]

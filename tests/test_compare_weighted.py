@@ -1,0 +1,217 @@
+"""recsql.compare of the global metrics it recomputes over weighted lists (docs/guide/compare.md, "Global
+metrics"): exposure_disparity, exposure_gini, exposure_entropy, lt_coverage, pop_rsp, pop_reo.
+
+Every expected value comes from the plain-Python reference (tests/support/reference_beyond.py's metrics, on
+users weighted by copies: weighted_global) with weights and signs drawn by recsql.resampling's Python twin
+of the SQL mixer (its equality to the README's formula is tested in tests/test_compare.py)."""
+from __future__ import annotations
+
+import math
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+import sqlglot
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import recsql
+from recsql.dialects import render
+from recsql.resampling import draws, poisson_thresholds
+from support.paired import close
+from support.reference_beyond import weighted_global
+
+pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning", "ignore::RuntimeWarning")
+
+# (name, options): every weighted global metric, some under other options than their defaults
+METRICS = [("exposure_disparity", {}), ("exposure_disparity", {"target": "merit", "combine": "variance"}),
+           ("exposure_gini", {}), ("exposure_gini", {"over": "groups", "weight": "log"}),
+           ("exposure_entropy", {"weight": "uniform", "base": 2}), ("lt_coverage", {"head": 0.5}),
+           ("pop_rsp", {}), ("pop_reo", {"head": 0.6})]
+
+
+def spelled(name: str, options: dict, k: int) -> str:
+    inner = ",".join(f"{key}={value}" for key, value in options.items())
+    return f"{name}({inner})@{k}" if inner else f"{name}@{k}"
+
+
+def weights_and_signs(n: int, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """w[b − 1, i − 1] and s[b − 1, i − 1] of resample b and user index i, from recsql.resampling.draws."""
+    u = draws(seed, "weights", resamples, n)
+    w = np.searchsorted(np.array(poisson_thresholds()), u, side="right")
+    s = 1 - 2 * (draws(seed, "flips", resamples, n) % 2)
+    return w, s
+
+
+@st.composite
+def inputs(draw):
+    """Two runs' lists over items 0..7 for 2..7 users (a user may lack one run's list), truth with grades 0..2,
+    interactions of those users and two others over items 0..6, the items' categories (one item without)."""
+    n = draw(st.integers(2, 7))
+    recs = []
+    for model in ("A", "B"):
+        for u in range(n):
+            if u > 0 and draw(st.integers(0, 4)) == 0:
+                continue
+            items = draw(st.lists(st.integers(0, 7), min_size=1, max_size=4, unique=True))
+            recs += [(model, u, i, float(len(items) - r)) for r, i in enumerate(items)]
+    truth = [(u, i, float(g)) for u in range(n) if draw(st.booleans())
+             for i, g in draw(st.dictionaries(st.integers(0, 7), st.integers(0, 2), min_size=1, max_size=4)).items()]
+    seen = draw(st.lists(st.tuples(st.integers(0, n + 1), st.integers(0, 6)), min_size=1, max_size=20, unique=True))
+    categories = draw(st.lists(st.sampled_from(["x", "y", "z"]), min_size=8, max_size=8))
+    categories[draw(st.integers(0, 7))] = None
+    return (pd.DataFrame(recs, columns=["model", "user_id", "item_id", "score"]),
+            pd.DataFrame(truth or [(0, 0, 1.0)], columns=["user_id", "item_id", "relevance"]),
+            pd.DataFrame(seen, columns=["user_id", "item_id"]),
+            pd.DataFrame({"item_id": range(8), "category": categories}))
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+            for r in frame.to_dict("records")]
+
+
+class Reference:
+    """The runs' lists by user index, and each metric's value over weighted lists from the reference."""
+
+    def __init__(self, recs, truth, interactions, items):
+        users = sorted(set(recs["user_id"]))  # the users compared: those with a list (dense index 1..n)
+        self.index = {u: i for i, u in enumerate(users)}
+        self.lists = {run: {self.index[u]: records(g.drop(columns="model")) for u, g in recs[recs["model"] == run]
+                            .groupby("user_id")} for run in ("A", "B")}
+        self.n = len(users)
+        self.given = dict(truth=records(truth), items=records(items), interactions=records(interactions))
+
+    def value(self, name, options, k, lists):
+        return weighted_global(name, k, options, lists, **self.given)
+
+    def run(self, name, options, k, run, weights):
+        return self.value(name, options, k, [(weights[i], rows) for i, rows in self.lists[run].items()])
+
+    def sides(self, name, options, k, signs):
+        """The two randomized sides of (B, A): side 1 B's list where the sign is +1, A's where −1."""
+        one = [(1, self.lists["B" if signs[i] == 1 else "A"][i]) for i in range(self.n)
+               if i in self.lists["B" if signs[i] == 1 else "A"]]
+        two = [(1, self.lists["A" if signs[i] == 1 else "B"][i]) for i in range(self.n)
+               if i in self.lists["A" if signs[i] == 1 else "B"]]
+        return self.value(name, options, k, one), self.value(name, options, k, two)
+
+
+def statistics(recs, truth, interactions, items, metrics, resamples, seed) -> pd.DataFrame:
+    """compare's statement (to_sql) run on DuckDB up to the weighted global metrics' values: cmp_global_weighted
+    (run, baseline, metric, resample, side, stat), runs numbered 1 (A) and 2 (B)."""
+    con = duckdb.connect()
+    for name, table in (("recs", recs), ("truth", truth), ("interactions", interactions), ("items", items)):
+        con.register(f"{name}_frame", table)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_frame")
+    sql = recsql.to_sql(metrics=metrics, run_cols="model", items="items", interactions="interactions",
+                        compare={"baseline": "A", "resamples": resamples, "seed": seed})
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    final = sqlglot.parse_one("SELECT run, baseline, metric, resample, side, stat FROM cmp_global_weighted")
+    final.set("with_", tree.args["with_"])
+    return con.execute(render(final, "duckdb")).df()
+
+
+@settings(max_examples=10, deadline=None)
+@given(inputs(), st.integers(1, 3), st.integers(0, 300))
+def test_each_resampled_statistic_is_the_metric_over_the_drawn_weights_and_swapped_lists(data, k, seed):
+    """Every statistic compare computes (each run's value under each resample's weights, each pair's two
+    randomized sides) equals the reference's, to 1e-12."""
+    recs, truth, interactions, items = data
+    resamples = 12
+    metrics = [spelled(name, options, k) for name, options in METRICS]
+    got = statistics(recs, truth, interactions, items, metrics, resamples, seed)
+    ref = Reference(recs, truth, interactions, items)
+    w, s = weights_and_signs(ref.n, resamples, seed)
+    ones = np.ones(ref.n, dtype=int)
+    stats = {(int(r.run), int(r.baseline), int(r.metric), int(r.resample), int(r.side)): r.stat
+             for r in got.itertuples() if not pd.isna(r.stat)}
+    checked = 0
+    for m, (name, options) in enumerate(METRICS):
+        for run_index, run in ((1, "A"), (2, "B")):
+            for b in range(resamples + 1):
+                want = ref.run(name, options, k, run, ones if b == 0 else w[b - 1])
+                mine = stats.get((run_index, 0, m, b, 3))
+                assert (mine is None) == (want is None) and (want is None or abs(mine - want) <= 1e-12), \
+                    (name, options, run, b, mine, want)
+                checked += want is not None
+        for b in range(1, resamples + 1):
+            for side, want in zip((1, 2), ref.sides(name, options, k, s[b - 1])):
+                mine = stats.get((2, 1, m, b, side))
+                assert (mine is None) == (want is None) and (want is None or abs(mine - want) <= 1e-12), \
+                    (name, options, b, side, mine, want)
+    assert checked > 0
+
+
+@settings(max_examples=6, deadline=None)
+@given(inputs(), st.integers(1, 3), st.integers(0, 300))
+def test_intervals_and_randomization_counts_are_the_references(data, k, seed):
+    """compare's observed values, bootstrap intervals (numpy.quantile of the reference's statistics) and
+    randomization p ((1 + extreme) / (B + 1), extreme counted from the reference's swapped sides)."""
+    recs, truth, interactions, items = data
+    resamples = 30
+    metrics = [spelled(name, options, k) for name, options in METRICS]
+    result = recsql.compare(recs, truth, metrics, run_cols="model", baseline="A", items=items,
+                            interactions=interactions, resamples=resamples, seed=seed, ci=0.9)
+    ref = Reference(recs, truth, interactions, items)
+    w, s = weights_and_signs(ref.n, resamples, seed)
+    ones = np.ones(ref.n, dtype=int)
+
+    def interval(values):
+        values = [v for v in values if v is not None]
+        return np.quantile(values, [0.05, 0.95]) if values else (math.nan, math.nan)
+
+    def same(a, b):
+        return (pd.isna(a) and (b is None or math.isnan(b))) or (b is not None and abs(a - b) <= 1e-12)
+
+    for metric, (name, options) in zip(metrics, METRICS):
+        values = {}
+        for run in ("A", "B"):
+            row = result.runs[(result.runs["run"] == run) & (result.runs["metric"] == metric)].iloc[0]
+            values[run] = [ref.run(name, options, k, run, w[b]) for b in range(resamples)]
+            low, high = interval(values[run])
+            assert same(row["mean"], ref.run(name, options, k, run, ones)), (metric, run)
+            assert same(row["ci_low"], low) and same(row["ci_high"], high), (metric, run)
+            assert row["n_users"] == len(ref.lists[run])
+        row = result.tests[result.tests["metric"] == metric].iloc[0]
+        assert row["n"] == len(set(ref.lists["A"]) | set(ref.lists["B"]))
+        observed_b, observed_a = ref.run(name, options, k, "B", ones), ref.run(name, options, k, "A", ones)
+        if observed_a is None or observed_b is None:
+            assert pd.isna(row["mean_diff"]) and pd.isna(row["p_randomization"])
+            continue
+        diffs = [None if a is None or z is None else a - z for a, z in zip(values["B"], values["A"])]
+        low, high = interval(diffs)
+        assert same(row["mean_diff"], observed_b - observed_a)
+        assert same(row["ci_low"], low) and same(row["ci_high"], high), metric
+        extreme = 0
+        for b in range(resamples):
+            one, two = ref.sides(name, options, k, s[b])
+            if one is not None and two is not None:
+                extreme += abs(one - two) >= abs(observed_b - observed_a) - 1e-9 * (abs(observed_b) + abs(observed_a))
+        assert row["p_randomization"] == (1 + extreme) / (resamples + 1), metric
+
+
+def test_one_resample_worked_by_hand():
+    """exposure_entropy(weight=uniform)@2, seed 32: resample 1 draws the weights w = (2, 0, 1) and the signs
+    s = (−1, +1, −1) for users 1, 2, 3 (recsql.resampling.draws). Lists: A: u1 [1, 2], u2 [2, 3], u3 [1, 3];
+    B: u1 [3, 4], u2 [4, 1], u3 [2, 4].
+    - A under w: item 1 is listed by u1 (twice) and u3: attention 3; item 2 by u1: 2; item 3 by u3: 1 (u2 weighs 0).
+      H = ln 6 − (3 ln 3 + 2 ln 2 + 1 ln 1) / 6 = 1.0114042647...
+    - side 1 of (B, A): B's list for u2 (s = +1), A's for u1 and u3: [1, 2], [4, 1], [1, 3]: attention 3, 1, 1, 1;
+      H = ln 6 − 3 ln 3 / 6 = 1.2424533248...
+    - side 2: A's list for u2, B's for u1 and u3: [3, 4], [2, 3], [2, 4]: attention 2, 2, 2; H = ln 3."""
+    w, s = weights_and_signs(3, 1, 32)
+    assert w[0].tolist() == [2, 0, 1] and s[0].tolist() == [-1, 1, -1]
+    lists = {"A": {1: [1, 2], 2: [2, 3], 3: [1, 3]}, "B": {1: [3, 4], 2: [4, 1], 3: [2, 4]}}
+    recs = pd.DataFrame([(run, u, item, float(2 - r)) for run, by_user in lists.items() for u, top in by_user.items()
+                         for r, item in enumerate(top)], columns=["model", "user_id", "item_id", "score"])
+    truth = pd.DataFrame({"user_id": [1], "item_id": [1], "relevance": [1.0]})
+    interactions = pd.DataFrame({"user_id": [1], "item_id": [1]})
+    items = pd.DataFrame({"item_id": [1, 2, 3, 4], "category": ["x", "x", "y", "y"]})
+    got = statistics(recs, truth, interactions, items, ["exposure_entropy(weight=uniform)@2"], 1, 32)
+    stat = {(int(r.run), int(r.baseline), int(r.resample), int(r.side)): r.stat for r in got.itertuples()}
+    assert abs(stat[(1, 0, 1, 3)] - (math.log(6) - (3 * math.log(3) + 2 * math.log(2)) / 6)) <= 1e-12
+    assert abs(stat[(1, 0, 1, 3)] - 1.0114042647073518) <= 1e-12
+    assert abs(stat[(2, 1, 1, 1)] - (math.log(6) - 3 * math.log(3) / 6)) <= 1e-12
+    assert abs(stat[(2, 1, 1, 2)] - math.log(3)) <= 1e-12
