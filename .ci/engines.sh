@@ -96,6 +96,25 @@ print("engines.sh:", ", ".join(f"{p} {md.version(p)}" for p in
       ["psycopg", "psycopg-binary", "PyMySQL", "pyspark", "chdb", "datafusion"]))
 EOF
 
+# own_venv NAME FOLDER REQUIREMENTS IMPORTS [PIP OPTIONS...]: a virtual environment of its own at FOLDER,
+# installed from REQUIREMENTS with --no-deps, unless its stamp (the file's hash) is current and IMPORTS
+# import there.
+own_venv() {
+    local name="$1" venv="$2" requirements="$3" imports="$4"
+    shift 4
+    local stamp
+    stamp="$(sha256sum "$requirements" | cut -d' ' -f1)"
+    if [ "$(cat "$venv/.recsql-requirements" 2>/dev/null)" = "$stamp" ] &&
+        "$venv/bin/python" -c "import $imports" >/dev/null 2>&1; then
+        echo "engines.sh: $name already installed in $venv"
+    else
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --no-deps "$@" -r "$requirements"
+        echo "$stamp" > "$venv/.recsql-requirements"
+    fi
+}
+
 # dbt and its adapters, for tests/test_dbt.py: in their own virtual environment (dbt pins its own
 # dependencies), at RECSQL_DBT_VENV (default ~/.cache/recsql-dbt), from .ci/dbt-requirements.txt:
 # the exact set the tests pass with, installed with --no-deps (the adapters' declared pins conflict
@@ -103,18 +122,10 @@ EOF
 # executed adapters (duckdb, postgres, sqlite, spark in session mode with pyspark) and the
 # compile-only ones (snowflake, bigquery, redshift, trino, sqlserver), and what a dbt-duckdb Python
 # model needs to import recsql from the checkout. A stamp of the file's hash says it is current.
+ci_dir="$(cd "$(dirname "$0")" && pwd)"
 dbt_venv="${RECSQL_DBT_VENV:-$HOME/.cache/recsql-dbt}"
-dbt_requirements="$(cd "$(dirname "$0")" && pwd)/dbt-requirements.txt"
-dbt_stamp="$(sha256sum "$dbt_requirements" | cut -d' ' -f1)"
-if [ "$(cat "$dbt_venv/.recsql-requirements" 2>/dev/null)" = "$dbt_stamp" ] &&
-    "$dbt_venv/bin/python" -c "import dbt.adapters.duckdb, dbt.adapters.postgres, dbt.adapters.sqlite, dbt.adapters.spark" >/dev/null 2>&1; then
-    echo "engines.sh: dbt already installed in $dbt_venv"
-else
-    rm -rf "$dbt_venv"
-    python3 -m venv "$dbt_venv"
-    "$dbt_venv/bin/pip" install -q --no-deps -r "$dbt_requirements"
-    echo "$dbt_stamp" > "$dbt_venv/.recsql-requirements"
-fi
+own_venv dbt "$dbt_venv" "$ci_dir/dbt-requirements.txt" \
+    "dbt.adapters.duckdb, dbt.adapters.postgres, dbt.adapters.sqlite, dbt.adapters.spark"
 "$dbt_venv/bin/dbt" --version | sed 's/^/engines.sh: dbt: /'
 
 # obp (Open Bandit Pipeline), for tests/test_logs_obp.py: in its own virtual environment, at RECSQL_OBP_VENV
@@ -123,15 +134,5 @@ fi
 # set there (torch: the CPU build on this machine's disk, imported by obp at import time only). A stamp of
 # the file's hash says it is current.
 obp_venv="${RECSQL_OBP_VENV:-$HOME/.cache/recsql-obp}"
-obp_requirements="$(cd "$(dirname "$0")" && pwd)/obp-requirements.txt"
-obp_stamp="$(sha256sum "$obp_requirements" | cut -d' ' -f1)"
-if [ "$(cat "$obp_venv/.recsql-requirements" 2>/dev/null)" = "$obp_stamp" ] &&
-    "$obp_venv/bin/python" -c "import obp.ope, pyarrow" >/dev/null 2>&1; then
-    echo "engines.sh: obp already installed in $obp_venv"
-else
-    rm -rf "$obp_venv"
-    python3 -m venv "$obp_venv"
-    "$obp_venv/bin/pip" install -q --no-deps --ignore-requires-python -r "$obp_requirements"
-    echo "$obp_stamp" > "$obp_venv/.recsql-requirements"
-fi
+own_venv obp "$obp_venv" "$ci_dir/obp-requirements.txt" "obp.ope, pyarrow" --ignore-requires-python
 "$obp_venv/bin/python" -c "import obp; print('engines.sh: obp', obp.__version__)"

@@ -336,7 +336,7 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
                           f"global metrics are not resampled yet (evaluate gives their mean over the samples); "
                           f"compare its per-user metrics, or one sample (a filter of recs) without sample_col")
     recomputed = weighted(kinds_global)
-    refuse_unsupported(metrics, recomputed, segments is not None, plan.truth_has_runs)
+    refuse_unsupported(metrics, recomputed, segments is not None, plan.truth_has_runs, plan.dialect)
     raw = compose(plan, metrics, output="raw")
     checks = _checks(raw)
     catalog = any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions)

@@ -883,6 +883,22 @@ def test_every_engine_gives_the_same_numbers_for_weighted_global_metrics(name):
         _weighted_on(start(name, stack))
 
 
+@pytest.mark.parametrize("name", sorted(set(ENGINES) - set(WEIGHTED_ENGINES)))
+def test_the_engines_without_the_weighted_evaluation_refuse_it_by_name(name):
+    """Spark, ClickHouse and DataFusion refuse the global metrics recomputed over weighted lists, naming the
+    metric, the reason and the engines that compare them (never an engine's error, never a number)."""
+    from recsql.comparison_weighted import NOT_YET
+    with ExitStack() as stack:
+        engine = start(name, stack)
+        recs, truth = recs_truth(text=True, users=5, seed=5)
+        items = pd.DataFrame({"item_id": list(range(10)), "category": list("xyzxyzxyzx")})
+        with pytest.raises(recsql.RecsqlError) as err:
+            recsql.compare(engine.load(recs), engine.load(truth), ["exposure_gini@3", "ndcg@3"],
+                           items=engine.load(items), con=engine.con, run_cols="model", resamples=5)
+        assert "'exposure_gini@3'" in str(err.value) and NOT_YET[name] in str(err.value)
+        assert "DuckDB" in str(err.value)
+
+
 def _weighted_on(engine):
     recs, truth = recs_truth(text=True, users=9, seed=5)
     recs = recs[recs["score"] > 0.3]  # lists of different lengths
