@@ -60,8 +60,9 @@ def test_reference_agrees_with_the_hand_computation(case):
     """The plain-Python reference, written from the README's definitions alone, reproduces every hand-computed value."""
     name, k, options = reference_parse(case["metric"])
     inputs = {key: case.get(key) for key in ("items", "features", "interactions", "catalog", "baseline", "intents")}
-    values = reference_beyond(name, k, options, case["recs"], case.get("truth"),
-                              threshold=case.get("options", {}).get("threshold", 1), **inputs)
+    given = case.get("options", {})
+    values = reference_beyond(name, k, options, case["recs"], case.get("truth"), threshold=given.get("threshold", 1),
+                              population=given.get("population", "relevant"), **inputs)
     assert same(summary(values), case["expected"], case.get("tolerance", 1e-12))
 
 
