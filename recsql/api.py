@@ -156,7 +156,7 @@ def evaluate(
     on Spark also a Spark DataFrame. Returns an :class:`Evaluation` with ``summary`` (one row per
     run: run keys, a user count per population averaged over (``n_users`` for the truth metrics,
     ``n_users_<metric>`` for one a convention averages over its own population, ``n_users_with_recs``
-    for the list-only ones), one column per metric named as asked, and when truth is given
+    for the list-only ones, ``n_users_intents`` for the intent-aware ones), one column per metric named as asked, and when truth is given
     ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. The input checks run in
     the same query (the diagnostic columns of :func:`to_sql`'s summary); a non-zero one raises a
     :class:`RecsqlError`. ``expected_recs``: another recommender's lists, columns like ``recs`` (for
@@ -197,11 +197,17 @@ def evaluate(
             found = {name: int(value or 0) for name, value in records(checks)[0].items()}
         refuse(runner, plan, found, list(sources["recs"].columns))
         rows_in = found[RECS_ROWS]
-    truth_counts = [name for name, _, kind in population_counts(plan, parsed) if kind == "truth"]
+    counted = population_counts(plan, parsed)
+    truth_counts = [name for name, _, kind in counted if kind == "truth"]
+    intent_counts = [name for name, _, kind in counted if kind == "intents"]
     for _, row in summary.iterrows():
         if any(row[name] == 0 for name in truth_counts):
             warnings.warn("no user has a relevant truth item (relevance >= threshold"
                           f" = {cols['threshold']}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
+        if any(row[name] == 0 for name in intent_counts):
+            warnings.warn(f"no user of intents is in the intent-aware metrics' population (population="
+                          f"{plan.population!r}, relevant: relevance >= threshold = {cols['threshold']}) in a run; "
+                          "their values are NULL", RecsqlWarning, stacklevel=2)
     inputs = tuple(src.table for src in sources.values() if src.table)
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in,

@@ -308,6 +308,9 @@ def test_a_user_of_intents_without_a_list_counts_as_zero_in_each_run():
     both = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model",
                            population="intersection").summary
     assert both["n_users_intents"].tolist() == [1, 2] and both["s_recall@2"].tolist() == pytest.approx([1.0, 0.75])
+    with pytest.warns(recsql.RecsqlWarning, match="no user of intents is in the intent-aware metrics' population"):
+        empty = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents.assign(relevance=0))
+    assert empty.summary["n_users_intents"].tolist() == [0] and empty.summary["s_recall@2"].isna().all()
     segments = pd.DataFrame({"user_id": [1, 2, 3, 4], "country": ["BR", "BR", "DE", "DE"]})
     with pytest.raises(recsql.RecsqlError, match=r"segments=.*population='intersection'"):
         recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", segments=segments)
