@@ -317,3 +317,19 @@ def test_a_user_of_intents_without_a_list_counts_as_zero_in_each_run():
     seg = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", segments=segments,
                           population="intersection").summary
     assert seg[["model", "country", "n_users_intents"]].values.tolist() == [["a", "BR", 1], ["b", "BR", 2]]
+
+
+def test_a_sampled_run_counts_a_user_of_intents_without_a_list_in_each_sample():
+    """Two samples of run a: user 2 has a list only in sample 2 (s_recall@2 = 1), so 0 in sample 1 and
+    0.5 over the samples; user 1: 1 and 1/2, 0.75; user 3 (no list in any): 0. Under 'intersection' a user's
+    mean is over the samples where it has a list, as for the truth metrics."""
+    recs = pd.DataFrame({"model": ["a"] * 4, "sample": [1, 1, 2, 2], "user_id": [1, 1, 1, 2], "item_id": [10, 11, 11, 20],
+                         "score": [0.9, 0.8, 0.9, 0.9]})
+    intents = pd.DataFrame({"user_id": [1, 1, 2, 3, 4], "item_id": [10, 11, 20, 30, 40],
+                            "intent": ["x", "y", "x", "x", "x"], "relevance": [1, 1, 1, 1, 0]})
+    got = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", sample_col="sample")
+    assert got.per_user["s_recall@2"].tolist() == pytest.approx([0.75, 0.5, 0.0])
+    assert got.summary["n_users_intents"].tolist() == [3] and got.summary["s_recall@2"].iloc[0] == pytest.approx(1.25 / 3)
+    both = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", sample_col="sample",
+                           population="intersection")
+    assert both.per_user["s_recall@2"].tolist() == pytest.approx([0.75, 1.0])
