@@ -156,9 +156,9 @@ def evaluate(
     on Spark also a Spark DataFrame. Returns an :class:`Evaluation` with ``summary`` (one row per
     run: run keys, a user count per population averaged over (``n_users`` for the truth metrics,
     ``n_users_<metric>`` for one a convention averages over its own population, ``n_users_with_recs``
-    for the list-only ones, ``n_users_intents`` for the intent-aware ones), one column per metric named as asked, and when truth is given
-    ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. The input checks run in
-    the same query (the diagnostic columns of :func:`to_sql`'s summary); a non-zero one raises a
+    for the list-only ones, ``n_users_intents`` for the intent-aware ones), one column per metric named
+    as asked, and when truth is given ``users_without_recs``, ``recs_users_without_truth``) and
+    ``per_user``. The input checks run in the same query (the diagnostic columns of :func:`to_sql`'s summary); a non-zero one raises a
     :class:`RecsqlError`. ``expected_recs``: another recommender's lists, columns like ``recs`` (for
     unexpectedness and serendipity; ``baseline=``, its old name, is accepted until the next release
     with a FutureWarning). Definitions: README.

@@ -10,7 +10,8 @@ from ..conventions import measure_rule
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
 from ..trees import parse
-from .plan import INTENT_POPULATION_SQL, MAIN_LIST_FEATURES, METRIC_POPULATION_SQL, POPULATION_SQL, SECOND_SRC, TIES, Plan, View
+from .plan import (INTENT_POPULATION_SQL, MAIN_LIST_FEATURES, METRIC_POPULATION_SQL, POPULATION_SQL, SECOND_SRC, TIES,
+                   Plan, View)
 
 
 # What each need of a metric header (`needs:`) requires: one of these inputs, and the fix when none is given.

@@ -223,8 +223,8 @@ def population_counts(plan: Plan, metrics: list[Metric]) -> list[tuple[str, str,
     population (the plan's: the convention's or ``population=``), ``n_users_<metric>`` for a truth
     metric a convention averages over another population (msr's ndcg), ``n_users_with_recs`` for the
     list-only metrics, ``n_users_intents`` for the intent-aware ones (the plan's population read on
-    intents; ``n_users_<metric>`` under a convention's other one); global metrics average over nobody. A count is there only when a metric
-    uses its population, so a column always means the same thing."""
+    intents; ``n_users_<metric>`` under a convention's other one); global metrics average over nobody.
+    A count is there only when a metric uses its population, so a column always means the same thing."""
     counts: dict[str, tuple[str, str]] = {}
     for m in metrics:
         population = metric_population(plan, m)
