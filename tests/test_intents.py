@@ -308,6 +308,10 @@ def test_a_user_of_intents_without_a_list_counts_as_zero_in_each_run():
     both = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model",
                            population="intersection").summary
     assert both["n_users_intents"].tolist() == [1, 2] and both["s_recall@2"].tolist() == pytest.approx([1.0, 0.75])
+    # compare pairs each user of the population in both runs: user 2 (no list in run a) and user 3 (in neither)
+    # pair with 0s: the differences b − a per user are 1/2 − 1, 1 − 0 and 0 − 0
+    pairs = recsql.compare(recs, None, ["s_recall@2"], intents=intents, run_cols="model", baseline="a").tests
+    assert pairs["n"].tolist() == [3] and pairs["mean_diff"].tolist() == pytest.approx([(-0.5 + 1 + 0) / 3])
     with pytest.warns(recsql.RecsqlWarning, match="no user of intents is in the intent-aware metrics' population"):
         empty = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents.assign(relevance=0))
     assert empty.summary["n_users_intents"].tolist() == [0] and empty.summary["s_recall@2"].isna().all()
