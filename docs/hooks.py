@@ -86,6 +86,7 @@ _WRITTEN = {"required": "`{n}@k` (a cutoff is required)",
             "none": "`{n}` (no cutoff: the whole list)"}
 _POPULATION = {"truth": "the users of the ranked-rows stage's population (needs truth)",
                "lists": "the users with recommendations (no truth needed)",
+               "intents": "the users of intents in `population=` (intents in the role of truth)",
                "global": "one value per run, over every user's list (in the summary only)"}
 
 

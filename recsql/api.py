@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 
-import functools
 import re
 import time
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -23,7 +22,7 @@ from .dialects import render
 from .errors import RecsqlError, suggest_keywords
 from .explain import fetch_checked, refuse
 from .frames import column_maxima, columns_of, records, rows_of
-from .inputs import Inputs, metrics_given, metrics_like, renamed, unpacked
+from .inputs import Inputs, metrics_first, metrics_given, renamed, unpacked
 from .metrics import Metric, parse_metrics
 from .output import write_outputs
 from .plans import build_plan
@@ -110,13 +109,13 @@ class Evaluation:
         return evaluation_html(self)
 
 
-@suggest_keywords
-
 def _input_keywords(arguments: dict[str, Any]) -> dict[str, Any]:
     """The :class:`Inputs` fields beside recs and truth among a call's ``arguments`` (its ``locals()``
     before anything else is bound): evaluate and to_sql take every one by its own name."""
     return {f.name: arguments[f.name] for f in fields(Inputs) if f.name not in ("recs", "truth")}
 
+
+@suggest_keywords
 def evaluate(
     recs: Any,
     truth: Any = None,
@@ -168,9 +167,9 @@ def evaluate(
     on Spark also a Spark DataFrame. Returns an :class:`Evaluation` with ``summary`` (one row per
     run: run keys, a user count per population averaged over (``n_users`` for the truth metrics,
     ``n_users_<metric>`` for one a convention averages over its own population, ``n_users_with_recs``
-    for the list-only ones), one column per metric named as asked, and when truth is given
-    ``users_without_recs``, ``recs_users_without_truth``) and ``per_user``. The input checks run in
-    the same query (the diagnostic columns of :func:`to_sql`'s summary); a non-zero one raises a
+    for the list-only ones, ``n_users_intents`` for the intent-aware ones), one column per metric named
+    as asked, and when truth is given ``users_without_recs``, ``recs_users_without_truth``) and
+    ``per_user``. The input checks run in the same query (the diagnostic columns of :func:`to_sql`'s summary); a non-zero one raises a
     :class:`RecsqlError`. ``expected_recs``: another recommender's lists, columns like ``recs`` (for
     unexpectedness and serendipity; ``baseline=``, its old name, is accepted until the next release
     with a FutureWarning). Definitions: README.
@@ -202,11 +201,17 @@ def evaluate(
             found = {name: int(value or 0) for name, value in records(checks)[0].items()}
         refuse(runner, plan, found, list(sources["recs"].columns))
         rows_in = found[RECS_ROWS]
-    truth_counts = [name for name, _, kind in population_counts(plan, parsed) if kind == "truth"]
+    counted = population_counts(plan, parsed)
+    truth_counts = [name for name, _, kind in counted if kind == "truth"]
+    intent_counts = [name for name, _, kind in counted if kind == "intents"]
     for _, row in summary.iterrows():
         if any(row[name] == 0 for name in truth_counts):
             warnings.warn("no user has a relevant truth item (relevance >= threshold"
                           f" = {cols['threshold']}) in a run; its metrics are NULL", RecsqlWarning, stacklevel=2)
+        if any(row[name] == 0 for name in intent_counts):
+            warnings.warn(f"no user of intents is in the intent-aware metrics' population (population="
+                          f"{plan.population!r}, relevant: relevance >= threshold = {cols['threshold']}) in a run; "
+                          "their values are NULL", RecsqlWarning, stacklevel=2)
     inputs = tuple(src.table for src in sources.values() if src.table)
     return Evaluation(summary=summary, per_user=per_user, metrics=parsed, sql=sql, engine=runner.name,
                       seconds=time.perf_counter() - started, inputs=inputs, rows_in=rows_in,
@@ -257,20 +262,7 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, p
     return per_user, summary, {n: int(found[n] or 0) for n in names} | ({} if RECS_ROWS in columns else {RECS_ROWS: 0})
 
 
-def _metrics_first(function: Callable[..., str]) -> Callable[..., str]:
-    """:func:`to_sql` taking its arguments in its old order ``(metrics, recs, truth)`` for one more
-    release, with a FutureWarning, when the first is clearly metrics (a metric, or a list of them)."""
-    @functools.wraps(function)
-    def ordered(*args: Any, **kwargs: Any) -> str:
-        if args and metrics_like(args[0]) and "metrics" not in kwargs:
-            warnings.warn("to_sql(metrics, recs, truth) is now to_sql(recs, truth, metrics), in evaluate's order; the "
-                          "old order will be refused in the next release", FutureWarning, stacklevel=2)
-            args, kwargs = args[1:], {**kwargs, "metrics": args[0]}
-        return function(*args, **kwargs)
-    return ordered
-
-
-@_metrics_first
+@metrics_first
 @suggest_keywords
 def to_sql(
     recs: Any = "recs",

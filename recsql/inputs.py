@@ -12,9 +12,10 @@ checked in one place (:meth:`Inputs.options`, by recsql/arguments.py). :func:`re
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .arguments import COLUMN_OPTIONS, checked_options, run_columns
 from .errors import RecsqlError
@@ -153,3 +154,16 @@ def metrics_like(value: Any) -> bool:
     items = value if isinstance(value, (list, tuple)) else [value]
     return bool(items) and all(isinstance(m, (str, Metric)) for m in items) and \
         (isinstance(value, (list, tuple)) or isinstance(value, Metric) or "@" in value)
+
+
+def metrics_first(function: Callable[..., str]) -> Callable[..., str]:
+    """:func:`recsql.to_sql` taking its arguments in its old order ``(metrics, recs, truth)`` for one more
+    release, with a FutureWarning, when the first is clearly metrics (a metric, or a list of them)."""
+    @functools.wraps(function)
+    def ordered(*args: Any, **kwargs: Any) -> str:
+        if args and metrics_like(args[0]) and "metrics" not in kwargs:
+            warnings.warn("to_sql(metrics, recs, truth) is now to_sql(recs, truth, metrics), in evaluate's order; the "
+                          "old order will be refused in the next release", FutureWarning, stacklevel=2)
+            args, kwargs = args[1:], {**kwargs, "metrics": args[0]}
+        return function(*args, **kwargs)
+    return ordered

@@ -31,8 +31,9 @@ K_RULES = ("required", "optional", "none")  # header `k:` — a cutoff is needed
 _STAGE_RE = re.compile(r"^(\w+)(?:\s+if\s+(\w+)\s*=\s*(\w+))?$")  # "feature" or "feature if option = value"
 # header `population:` — whose values the summary averages (docs/guide/metrics.md, "Beyond accuracy and user models"):
 # users of the population of the ranked-rows stage (docs/guide/populations.md)
-# (needs truth), users with recommendations (lists only, no truth needed), or one number per run.
-POPULATION_KINDS = ("truth", "lists", "global")
+# (needs truth), users with recommendations (lists only, no truth needed), the users of intents under
+# `population=` (the intent-aware metrics: intents in the role of truth), or one number per run.
+POPULATION_KINDS = ("truth", "lists", "intents", "global")
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class MetricSpec:
     cite: str
     sql: str = field(repr=False)
     summary: str = "mean"  # how the summary aggregates per-user values: mean, or sum (counts)
-    population: str = "truth"  # truth | lists | global (POPULATION_KINDS)
+    population: str = "truth"  # truth | lists | intents | global (POPULATION_KINDS)
     full_list: bool = False  # header `list: full`: the metric reads the list beyond its cutoff (accuracy)
     ties: str = ""  # header `ties: average [unless opt = value]`: the metric supports ties="average"
     needs_when: tuple[tuple[str, str | None, str | None], ...] = ()  # (need, option, value that makes it needed)

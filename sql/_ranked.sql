@@ -58,7 +58,9 @@
 --          model (feature expected_exposure: ee_d, ee_r, ee_l)
 --   src 12 list position relevant to an intent of intents (feature intents: alpha_ndcg, err_ia, ...):
 --          intent_prior = its positions above relevant to that intent, intent_rel = the intent's
---          relevant items; n_intents (every row of a user of intents) = the intents with one
+--          relevant items; n_intents (every row of a user of intents) = the intents with one; and src 19,
+--          one row per (run, user of intents) with no other column, so that a user of intents without a
+--          list in a run is in its per-user rows (scored 0 under the populations that hold them)
 --   src 13 depth 1..$intent_max_k per user with a list and intents and alpha asked (feature
 --          intent_depths): the normalisers' positions, ideal_gain the greedy ideal's gain there
 --   src 18 logged impression of logs, per run, user_id NULL (feature logs: the off-policy estimators): the
@@ -659,6 +661,10 @@ intent_rows AS (
             AS intent_prior
     FROM list_rows AS l
     JOIN intent_judged AS j ON l.user_id = j.user_id AND l.item_id = j.item_id
+    UNION ALL
+    SELECT runs.run_keys, u.user_id, 19 AS src, CAST(NULL AS BIGINT) AS rank, CAST(NULL AS BIGINT) AS intent_rel,
+        CAST(NULL AS BIGINT) AS intent_prior
+    FROM intent_users AS u CROSS JOIN runs
 ),
 intent_alphas AS (
     SELECT CAST(0.5 AS DOUBLE) AS alpha

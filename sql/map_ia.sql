@@ -2,7 +2,7 @@
 -- family: intent_aware
 -- aliases: ap_ia
 -- k: optional
--- population: lists
+-- population: intents
 -- needs: intents
 -- stage: intents
 -- range: [0, 1]

@@ -1,7 +1,7 @@
 -- name: nerr_ia
 -- family: intent_aware
 -- k: required
--- population: lists
+-- population: intents
 -- params: alpha number in (0, 1) = 0.5
 -- needs: intents
 -- stage: intents; intent_depths; intent_ideal

@@ -1,7 +1,7 @@
 -- name: nrbp
 -- family: intent_aware
 -- k: optional
--- population: lists
+-- population: intents
 -- params: alpha number in [0, 1) = 0.5; beta number in (0, 1) = 0.5
 -- needs: intents
 -- stage: intents

@@ -1,7 +1,7 @@
 -- name: p_ia
 -- family: intent_aware
 -- k: required
--- population: lists
+-- population: intents
 -- needs: intents
 -- stage: intents
 -- range: [0, 1]

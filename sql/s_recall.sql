@@ -2,7 +2,7 @@
 -- family: intent_aware
 -- aliases: strec
 -- k: required
--- population: lists
+-- population: intents
 -- needs: intents
 -- stage: intents
 -- range: [0, 1]

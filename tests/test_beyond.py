@@ -61,8 +61,9 @@ def test_reference_agrees_with_the_hand_computation(case):
     name, k, options = reference_parse(case["metric"])
     inputs = {key: case.get(key) for key in ("items", "features", "interactions", "catalog", "baseline", "intents", "logs",
                                              "reward_model")}
-    values = reference_beyond(name, k, options, case["recs"], case.get("truth"),
-                              threshold=case.get("options", {}).get("threshold", 1), **inputs)
+    given = case.get("options", {})
+    values = reference_beyond(name, k, options, case["recs"], case.get("truth"), threshold=given.get("threshold", 1),
+                              population=given.get("population", "relevant"), **inputs)
     assert same(summary(values), case["expected"], case.get("tolerance", 1e-12))
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recsql
-from support.reference_beyond import METRICS, personalization_pairwise, reference_beyond, summary
+from support.reference_beyond import INTENT_METRICS, METRICS, personalization_pairwise, reference_beyond, summary
 from support.strategies import ITEMS, USERS, recs_rows, truth_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::recsql.RecsqlWarning")
@@ -139,6 +139,25 @@ def test_beyond_metrics_match_reference(recs, truth, side, asked, dense):
             for user, value in expected.items():
                 assert close(rows.get(user), value), (str(metric), user, rows.get(user), value)
             assert {u for u, v in rows.items() if not pd.isna(v)} <= set(expected), str(metric)
+
+
+@settings(max_examples=40)
+@given(recs=recs_rows(), side=side_inputs(), population=st.sampled_from(["relevant", "judged", "intersection"]),
+       asked=st.lists(beyond_metric().filter(lambda m: m.name in INTENT_METRICS), min_size=1, max_size=3, unique_by=str))
+def test_intent_aware_populations_match_reference(recs, side, population, asked):
+    """The intent-aware metrics under each population= (intents in truth's role; users of intents without a
+    list, USERS[:5] in intents, scoring 0) as the reference computes them, and n_users_intents its size."""
+    intents = frame(side["intents"], {"user_id": "int64", "item_id": "int64", "intent": "object", "relevance": "float64"})
+    result = recsql.evaluate(frame(recs, RECS), None, asked, intents=intents, population=population)
+    for metric in asked:
+        expected = reference_beyond(metric.name, metric.k, dict(metric.options), recs, intents=side["intents"],
+                                    population=population)
+        assert result.summary["n_users_intents"].iloc[0] == len(expected), (str(metric), population)
+        assert close(result.summary[metric.column].iloc[0], summary(expected)), (str(metric), population)
+        rows = result.per_user.set_index("user_id")[metric.column]
+        for user, value in expected.items():
+            assert close(rows.get(user), value), (str(metric), population, user, rows.get(user), value)
+        assert {u for u, v in rows.items() if not pd.isna(v)} <= set(expected), (str(metric), population)
 
 
 @settings(max_examples=30)

@@ -4,10 +4,11 @@ pyndeval (ndeval's C code) and through ir_measures' names, which resolve to recs
 How the two are lined up:
 - ndeval reads a run's documents by score; the run is given recsql's order (score descending, ties by
   item id) as distinct scores, so both see the same lists.
-- ndeval scores the queries of both the run and the qrels: recsql's per-user table holds the users with
-  a list, NULL for those absent from intents, and the mean is over the defined values. A user of intents
-  without a list is not scored by ndeval nor by recsql; ir_measures (iter_calc) reports such a query
-  as 0, so its mean over them is lower.
+- ndeval (without -c) scores the queries of both the run and the qrels: recsql's population='intersection'
+  (the users of intents with a list). ir_measures (iter_calc) reports a query of the qrels without a run
+  as 0 and calc_aggregate averages over every query of the qrels: recsql's population='judged' (its
+  convention's), every user of intents; population='relevant' (the default) averages over the users of
+  intents with a relevant judgment, a user without a list scored 0.
 - A judgment is relevant at relevance >= 1 in both (ndeval's relevance level 1, recsql's threshold).
 - ndeval's alpha-DCG@1 and ERR-IA@1 are its raw sums, not normalised as at every other cutoff (up to
   |S| for a first item relevant to every intent; ndeval prints 2.0 for one relevant to two intents):
@@ -65,17 +66,15 @@ def _whole_depth(recs: pd.DataFrame, intents: pd.DataFrame) -> int:
 def _compare(recs: pd.DataFrame, intents: pd.DataFrame, k: int, alpha: float = 0.5, beta: float = 0.5) -> None:
     asked = [f"{n}(alpha={alpha})@{k}" if n in ("alpha_ndcg", "alpha_dcg") else f"{n}@{k}" for n in NDEVAL]
     asked += [f"nrbp(alpha={alpha},beta={beta})", "map_ia", f"nnrbp(alpha={alpha},beta={beta})@{_whole_depth(recs, intents)}"]
-    got = recsql.evaluate(recs, None, asked, intents=intents).per_user.set_index("user_id")
+    got = recsql.evaluate(recs, None, asked, intents=intents, population="intersection").per_user.set_index("user_id")
     # ndeval's ERR-IA family and P-IA/strec take α = 0.5 whatever alpha-nDCG's is: one call per α
     want = _ndeval(recs, intents, [f"{v}@{k}" for v in NDEVAL.values()] + list(WHOLE.values()) + ["nNRBP"], alpha, beta)
     fixed = _ndeval(recs, intents, [f"{v}@{k}" for v in NDEVAL.values()])
     counts = _intent_counts(intents)
+    assert {str(u) for u in got.index} == set(want) - {"amean"}, (sorted(got.index), sorted(want))
     for user in got.index:
         mine = got.loc[user]
-        theirs = want.get(str(user))
-        if theirs is None:  # absent from intents
-            assert mine.isna().all(), (user, mine)
-            continue
+        theirs = want[str(user)]
         for metric, column in zip([*NDEVAL, *WHOLE], asked):
             source = theirs if metric in ("alpha_ndcg", "alpha_dcg") or metric in WHOLE else fixed[str(user)]
             tool = source[f"{NDEVAL[metric]}@{k}" if metric in NDEVAL else WHOLE[metric]]
@@ -242,3 +241,99 @@ def test_the_normalisers_positions_are_bounded():
     intents = pd.DataFrame({"user_id": [1], "item_id": [1], "intent": ["a"], "relevance": [1]})
     with pytest.raises(recsql.RecsqlError, match="intent-aware metrics support k <= 10000 .*got k = 10001"):
         recsql.evaluate(recs, None, ["alpha_dcg@10001"], intents=intents)
+
+
+IR_MEASURES = ["alpha_nDCG@{k}", "alpha_DCG@{k}", "ERR_IA@{k}", "nERR_IA@{k}", "P_IA@{k}", "StRecall@{k}", "AP_IA", "NRBP"]
+
+
+def _ir_measures_inputs(recs: pd.DataFrame, intents: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    qrels = pd.DataFrame({"query_id": intents["user_id"].astype(str), "doc_id": intents["item_id"].astype(str),
+                          "relevance": intents["relevance"], "iteration": intents["intent"]})
+    ranked = _ranked(recs)
+    run = pd.DataFrame({"query_id": ranked["user_id"].astype(str), "doc_id": ranked["item_id"].astype(str),
+                        "score": 1000.0 - ranked.groupby("user_id").cumcount()})
+    return qrels, run
+
+
+@settings(max_examples=12, deadline=None)
+@given(recs=recs_rows(), intents=intent_rows(), k=st.integers(2, 12))
+def test_the_populations_match_ir_measures_with_users_without_lists(recs, intents, k):
+    """Users of intents without a list (USERS[:5] in intents, any user in recs): population='judged' and
+    ir_measures' convention average over every user of intents as ir_measures' calc_aggregate does (a query
+    of the qrels missing from the run scores 0); population='relevant' over those with a relevant judgment,
+    ir_measures' per-query values (iter_calc) averaged over them; n_users_intents counts them."""
+    assume(recs)
+    frame = _ranked(pd.DataFrame(recs).astype({"user_id": "int64", "item_id": "int64", "score": "float64"}))
+    frame["score"] = 1000.0 - frame.groupby("user_id").cumcount()  # no ties: one order under every convention
+    names = [n.format(k=k) for n in IR_MEASURES]
+    measures = [ir_measures.parse_measure(n) for n in names]
+    qrels, run = _ir_measures_inputs(frame, intents)
+    whole = ir_measures.calc_aggregate(measures, qrels, run)
+    per_query = {}
+    for m in ir_measures.iter_calc(measures, qrels, run):
+        per_query.setdefault(str(m.measure), {})[m.query_id] = m.value
+    relevant = {str(u) for u in intents.loc[intents["relevance"] >= 1, "user_id"]}
+    for population, users in (("judged", {str(u) for u in intents["user_id"]}), ("relevant", relevant)):
+        for convention in ([None, "ir_measures"] if population == "judged" else [None]):
+            options = {"convention": convention} if convention else {"population": population}
+            got = recsql.evaluate(frame, None, names, intents=intents, **options)
+            row = got.summary.iloc[0]
+            assert row["n_users_intents"] == len(users), (population, convention, row["n_users_intents"])
+            assert set(got.per_user["user_id"].astype(str)) == users, (population, convention)
+            for name, measure, column in zip(names, measures, [m.column for m in got.metrics]):
+                values = [per_query[str(measure)].get(u, 0.0) for u in users]
+                want = whole[measure] if population == "judged" else (sum(values) / len(values) if values else None)
+                if want is None:
+                    assert pd.isna(row[column]), (population, name)
+                    continue
+                assert math.isclose(row[column], want, rel_tol=1e-9, abs_tol=1e-12), (population, convention, name,
+                                                                                     row[column], want)
+
+
+def test_a_user_of_intents_without_a_list_counts_as_zero_in_each_run():
+    """Two runs, user 3 of intents in neither, user 2 only in run b: each run averages over its lists'
+    users and the users of intents without a list there (0), as truth metrics do; population='intersection'
+    keeps ndeval's (without -c) users with a list; intents carry no segment, so segments are refused
+    outside 'intersection'."""
+    recs = pd.DataFrame({"model": ["a", "a", "b", "b"], "user_id": [1, 1, 1, 2], "item_id": [10, 11, 11, 20],
+                         "score": [0.9, 0.8, 0.9, 0.9]})
+    intents = pd.DataFrame({"user_id": [1, 1, 2, 3, 4], "item_id": [10, 11, 20, 30, 40],
+                            "intent": ["x", "y", "x", "x", "x"], "relevance": [1, 1, 1, 1, 0]})
+    # s_recall@2: user 1 in run a 2/2, in run b 1/2; user 2 in run b 1/1; users 2 (run a) and 3: 0; user 4: none relevant
+    got = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model").summary
+    assert got[["model", "n_users_intents"]].values.tolist() == [["a", 3], ["b", 3]]
+    assert got["s_recall@2"].tolist() == pytest.approx([1 / 3, 1.5 / 3])
+    judged = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", population="judged").summary
+    assert judged["n_users_intents"].tolist() == [4, 4] and judged["s_recall@2"].tolist() == pytest.approx([1 / 4, 1.5 / 4])
+    both = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model",
+                           population="intersection").summary
+    assert both["n_users_intents"].tolist() == [1, 2] and both["s_recall@2"].tolist() == pytest.approx([1.0, 0.75])
+    # compare pairs each user of the population in both runs: user 2 (no list in run a) and user 3 (in neither)
+    # pair with 0s: the differences b − a per user are 1/2 − 1, 1 − 0 and 0 − 0
+    pairs = recsql.compare(recs, None, ["s_recall@2"], intents=intents, run_cols="model", baseline="a").tests
+    assert pairs["n"].tolist() == [3] and pairs["mean_diff"].tolist() == pytest.approx([(-0.5 + 1 + 0) / 3])
+    with pytest.warns(recsql.RecsqlWarning, match="no user of intents is in the intent-aware metrics' population"):
+        empty = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents.assign(relevance=0))
+    assert empty.summary["n_users_intents"].tolist() == [0] and empty.summary["s_recall@2"].isna().all()
+    segments = pd.DataFrame({"user_id": [1, 2, 3, 4], "country": ["BR", "BR", "DE", "DE"]})
+    with pytest.raises(recsql.RecsqlError, match=r"segments=.*population='intersection'"):
+        recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", segments=segments)
+    seg = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", segments=segments,
+                          population="intersection").summary
+    assert seg[["model", "country", "n_users_intents"]].values.tolist() == [["a", "BR", 1], ["b", "BR", 2]]
+
+
+def test_a_sampled_run_counts_a_user_of_intents_without_a_list_in_each_sample():
+    """Two samples of run a: user 2 has a list only in sample 2 (s_recall@2 = 1), so 0 in sample 1 and
+    0.5 over the samples; user 1: 1 and 1/2, 0.75; user 3 (no list in any): 0. Under 'intersection' a user's
+    mean is over the samples where it has a list, as for the truth metrics."""
+    recs = pd.DataFrame({"model": ["a"] * 4, "sample": [1, 1, 2, 2], "user_id": [1, 1, 1, 2], "item_id": [10, 11, 11, 20],
+                         "score": [0.9, 0.8, 0.9, 0.9]})
+    intents = pd.DataFrame({"user_id": [1, 1, 2, 3, 4], "item_id": [10, 11, 20, 30, 40],
+                            "intent": ["x", "y", "x", "x", "x"], "relevance": [1, 1, 1, 1, 0]})
+    got = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", sample_col="sample")
+    assert got.per_user["s_recall@2"].tolist() == pytest.approx([0.75, 0.5, 0.0])
+    assert got.summary["n_users_intents"].tolist() == [3] and got.summary["s_recall@2"].iloc[0] == pytest.approx(1.25 / 3)
+    both = recsql.evaluate(recs, None, ["s_recall@2"], intents=intents, run_cols="model", sample_col="sample",
+                           population="intersection")
+    assert both.per_user["s_recall@2"].tolist() == pytest.approx([0.75, 1.0])

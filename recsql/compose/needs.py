@@ -10,7 +10,8 @@ from ..conventions import measure_rule
 from ..errors import RecsqlError
 from ..metrics import Metric, registry
 from ..trees import parse
-from .plan import MAIN_LIST_FEATURES, METRIC_POPULATION_SQL, POPULATION_SQL, SECOND_SRC, TIES, Plan, View
+from .plan import (INTENT_POPULATION_SQL, MAIN_LIST_FEATURES, METRIC_POPULATION_SQL, POPULATION_SQL, SECOND_SRC, TIES,
+                   Plan, View)
 
 
 # What each need of a metric header (`needs:`) requires: one of these inputs, and the fix when none is given.
@@ -104,16 +105,24 @@ def plan_inputs(plan: Plan) -> tuple[set[str], dict[str, str]]:
 
 def metric_population(plan: Plan, metric: Metric) -> str:
     """Whom ``metric`` averages over: ``lists`` or ``global`` by its kind; a truth metric's population is
-    its measure rule's (a convention's per-measure exception) or else the plan's."""
-    if metric.spec.population != "truth":
+    its measure rule's (a convention's per-measure exception) or else the plan's, and so is an intent-aware
+    metric's (``relevant``, ``judged``, ``intersection``, read on intents as on truth)."""
+    if metric.spec.population not in ("truth", "intents"):
         return metric.spec.population
     rule = measure_rule(plan.rules, metric)
     return rule.population if rule is not None and rule.population else plan.population
 
 
 def population_condition(plan: Plan, metric: Metric) -> exp.Expression:
+    return parse(population_sql(plan, metric))
+
+
+def population_sql(plan: Plan, metric: Metric) -> str:
+    """The condition on a user's flags (per-user rows) of ``metric``'s population."""
     population = metric_population(plan, metric)
-    return parse(POPULATION_SQL.get(population) or METRIC_POPULATION_SQL[population])
+    if metric.spec.population == "intents":
+        return INTENT_POPULATION_SQL[population]
+    return POPULATION_SQL.get(population) or METRIC_POPULATION_SQL[population]
 
 
 def metric_view(plan: Plan, metric: Metric) -> View:

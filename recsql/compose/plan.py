@@ -29,6 +29,15 @@ POPULATION_SQL = {
 }
 
 
+# The same for the intent-aware metrics (header `population: intents`), intents in the role of truth:
+# _n_intents = the user's intents with a relevant item (NULL: the user has no row in intents).
+INTENT_POPULATION_SQL = {
+    "relevant": "_n_intents > 0",
+    "intersection": "_n_intents IS NOT NULL AND _has_recs = 1",
+    "judged": "_n_intents IS NOT NULL",
+}
+
+
 # Whose values each metric's population holds (header `population:`, recsql/metrics.py).
 METRIC_POPULATION_SQL = {"lists": "_has_recs = 1", "global": "_is_global = 1"}
 

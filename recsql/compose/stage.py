@@ -373,6 +373,9 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
                     join.set("on", expand_run_keys(join.args["on"], keys))
     if not plan.run_cols:
         _read_instead(ctes["truth_users"].this, "truth_runs", "truth_in")
+        # every user of intents in the one run: no runs to cross join (intent_rows' rows)
+        for select in ctes["intent_rows"].this.find_all(exp.Select):
+            drop_join(select, "runs")
     if not plan.run_cols:  # one run: each logged impression once
         drop_join(ctes["log_rows"].this, "runs")
     for name in ("truth_runs", "truth_rows"):

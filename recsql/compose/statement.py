@@ -19,8 +19,8 @@ from .inputs import (expected_in, catalog_in, features_in, intents_in, interacti
                      reward_model_in, segments_in, truth_in)
 from .needs import (check_inputs, fit_to_inputs, metric_population, metric_view, on_second_list, plan_inputs,
                     population_condition, second_view)
-from .plan import (GLOBAL_SRC, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS, TIES, Plan, internal_runs,
-                   staged)
+from .plan import (GLOBAL_SRC, INTENT_POPULATION_SQL, METRIC_POPULATION_SQL, OUTPUTS, POPULATION_SQL, POPULATIONS,
+                   TIES, Plan, internal_runs, staged)
 from .rewrite import fold_constants, prune, reachable, union_branches
 from .stage import HEADS, build_stage, largest_cutoff
 
@@ -96,12 +96,20 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     runs = internal_runs(plan)
     context = {"ties": plan.ties, "has_expected_recs": "yes" if plan.expected_recs is not None else "no"}
     has_global = any(m.spec.population == "global" for m in resolved)
+    intent_flags = ["_n_intents"] if any(m.spec.population == "intents" for m in resolved) else []
+    if intent_flags and plan.segment_cols and any(metric_population(plan, m) != "intersection" for m in resolved
+                                                  if m.spec.population == "intents"):
+        raise RecsqlError("the intent-aware metrics with segments= are computed only under population='intersection' "
+                          "(intents carry no segment, so a user of intents without a list has no segment to count "
+                          "in); pass population='intersection', or evaluate each segment's users apart (a filter "
+                          "of recs and intents)")
     columns = metric_columns(metrics)  # each metric's per-user column, named after it
     per_user = exp.select(
         *[exp.column(r) for r in runs], "user_id",
         exp.alias_(exp.Max(this=exp.column("n_rel")), "_n_rel"),
         exp.alias_(exp.Max(this=exp.column("n_truth")), "_n_truth"),
         exp.alias_(exp.Max(this=parse("CASE WHEN src = 1 THEN 1 ELSE 0 END")), "_has_recs"),
+        *[exp.alias_(exp.Max(this=exp.column("n_intents")), f) for f in intent_flags],
         *([exp.alias_(exp.Max(this=parse(f"CASE WHEN src IN ({', '.join(map(str, GLOBAL_SRC))}) THEN 1 ELSE 0 END")),
                           "_is_global")]
           if has_global else []),
@@ -123,7 +131,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         *[exp.column(r) for r in runs], "user_id",
         *[exp.alias_(value(c, m), c) for m, c in zip(resolved, columns)],
         exp.alias_(exp.Case(ifs=[exp.If(this=in_pop, true=exp.Literal.number(1))], default=exp.Literal.number(0)), "_in_population"),
-        "_has_recs", "_n_rel", "_n_truth", *(["_is_global"] if has_global else []),
+        "_has_recs", "_n_rel", "_n_truth", *intent_flags, *(["_is_global"] if has_global else []),
     ).from_("per_user_raw")
     # recs_in is read by the heaps alone where they serve the checks too (list_heads): never kept whole
     heads = next((c.this for c in with_.expressions if c.alias == HEADS), None)
@@ -152,7 +160,8 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
     ctes.append(exp.CTE(this=fold_constants(flagged), alias=exp.to_identifier("per_sample" if plan.sampled else every_row)))
     if plan.sampled:
         global_columns = [c for m, c in zip(resolved, columns) if m.spec.population == "global"]
-        ctes.append(exp.CTE(this=sample_means(outer, columns, carried, global_columns), alias=exp.to_identifier(every_row)))
+        ctes.append(exp.CTE(this=sample_means(outer, columns, [*intent_flags, *carried], global_columns),
+                            alias=exp.to_identifier(every_row)))
     if has_global:  # the exposure rows' global row (user_id NULL) is not a user
         user_rows = exp.select("*").from_("per_user_all").where(exp.column("_is_global").eq(0))
         ctes.append(exp.CTE(this=user_rows, alias=exp.to_identifier("per_user")))
@@ -229,14 +238,18 @@ def population_counts(plan: Plan, metrics: list[Metric]) -> list[tuple[str, str,
     (column, condition on the raw per-user rows, metric kind): ``n_users`` for the truth metrics'
     population (the plan's: the convention's or ``population=``), ``n_users_<metric>`` for a truth
     metric a convention averages over another population (msr's ndcg), ``n_users_with_recs`` for the
-    list-only metrics; global metrics average over nobody. A count is there only when a metric
-    uses its population, so a column always means the same thing."""
+    list-only metrics, ``n_users_intents`` for the intent-aware ones (the plan's population read on
+    intents; ``n_users_<metric>`` under a convention's other one); global metrics average over nobody.
+    A count is there only when a metric uses its population, so a column always means the same thing."""
     counts: dict[str, tuple[str, str]] = {}
     for m in metrics:
         population = metric_population(plan, m)
         if m.spec.population == "truth":
             name = "n_users" if population == plan.population else f"n_users_{m.name}"
             counts.setdefault(name, (POPULATION_SQL[population], "truth"))
+        elif m.spec.population == "intents":
+            name = "n_users_intents" if population == plan.population else f"n_users_{m.name}"
+            counts.setdefault(name, (INTENT_POPULATION_SQL[population], "intents"))
         elif m.spec.population == "lists":
             counts.setdefault("n_users_with_recs", (METRIC_POPULATION_SQL["lists"], "lists"))
     order = sorted(counts, key=lambda n: (n != "n_users", n == "n_users_with_recs"))  # stable otherwise

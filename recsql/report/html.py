@@ -149,7 +149,9 @@ def _diagnostics(data: ReportData) -> str:
         '<p class="note"><code>n_users</code>: the users the truth metrics average over (a relevant user without '
         "recommendations scores 0); <code>users_without_recs</code>: those of them without recommendations; "
         "<code>recs_users_without_truth</code>: users with recommendations but no relevant truth, left out; "
-        "<code>n_users_with_recs</code>: the users of the list-only metrics.</p>" + rows +
+        "<code>n_users_with_recs</code>: the users of the list-only metrics; <code>n_users_intents</code>: those of "
+        "the intent-aware metrics (the population read on intents; a user of intents without recommendations "
+        "scores 0).</p>" + rows +
         tables.frame_html(data.summary[columns])))
 
 

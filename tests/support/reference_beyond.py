@@ -85,7 +85,7 @@ INTENT_METRICS = {"alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "nrbp", "nnrbp
 
 TRUTH_METRICS = {"serendipity", "auc", "accuracy", "err", "pfound", "spearman", "kendall", "rbp", "ee_d", "ee_r", "ee_l"}
 LIST_METRICS = {"novelty", "surprisal", "unexpectedness", "diversity", "arp", "aplt", "aclt", "rbo", "intersection",
-                "jaccard", "miscalibration", "entropy", "awrf"} | INTENT_METRICS
+                "jaccard", "miscalibration", "entropy", "awrf"}
 GLOBAL_METRICS = {"coverage", "gini", "personalization", "exposure_disparity", "exposure_gini", "exposure_entropy",
                   "lt_coverage", "pop_rsp", "pop_reo"}
 # metrics whose formula divides by k (or picks "the k most popular") cannot run without a cutoff
@@ -462,6 +462,18 @@ def _judgments(ctx, user):
         if r.get("relevance") is None or r["relevance"] >= ctx.threshold:
             judged.setdefault(r["item_id"], set()).add(r["intent"])
     return judged, {s for intents in judged.values() for s in intents}
+
+
+def _intent_population(ctx, population):
+    """The users an intent-aware metric averages over under ``population`` (intents in truth's role)."""
+    every = list(dict.fromkeys(r["user_id"] for r in ctx.intents))
+    if population == "judged":
+        return every
+    if population == "intersection":
+        return [u for u in every if u in ctx.lists]
+    if population == "relevant":
+        return [u for u in every if _judgments(ctx, u)[1]]
+    raise ValueError(f"unknown population {population!r}")
 
 
 def _intent_gains(items, judged, alpha):
@@ -1105,9 +1117,13 @@ def _option_value(value):
 
 def reference_beyond(name, k, options, recs, truth=None, *, items=None, features=None,
                      interactions=None, catalog=None, baseline=None, intents=None, threshold=1.0, use_rank=False,
-                     logs=None, reward_model=None):
+                     logs=None, reward_model=None, population="relevant"):
     """returns {user_id: value or None} for per-user metrics (users of the metric's population),
     or a float/None for global metrics.
+
+    ``population`` is read by the intent-aware metrics, on intents as on truth: ``relevant`` = the users
+    of intents with a relevant judgment, ``judged`` = every user of intents, ``intersection`` = the users
+    of intents with recommendations; a user without recommendations scores 0.
 
     Raises ValueError for an unknown metric or option, a missing cutoff where the formula divides
     by k, or a missing input the metric needs (truth; interactions for surprisal, arp and
@@ -1163,6 +1179,8 @@ def reference_beyond(name, k, options, recs, truth=None, *, items=None, features
         return None if value is None else float(value)
     if name in TRUTH_METRICS:
         users = [u for u, t in ctx.truth.items() if any(r >= ctx.threshold for r in t.values())]
+    elif name in INTENT_METRICS:
+        users = _intent_population(ctx, population)
     else:
         users = list(ctx.lists)
     out = {}
