@@ -52,9 +52,9 @@ def weighted(found: dict[int, Metric]) -> list[int]:
 
 
 # Engines that do not run the weighted evaluation yet, and why (docs/guide/compare.md)
-NOT_YET = {"spark": "Spark fails to run the statement",
+NOT_YET = {"spark": "Spark's query analyser runs out of Java heap on the statement",
            "clickhouse": "ClickHouse (chdb) takes more than 20 minutes on a small case",
-           "datafusion": "DataFusion fails to plan the union of the bootstrap statistics"}
+           "datafusion": "DataFusion fails to plan the union of the bootstrap statistics (an internal schema mismatch)"}
 
 
 def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool,

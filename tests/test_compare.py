@@ -868,8 +868,8 @@ def test_every_engine_gives_the_same_numbers_for_global_metrics(engine):
     assert_same_tables(got, want, engine.name)
 
 
-# Spark, ClickHouse and DataFusion do not run the weighted evaluation yet (docs/guide/compare.md): Spark fails on
-# the statement, ClickHouse (chdb) runs it for more than 20 minutes, DataFusion fails to plan the union of the
+# Spark, ClickHouse and DataFusion do not run the weighted evaluation yet (docs/guide/compare.md): Spark's analyser
+# runs out of Java heap, ClickHouse (chdb) runs it for more than 20 minutes, DataFusion fails to plan the union of the
 # bootstrap statistics when an input table carries pandas schema metadata.
 WEIGHTED_ENGINES = ("duckdb", "sqlite", "postgres", "mysql")  # mysql: MariaDB
 
