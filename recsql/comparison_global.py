@@ -42,6 +42,10 @@ def global_metrics(metrics: Sequence[Metric]) -> dict[int, Metric]:
     for i, m in enumerate(metrics):
         if m.spec.population != "global":
             continue
+        if m.spec.family == "off_policy":
+            raise RecsqlError(f"compare: metric {str(m)!r} is an off-policy estimate (one number per run), and compare "
+                              f"does not resample the estimators yet (their bootstrap is over the logged contexts); "
+                              f"evaluate computes it, and its per-run values can be compared by eye")
         reason = resampling_refusal(m.name)
         weights = weighted_refusal(m) if reason else None
         if reason and weights:

@@ -35,3 +35,7 @@ if "RECSQL_CACHE_DIR" not in os.environ:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The ``longest`` tests first (a stable sort: the others keep their order)."""
     items.sort(key=lambda item: item.get_closest_marker("longest") is None)
+
+# Run by tests/test_logs_obp.py in obp's own virtual environment, never imported by the test run (nor by
+# --doctest-modules): it imports obp, which this environment does not have.
+collect_ignore = ["support/obp_cases.py"]
