@@ -65,6 +65,15 @@ from (
 {%- set e = level.expansion %}
 {%- set df = 'cast(s.users - 1 as ' ~ float ~ ')' %}
 {%- set se = 'case when s.users >= 2 then sqrt((case when s.ss > 0 then s.ss else 0 end) / (s.users - 1) / s.users) end' %}
+{#- the users with a value in both runs (within a segment): the pairs of the t-test #}
+{%- set paired %}
+                from {{ ref(per_user) }} tested
+                join {{ ref(per_user) }} baseline on {{ is_baseline['baseline.'] | join(' and ') }}
+                    and baseline.{{ names[user_col] }} = tested.{{ names[user_col] }}
+                    {%- for name in segment_cols %} and baseline.{{ names[name] }} = tested.{{ names[name] }}{% endfor %}
+                where not ({{ is_baseline['tested.'] | join(' and ') }})
+                    and tested.{{ column }} is not null and baseline.{{ column }} is not null
+{%- endset %}
 {%- set quantile = 'case when s.users - 1 <= ' ~ level.df_max ~ ' then q.quantile else ' ~ e[0] ~ ' + (' ~ e[1] ~ ' + ('
     ~ e[2] ~ ' + (' ~ e[3] ~ ' + ' ~ e[4] ~ ' / ' ~ df ~ ') / ' ~ df ~ ') / ' ~ df ~ ') / ' ~ df ~ ' end' %}
 {%- if condition.kind == 'noninferior' %}
@@ -98,22 +107,12 @@ from (
                 sum((d.v - m.difference) * (d.v - m.difference)) as ss, max(rm.mean) as run_value, max(bm.mean) as baseline_value
             from (
                 select {% for name in keys %}tested.{{ names[name] }}, {% endfor %}tested.{{ column }} - baseline.{{ column }} as v
-                from {{ ref(per_user) }} tested
-                join {{ ref(per_user) }} baseline on {{ is_baseline['baseline.'] | join(' and ') }}
-                    and baseline.{{ names[user_col] }} = tested.{{ names[user_col] }}
-                    {%- for name in segment_cols %} and baseline.{{ names[name] }} = tested.{{ names[name] }}{% endfor %}
-                where not ({{ is_baseline['tested.'] | join(' and ') }})
-                    and tested.{{ column }} is not null and baseline.{{ column }} is not null
+                {{- paired }}
             ) d
             join (
                 select {% for name in keys %}tested.{{ names[name] }}, {% endfor %}count(*) as users,
                     avg(tested.{{ column }} - baseline.{{ column }}) as difference
-                from {{ ref(per_user) }} tested
-                join {{ ref(per_user) }} baseline on {{ is_baseline['baseline.'] | join(' and ') }}
-                    and baseline.{{ names[user_col] }} = tested.{{ names[user_col] }}
-                    {%- for name in segment_cols %} and baseline.{{ names[name] }} = tested.{{ names[name] }}{% endfor %}
-                where not ({{ is_baseline['tested.'] | join(' and ') }})
-                    and tested.{{ column }} is not null and baseline.{{ column }} is not null
+                {{- paired }}
                 group by {% for name in keys %}tested.{{ names[name] }}{{ ', ' if not loop.last }}{% endfor %}
             ) m on {% for name in keys %}d.{{ names[name] }} = m.{{ names[name] }}{{ ' and ' if not loop.last }}{% endfor %}
             left join (
