@@ -23,7 +23,7 @@ from .cli_output import FORMATS, WRITERS, Stdout, StdoutError, is_terminal, say,
 from .errors import RecsqlError
 from .options import add as add_option
 from .extras import missing_extra
-from .files import write_file
+from .files import signals_received, stop_if_signalled, write_file
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -58,6 +58,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     recs, truth = recs_and_truth(args)
     result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=is_terminal(sys.stdout),
                           **side_kwargs(args), **segment_kwargs(args), **column_kwargs(args))
+    stop_if_signalled()  # a signal during the evaluation: no output, however its KeyboardInterrupt fared
     # outputs first: a closed stdout (`| head -1`) or a failed print must not lose them
     if args.summary_table or args.per_user_table:
         result.write(args.db, summary=args.summary_table, per_user=args.per_user_table)
@@ -217,7 +218,8 @@ def _command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    interrupted: list[int] = []
+    interrupted = signals_received  # recsql.files commits no file once a signal has arrived
+    interrupted.clear()
 
     def on_signal(signum: int, frame: object) -> None:
         interrupted.append(signum)
@@ -248,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         renamed_options(args, argv)
         status = args.func(args)
+        stop_if_signalled()  # a signal whose KeyboardInterrupt something swallowed still ends the run as one
         sys.stdout.flush()  # what is still buffered: a full disk is an error here, not at exit
         return status
     except KeyboardInterrupt:  # Ctrl-C: one line, no traceback

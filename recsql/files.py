@@ -11,6 +11,19 @@ from typing import Callable
 
 from .errors import RecsqlError
 
+# The signals the command line's handler has received (recsql.cli.main). Its handler raises
+# KeyboardInterrupt, but Python runs a handler wherever the main thread happens to be, and an
+# exception raised inside a finaliser, a weak reference's callback or a C library's own signal check
+# can be swallowed there. A file is therefore committed only if no signal has arrived, whatever
+# became of the exception.
+signals_received: list[int] = []
+
+
+def stop_if_signalled() -> None:
+    """KeyboardInterrupt if the command line has received a signal (see :data:`signals_received`)."""
+    if signals_received:
+        raise KeyboardInterrupt
+
 
 def check_file_output(option: str, path: str) -> None:
     """A file output can be written: its directory exists and is writable, and it is not a directory
@@ -67,6 +80,7 @@ def write_file(path: str, write: Callable[[str], None], option: str | None = Non
     try:
         write(temporary)
         os.chmod(temporary, mode)
+        stop_if_signalled()
         os.replace(temporary, target)
     except BaseException as err:
         with contextlib.suppress(OSError):

@@ -28,7 +28,7 @@ import pandas as pd
 
 from .database import in_transaction, open_database
 from .errors import RecsqlError
-from .files import check_file_output, write_file  # noqa: F401 - write_file: recsql.output's since the start
+from .files import check_file_output, stop_if_signalled, write_file  # noqa: F401 - write_file: recsql.output's since the start
 from .sources import looks_like_path, table_relation
 
 
@@ -319,6 +319,7 @@ def _create(con: Any, tables: dict[str, pd.DataFrame], what: str) -> None:
             con.register(views[-1], frame)
             con.execute(f"CREATE OR REPLACE TABLE {table_relation(name).sql('duckdb')} AS SELECT * FROM {views[-1]}")
         if own:
+            stop_if_signalled()  # the command line's signal, even if its KeyboardInterrupt was swallowed
             con.execute("COMMIT")
     except duckdb.Error as err:
         if own:

@@ -340,6 +340,47 @@ def test_a_signal_ends_with_one_line_its_status_and_nothing_left(big, tmp_path, 
     assert list(scratch.iterdir()) == []  # no spill directory
 
 
+# A signal whose KeyboardInterrupt something swallows (a finaliser, a weak reference's callback, a C
+# library's own signal check: Python runs the handler wherever the main thread is): SWALLOW names the
+# step, which sends itself the signal and catches what the handler raises.
+_SWALLOWING = ("import os, signal, sys, time\n"
+               "import recsql.api, recsql.cli, recsql.cli_output\n"
+               "def swallowing(function):\n"
+               "    def wrapped(*args, **kwargs):\n"
+               "        result = function(*args, **kwargs)\n"
+               "        try:\n"
+               "            os.kill(os.getpid(), SIGNUM); time.sleep(5)\n"
+               "        except KeyboardInterrupt:\n"
+               "            pass\n"
+               "        return result\n"
+               "    return wrapped\n"
+               "if SWALLOW == 'evaluation':\n"
+               "    recsql.api.evaluate = swallowing(recsql.api.evaluate)\n"
+               "else:\n"
+               "    recsql.cli_output.WRITERS['.parquet'] = swallowing(recsql.cli_output.WRITERS['.parquet'])\n"
+               "sys.exit(recsql.cli.main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("signum,code,line", [(signal.SIGINT, 130, "recsql: interrupted\n"),
+                                              (signal.SIGTERM, 143, "recsql: terminated\n")])
+@pytest.mark.parametrize("swallow", ["evaluation", "writing"])
+def test_a_signal_whose_interrupt_was_swallowed_still_ends_the_run(tmp_path, swallow, signum, code, line):
+    """The run stops at the next commit point (each output is committed on its own): no file, no
+    table, no summary, and the signal's status."""
+    out = tmp_path / "out"
+    out.mkdir()
+    db = tmp_path / "results.duckdb"
+    duckdb.connect(str(db)).close()
+    child = subprocess.run([sys.executable, "-c", _SWALLOWING.replace("SIGNUM", str(int(signum)))
+                            .replace("SWALLOW", repr(swallow)), "evaluate", RECS, TRUTH, "-m", "ndcg@10", "--duplicates", "best",
+                            "--per-user", str(out / "users.parquet"), "--db", str(db), "--summary-table", "summary"],
+                           capture_output=True, text=True, timeout=120)
+    assert (child.returncode, child.stderr, child.stdout) == (code, line, ""), child.stderr
+    assert list(out.iterdir()) == []
+    with duckdb.connect(str(db), read_only=True) as con:  # the table is committed before the file is written
+        assert con.sql("SHOW TABLES").fetchall() == ([] if swallow == "evaluation" else [("summary",)])
+
+
 # The console command's entry point runs; "up" is said once its SIGINT handler is in place (a Ctrl-C
 # before that, in Python's start-up or between the import of recsql.entry and the call of its main,
 # is Python's own KeyboardInterrupt, not recsql's to handle).
