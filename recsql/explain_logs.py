@@ -5,27 +5,13 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .compose import Plan, logs_in, reward_model_in
+from .compose.log_checks import LOG_RULES, invalid_log_value
 from .dialects import render
 from .engines.base import Runner
 from .errors import RecsqlError
 from .validate import duplicate_report
 
-# logs_in's column -> (what makes a value invalid, as SQL over logs_in, the rule in words)
-_LOG_RULES = {
-    "user_id": ("user_id IS NULL", "every context (user) id must be set"),
-    "item_id": ("item_id IS NULL", "every item id must be set"),
-    "propensity": ("propensity IS NULL OR NOT (propensity > 0 AND propensity <= 1)",
-                   "a propensity is the logging policy's probability of showing the item there, in (0, 1]: an "
-                   "impression logged with propensity 0 cannot be reweighted (log the probability the policy had, "
-                   "or drop impressions of a deterministic logging policy, which no estimator here can use)"),
-    "reward": ("reward IS NULL OR NOT (reward BETWEEN -1.7976931348623157E308 AND 1.7976931348623157E308)",
-               "a reward must be a finite number (0 for no click)"),
-    "position": ("position IS NULL OR NOT (position >= 1 AND position = FLOOR(position) AND position < 1E15)",
-                 "a position must be a whole number >= 1 (1 is the first slot)"),
-}
-
-
-def _count_where(body: exp.Select, condition: str) -> exp.Select:
+def _count_where(body: exp.Select, condition: exp.Expression) -> exp.Select:
     return exp.select("COUNT(*)").from_(body.subquery("l")).where(condition)
 
 
@@ -34,8 +20,9 @@ def refuse_logs(runner: Runner, plan: Plan, found: dict[str, int]) -> None:
     if found.get("logs_invalid_rows"):
         columns = {"user_id": plan.user_col, "item_id": plan.item_col, "propensity": plan.propensity_col,
                    "reward": plan.reward_col, "position": plan.position_col or "position"}
-        for internal, (condition, rule) in _LOG_RULES.items():
-            count = runner.fetch_rows(render(_count_where(logs_in(plan), condition), runner.dialect, pretty=False))[0][0]
+        for internal, (_, rule) in LOG_RULES.items():
+            where = _count_where(logs_in(plan), invalid_log_value(internal))
+            count = runner.fetch_rows(render(where, runner.dialect, pretty=False))[0][0]
             if count:
                 raise RecsqlError(f"logs column {columns[internal]!r} has {int(count)} invalid value(s): {rule}; "
                                   f"fix or drop those rows (NULL, NaN and infinity are not values)")

@@ -61,3 +61,15 @@ def quoted_name(relation: exp.Expression) -> str | None:
         return None
     text = name.args["this"]
     return f'"{text}"' if isinstance(text, str) and _PLAIN_NAME.fullmatch(text) else None
+
+
+MAX_DOUBLE = "1.7976931348623157E308"  # the largest finite DOUBLE
+
+
+def not_finite(column: exp.Expression) -> exp.Expression:
+    """NaN or ±infinity, on every engine: NaN compares greater than everything in DuckDB,
+    PostgreSQL and Spark and unequal to itself elsewhere (IEEE)."""
+    value = exp.cast(column, "DOUBLE")
+    return exp.or_(exp.GT(this=value, expression=exp.Literal.number(MAX_DOUBLE)),
+                   exp.LT(this=value.copy(), expression=exp.Neg(this=exp.Literal.number(MAX_DOUBLE))),
+                   exp.NEQ(this=value.copy(), expression=value.copy()))

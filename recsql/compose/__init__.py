@@ -20,7 +20,8 @@ One module per job, in the order a statement is built:
   header; each metric's column is named after it throughout (:mod:`.columns`).
 """
 
-from .checks import DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, not_finite, uses_exponent
+from ..trees import not_finite
+from .checks import DIAGNOSTICS, ITEM_VALUE_INVALID, MAX_EXPONENT, RECS_ROWS, uses_exponent
 from .columns import metric_columns
 from .expressions import metric_expression
 from .inputs import expected_in, intents_in, logs_in, recs_in, reward_model_in, truth_in, whole_id

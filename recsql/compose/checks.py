@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..trees import parse
-from .log_checks import LOG_CHECKS, log_checks
+from ..trees import not_finite, parse
+from .log_checks import LOG_CHECKS, LOG_KEYS, MISSING_PREDICTIONS, invalid_log_row
 from .plan import Plan, internal_runs, segment_runs, truth_runs
 from .rewrite import union_all
 
@@ -33,19 +33,7 @@ SEGMENT_CHECKS = ("users_without_segment", "segment_duplicate_users", "segment_n
 RECS_ROWS = "_recs_rows"  # the recommendation rows read (raw rows only: Evaluation.rows_in)
 
 
-_MAX_DOUBLE = "1.7976931348623157E308"
-
-
 MAX_EXPONENT = 1000  # largest relevance 2^rel is taken of: a sum of up to 2^23 terms 2^1000 stays finite
-
-
-def not_finite(column: exp.Expression) -> exp.Expression:
-    """NaN or ±infinity, on every engine: NaN compares greater than everything in DuckDB,
-    PostgreSQL and Spark and unequal to itself elsewhere (IEEE)."""
-    value = exp.cast(column, "DOUBLE")
-    return exp.or_(exp.GT(this=value, expression=exp.Literal.number(_MAX_DOUBLE)),
-                   exp.LT(this=value.copy(), expression=exp.Neg(this=exp.Literal.number(_MAX_DOUBLE))),
-                   exp.NEQ(this=value.copy(), expression=value.copy()))
 
 
 def _rows_where(condition: exp.Expression) -> exp.Expression:
@@ -199,9 +187,15 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
         parts.append(_invalid("interactions_in", ["weight"], ["weight"], "interactions_invalid_rows",
                               also=exp.LT(this=exp.column("weight"), expression=exp.Literal.number(0))))
         names.append("interactions_invalid_rows")
-    logged = log_checks(plan, read)
-    parts += logged
-    names += [e.alias for part in logged for e in part.expressions]
+    if plan.logs is not None and "logs_in" in read:  # whatever ``duplicates`` says (recsql/compose/log_checks.py)
+        parts += [_invalid("logs_in", [], [], "logs_invalid_rows", also=invalid_log_row()),
+                  _extra_copies("logs_in", LOG_KEYS, "logs_duplicate_rows")]
+        names += ["logs_invalid_rows", "logs_duplicate_rows"]
+    if plan.reward_model is not None and "reward_model_in" in read:
+        parts += [_invalid("reward_model_in", ["user_id", "item_id", "reward"], ["reward"], "reward_model_invalid_rows"),
+                  _extra_copies("reward_model_in", ["user_id", "item_id"], "reward_model_duplicate_rows"),
+                  parse(MISSING_PREDICTIONS)]
+        names += ["reward_model_invalid_rows", "reward_model_duplicate_rows", "reward_model_missing_rows"]
     if plan.segments is not None:
         parts += _segment_checks(plan, "list_heads" if heads is not None else "recs_in", "truth_in" in read)
         names += SEGMENT_CHECKS

@@ -1,5 +1,5 @@
 """The input checks of logged impressions and of a reward model (docs/guide/logs.md), columns of the
-one query's ``checks`` row like the other inputs' (recsql/compose/checks.py):
+one query's ``checks`` row like the other inputs', which recsql/compose/checks.py counts from the rules here:
 
 - ``logs_invalid_rows``: rows of logs with a NULL context, item, position, propensity or reward, a NaN or
   infinite number, a propensity outside (0, 1] (a zero propensity cannot weigh an impression: the
@@ -17,34 +17,43 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..trees import parse
-from .plan import Plan
+from ..trees import not_finite
 
 LOG_CHECKS = ("logs_invalid_rows", "logs_duplicate_rows", "reward_model_invalid_rows", "reward_model_duplicate_rows",
               "reward_model_missing_rows")
 
-_LOGS_INVALID = """
-SELECT CAST(COALESCE(SUM(CASE WHEN user_id IS NULL OR item_id IS NULL OR position IS NULL OR propensity IS NULL
-                              OR reward IS NULL OR NOT (propensity > 0 AND propensity <= 1)
-                              OR NOT (position >= 1 AND position = FLOOR(position) AND position < 1E15)
-                              OR NOT (reward BETWEEN -1.7976931348623157E308 AND 1.7976931348623157E308)
-                         THEN 1 ELSE 0 END), 0) AS BIGINT) AS logs_invalid_rows
-FROM logs_in
-"""
+LOG_KEYS = ["user_id", "item_id", "position"]  # an impression
 
-_MODEL_INVALID = """
-SELECT CAST(COALESCE(SUM(CASE WHEN user_id IS NULL OR item_id IS NULL OR reward IS NULL
-                              OR NOT (reward BETWEEN -1.7976931348623157E308 AND 1.7976931348623157E308)
-                         THEN 1 ELSE 0 END), 0) AS BIGINT) AS reward_model_invalid_rows
-FROM reward_model_in
-"""
+# logs_in's column -> (what makes its value invalid, over logs_in; the rule in words, for the error that
+# names the column: recsql/explain_logs.py). A NaN is neither in nor out of a range: ``NOT (p > 0 AND
+# p <= 1)`` counts it.
+LOG_RULES = {
+    "user_id": ("user_id IS NULL", "every context (user) id must be set"),
+    "item_id": ("item_id IS NULL", "every item id must be set"),
+    "propensity": ("propensity IS NULL OR NOT (propensity > 0 AND propensity <= 1)",
+                   "a propensity is the logging policy's probability of showing the item there, in (0, 1]: an "
+                   "impression logged with propensity 0 cannot be reweighted (log the probability the policy had, "
+                   "or drop impressions of a deterministic logging policy, which no estimator here can use)"),
+    "reward": (None, "a reward must be a finite number (0 for no click)"),  # NULL or not finite
+    "position": ("position IS NULL OR NOT (position >= 1 AND position = FLOOR(position) AND position < 1E15)",
+                 "a position must be a whole number >= 1 (1 is the first slot)"),
+}
 
-_COPIES = """
-SELECT CAST(COALESCE(SUM(n - 1), 0) AS BIGINT) AS {name}
-FROM (SELECT COUNT(*) AS n FROM {table} GROUP BY {keys}) AS g
-"""
 
-_MISSING = """
+def invalid_log_value(column: str) -> exp.Expression:
+    """LOG_RULES' condition for logs_in's ``column``."""
+    condition = LOG_RULES[column][0]
+    if condition is None:
+        return exp.or_(exp.Is(this=exp.column(column), expression=exp.null()), not_finite(exp.column(column)))
+    return exp.condition(condition)
+
+
+def invalid_log_row() -> exp.Expression:
+    """A row of logs_in that breaks any of LOG_RULES."""
+    return exp.or_(*[invalid_log_value(column) for column in LOG_RULES])
+
+
+MISSING_PREDICTIONS = """
 SELECT CAST(COUNT(*) AS BIGINT) AS reward_model_missing_rows
 FROM (
     SELECT l.user_id, l.item_id FROM logs_in AS l
@@ -54,17 +63,3 @@ FROM (
 ) AS pairs
 WHERE NOT EXISTS (SELECT 1 FROM reward_model_in AS q WHERE q.user_id = pairs.user_id AND q.item_id = pairs.item_id)
 """
-
-
-def log_checks(plan: Plan, read: set[str]) -> list[exp.Select]:
-    """The one-row counts of the logs and the reward model, when given and read by the query (a NaN is
-    neither in nor out of a range: ``NOT (x BETWEEN ...)`` and ``NOT (p > 0 AND p <= 1)`` count it)."""
-    parts: list[exp.Select] = []
-    if plan.logs is not None and "logs_in" in read:
-        parts += [parse(_LOGS_INVALID), parse(_COPIES.format(name="logs_duplicate_rows", table="logs_in",
-                                                             keys="user_id, item_id, position"))]
-    if plan.reward_model is not None and "reward_model_in" in read:
-        parts += [parse(_MODEL_INVALID), parse(_COPIES.format(name="reward_model_duplicate_rows",
-                                                              table="reward_model_in", keys="user_id, item_id")),
-                  parse(_MISSING)]
-    return parts
