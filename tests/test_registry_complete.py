@@ -122,3 +122,17 @@ def test_a_header_without_a_known_family_is_refused(monkeypatch, line, said):
     with pytest.raises(recsql.RecsqlError) as refused:
         specs._spec("ndcg")
     assert str(refused.value).startswith(f"sql/ndcg.sql: {said}") and ", ".join(FAMILIES) in str(refused.value)
+
+
+def test_each_kind_of_stage_row_has_its_own_src_and_every_src_read_is_made():
+    """The ranked-rows stage tells its kinds of row apart by ``src`` (sql/_ranked.sql): each number
+    is made by one branch only, and every ``src = N`` a metric or the composer reads is made."""
+    stage = (ROOT / "sql" / "_ranked.sql").read_text()
+    made = [int(n) for n in re.findall(r"\b(\d+) AS src\b", stage)]
+    assert made and sorted(made) == sorted(set(made)), sorted(made)
+    read = set()
+    for path in [*(ROOT / "sql").glob("*.sql"), *(ROOT / "recsql").rglob("*.py")]:
+        text = path.read_text()
+        read |= {int(n) for n in re.findall(r"\bsrc = (\d+)", text)}
+        read |= {int(n) for group in re.findall(r"\bsrc IN \(([\d, ]+)\)", text) for n in group.split(",")}
+    assert read and read <= set(made), sorted(read - set(made))
