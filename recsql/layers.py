@@ -43,8 +43,8 @@ LAYERS = (
       "recsql.engines.postgres", "recsql.engines.mysql", "recsql.engines.spark", "recsql.engines.clickhouse",
       "recsql.engines.datafusion", "recsql.output")),
     ("evaluation", "one evaluation's inputs bound on an engine: its validated plan, its request, the errors of its "
-                   "input checks",
-     ("recsql.plans", "recsql.request", "recsql.explain_logs", "recsql.explain")),
+                   "input checks, the warning on the off-policy estimators' weights",
+     ("recsql.plans", "recsql.request", "recsql.explain_logs", "recsql.explain", "recsql.weights_warning")),
     ("report", "the report's page and tables, drawn from results already computed (read by their fields, so "
                "the results can offer them)",
      ("recsql.report", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures",
