@@ -1,18 +1,16 @@
 """The warning on the importance weights of the off-policy estimators (docs/guide/logs.md, "Diagnostics").
 
-Whenever :func:`recsql.evaluate` computes an off-policy estimator (``family: off_policy``: ips, snips, dm,
-dr, switch_dr), it also computes the effective sample size of the same target's weights in the same
-statement (:func:`diagnostics`: ``ess`` with that ``target=``, left out of the result when it was not
-asked; it reads the stage rows the estimator reads, so it costs one more aggregate), and the logged
-impressions n (the checks' count of the logs). A run whose
+Whenever :func:`recsql.evaluate` computes an off-policy estimator that weighs the impressions (``family:
+off_policy``: ips, snips, dr, switch_dr; not dm, which reads no weight), it also computes the effective
+sample size of the same target's weights in the same statement (:func:`diagnostics`: ``ess`` with that
+``target=``, left out of the result when it was not asked; it reads the stage rows the estimator reads, so
+it costs one more aggregate), and the logged impressions n (the checks' count of the logs). A run whose
 
     ESS = (Σ_i w_i)² / Σ_i w_i²  <  min_ess_share · n
 
 (ESS NULL, every weight 0, counted as 0) gets a :class:`recsql.RecsqlWarning` naming the run, the ESS, n
-and the estimators: their value rests on a few impressions, whatever their formula. An estimator of the
-direct method alone (dm) reads no weight, but DR and Switch-DR do, and dm is asked beside them most often:
-the warning says which were asked. ``min_ess_share`` defaults to :data:`MIN_ESS_SHARE`; 0 (or None)
-turns the warning off.
+and the estimators: their value rests on a few impressions, whatever their formula. ``min_ess_share``
+defaults to :data:`MIN_ESS_SHARE`; 0 (or None) turns the warning off.
 
 ESS/n is Kong's relative efficiency of importance sampling against sampling the target directly (Kong,
 Technical report 348, University of Chicago 1992; Owen, Monte Carlo theory, methods and examples, 2013,
@@ -38,6 +36,7 @@ from .run_labels import label, plain
 MIN_ESS_SHARE = 0.1  # the default threshold: warn when ESS < n/10
 ESS = "ess"
 ESTIMATORS_FAMILY = "off_policy"
+UNWEIGHED = (ESS, "max_weight", "dm")  # the diagnostics, and the direct method (no weight)
 
 
 def checked_share(value: Any) -> float:
@@ -52,10 +51,11 @@ def checked_share(value: Any) -> float:
 
 
 def _estimators(metrics: Sequence[Metric]) -> dict[str, list[Metric]]:
-    """target -> the off-policy estimators asked with it (not the diagnostics ess and max_weight)."""
+    """target -> the off-policy estimators asked with it that weigh the impressions (not dm, nor the diagnostics
+    ess and max_weight)."""
     found: dict[str, list[Metric]] = {}
     for m in metrics:
-        if m.spec.family == ESTIMATORS_FAMILY and m.name not in (ESS, "max_weight"):
+        if m.spec.family == ESTIMATORS_FAMILY and m.name not in UNWEIGHED:
             found.setdefault(m.all_options()["target"], []).append(m)
     return found
 

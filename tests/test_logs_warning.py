@@ -61,14 +61,15 @@ def test_the_threshold_is_an_option_and_zero_turns_it_off():
 def test_an_ess_asked_is_shown_and_read_and_each_target_has_its_own():
     model = pd.concat([LOGS[["user_id", "item_id", "reward"]],
                        pd.DataFrame({"user_id": list(USERS)[1:], "item_id": 999, "reward": 0.0})])
-    summary, said = _warnings(metrics=["dm", "ess", "max_weight"], reward_model=model)
+    summary, said = _warnings(metrics=["dm", "dr", "ess", "max_weight"], reward_model=model)
     assert summary["ess"].tolist() == pytest.approx([1.0, 48 ** 2 / 176])
-    assert len(said) == 1 and "the estimates dm rest" in said[0]
+    assert len(said) == 1 and "the estimates dr rest" in said[0]  # dm reads no weight: not named
+    assert _warnings(metrics=["dm"], reward_model=model)[1] == []
     # target=scores: the recs' score as π_e (1 for every listed item): run A's weights 10 and 0s again
     summary, said = _warnings(metrics=["ips(target=scores)"])
     assert list(summary.columns) == ["run", "ips(target=scores)"]
     assert len(said) == 1 and "(target=scores) is 1," in said[0]
-    # the diagnostics alone, or no estimator: nothing to warn about
+    # the diagnostics alone: nothing to warn about
     assert _warnings(metrics=["ess", "max_weight"])[1] == []
 
 
