@@ -46,9 +46,9 @@ def logged(found: dict[int, Metric]) -> list[int]:
 def plan_for(plan: Plan) -> Plan:
     """The resampled evaluation's plan: ``cmp_orecs`` as recs (run key :data:`RUN_COL`, scored by −ord, the
     evaluation's own order, under its tie rule, so each list is the one evaluate ranked, and target=scores
-    reads the score it read) and
-    ``cmp_ologs`` as logs carrying that key; the reward model as the evaluation read it. The ids are read
-    from the evaluation's input CTEs, already cast; no other input (the estimators read none)."""
+    reads the score it read) and ``cmp_ologs`` as logs carrying that key; the reward model as the evaluation
+    read it. The ids are read from the evaluation's input CTEs, already cast; no other input (the estimators
+    read none)."""
     recs = exp.select(exp.alias_(exp.column(RUN_COL), RUN_COL), "user_id", "item_id",
                       exp.alias_(exp.Neg(this=exp.column("ord")), SCORE_COL)).from_("cmp_orecs").subquery("cmp_orecs")
     logs = exp.select(exp.alias_(exp.column(RUN_COL), RUN_COL), "user_id", "item_id", "position", "propensity",
@@ -61,8 +61,7 @@ def plan_for(plan: Plan) -> Plan:
         position_col="position", propensity_col="propensity", reward_col="reward", model_reward_col="reward",
         items=None, interactions=None, catalog=None, expected_recs=None, item_features=None, intents=None,
         topk=None, duplicates="error", id_casts={}, text_ids=frozenset(plan.text_ids) & {"user_id", "item_id"},
-        sample_col=None, sampled=False, segments=None, segment_cols=(),
-        inline=(), weight_col=None)
+        sample_col=None, sampled=False, segments=None, segment_cols=(), inline=(), weight_col=None)
 
 
 def contexts_cte() -> exp.CTE:
