@@ -16,10 +16,11 @@ from .comparison_run import compare_per_user, refuse_global
 from .comparison_settings import Settings
 from .comparison_sql import statement_for
 from .compose import DIAGNOSTICS, RECS_ROWS, Plan, internal_runs, population_counts
+from .compose.checks import LOGS_ROWS
 from .database import shared
 from .dialects import dialect as get_dialect
 from .dialects import render
-from .errors import RecsqlError, suggest_keywords
+from .errors import RecsqlError, RecsqlWarning, suggest_keywords
 from .explain import fetch_checked, refuse
 from .frames import column_maxima, columns_of, records, rows_of
 from .inputs import Inputs, metrics_first, metrics_given, renamed, unpacked
@@ -31,15 +32,12 @@ from .report import report as make_report
 from .request import bound, checked_request
 from .sources import bind
 from .statements import finalize_sql, statement_sql
+from .weights_warning import MIN_ESS_SHARE, checked_share, diagnostics, warn_weights
 
 ORDER_TYPES = re.compile(r"DOUBLE|BIGINT|DECIMAL(\(\s*\d{1,2}\s*,\s*\d{1,2}\s*\))?", re.I)  # to_sql's order_type
 
 
 WHAT = " (another recommender's lists; baseline names the run compared against)"  # the renamed input
-
-
-class RecsqlWarning(UserWarning):
-    """Something the user should know about the result (for example an empty population)."""
 
 
 @dataclass
@@ -157,6 +155,7 @@ def evaluate(
     segment_cols: Iterable[str] | str | None = None,
     progress: bool = False,
     baseline: Any = None,
+    min_ess_share: float | None = MIN_ESS_SHARE,
 ) -> Evaluation:
     """Evaluate recommendations against truth with any set of metrics, in ONE query on one engine.
 
@@ -172,7 +171,9 @@ def evaluate(
     ``per_user``. The input checks run in the same query (the diagnostic columns of :func:`to_sql`'s summary); a non-zero one raises a
     :class:`RecsqlError`. ``expected_recs``: another recommender's lists, columns like ``recs`` (for
     unexpectedness and serendipity; ``baseline=``, its old name, is accepted until the next release
-    with a FutureWarning). Definitions: README.
+    with a FutureWarning). ``min_ess_share``: an off-policy estimator warns (:class:`RecsqlWarning`) for a run
+    whose weights' effective sample size is below this share of the logged impressions (0: never;
+    docs/guide/logs.md). Definitions: README.
 
     >>> import pandas as pd
     >>> recs = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [10, 11, 10], "score": [0.9, 0.8, 0.7]})
@@ -187,20 +188,24 @@ def evaluate(
     described = Inputs(recs=recs, truth=truth, **keywords)
     request = checked_request(metrics_given(metrics, "evaluate"), described, con=con, progress=progress)
     parsed, cols = request.metrics, request.cols
+    share = checked_share(min_ess_share)
+    computed = [*parsed, *diagnostics(parsed, share)]  # the ESS of the estimators' weights, for the warning
     started = time.perf_counter()
     with bound(request) as (runner, plan, sources):
         # ONE statement: the metrics and the input checks (diagnostic columns) read one snapshot
-        sql = statement_sql(plan, parsed, "raw", runner.dialect)
+        sql = statement_sql(plan, computed, "raw", runner.dialect)
         raw = fetch_checked(runner, plan, sql)
-        per_user, summary, found = _split(plan, parsed, raw)
+        per_user, summary, found = _split(plan, computed, raw)
         _warn_segment_runs(plan, raw)
         if RECS_ROWS not in columns_of(raw) or rows_of(raw) == 0:
             # no user row carried the checks (an empty population, or invalid rows that left no user):
             # read them alone
-            checks = fetch_checked(runner, plan, statement_sql(plan, parsed, "checks", runner.dialect))
+            checks = fetch_checked(runner, plan, statement_sql(plan, computed, "checks", runner.dialect))
             found = {name: int(value or 0) for name, value in records(checks)[0].items()}
         refuse(runner, plan, found, list(sources["recs"].columns))
         rows_in = found[RECS_ROWS]
+    warn_weights(summary, computed, found.get(LOGS_ROWS, 0), share, [c for c in summary.columns][:len(plan.run_cols)])
+    summary = summary.drop(columns=[m.column for m in computed[len(parsed):]])
     counted = population_counts(plan, parsed)
     truth_counts = [name for name, _, kind in counted if kind == "truth"]
     intent_counts = [name for name, _, kind in counted if kind == "intents"]
@@ -249,7 +254,7 @@ def _split(plan: Plan, metrics: list[Metric], raw: Any) -> tuple[pd.DataFrame, p
     values), finished by the same SQL :func:`to_sql` appends, run on a cursor of recsql's own in-memory DuckDB."""
     columns = list(raw.column_names if hasattr(raw, "column_names") else raw.columns)
     diagnostics = [c for c in DIAGNOSTICS if c in columns]
-    names = [*diagnostics, RECS_ROWS] if RECS_ROWS in columns else diagnostics
+    names = [*diagnostics, *[n for n in (RECS_ROWS, LOGS_ROWS) if n in columns]]
     with shared.cursor() as con:
         con.register("per_user", raw)
         per_user = con.execute(finalize_sql(plan, metrics, "per_user")).df()

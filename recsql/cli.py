@@ -57,7 +57,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     _check_outputs(args)
     recs, truth = recs_and_truth(args)
     result = api.evaluate(recs, truth, args.metrics, con=args.db, progress=is_terminal(sys.stdout),
-                          **side_kwargs(args), **segment_kwargs(args), **column_kwargs(args))
+                          min_ess_share=args.min_ess_share, **side_kwargs(args), **segment_kwargs(args), **column_kwargs(args))
     stop_if_signalled()  # a signal during the evaluation: no output, however its KeyboardInterrupt fared
     # outputs first: a closed stdout (`| head -1`) or a failed print must not lose them
     if args.summary_table or args.per_user_table:
@@ -138,6 +138,10 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--summary-table", help="also write the summary as this table in --db (atomic; never over an "
                                             "input)")
     ev.add_argument("--per-user-table", help="also write the per-user rows as this table in --db")
+    from .weights_warning import MIN_ESS_SHARE
+    ev.add_argument("--min-ess-share", type=float, default=MIN_ESS_SHARE,
+                    help=f"warn when an off-policy estimator's weights have an effective sample size below this share "
+                         f"of the logged impressions (default {MIN_ESS_SHARE}: ESS < n/10; 0: never)")
     ev.add_argument("--out", dest="old_summary_table", help=argparse.SUPPRESS)  # --summary-table's old name
     ev.add_argument("--out-per-user", dest="old_per_user_table", help=argparse.SUPPRESS)
     add_segments(ev)

@@ -42,10 +42,9 @@ def global_metrics(metrics: Sequence[Metric]) -> dict[int, Metric]:
     for i, m in enumerate(metrics):
         if m.spec.population != "global":
             continue
-        if m.spec.family == "off_policy":
-            raise RecsqlError(f"compare: metric {str(m)!r} is an off-policy estimate (one number per run), and compare "
-                              f"does not resample the estimators yet (their bootstrap is over the logged contexts); "
-                              f"evaluate computes it, and its per-run values can be compared by eye")
+        if m.spec.family == "off_policy":  # resampled over the logged contexts: recsql/comparison_logged.py
+            found[i] = m
+            continue
         reason = resampling_refusal(m.name)
         weights = weighted_refusal(m) if reason else None
         if reason and weights:
@@ -121,15 +120,15 @@ def _null(kind: str) -> exp.Expression:
     return exp.cast(exp.null(), kind)
 
 
-def stats_ctes(counted: bool, weighted: bool) -> list[exp.CTE]:
+def stats_ctes(counted: bool, weighted: bool, logged: bool = False) -> list[exp.CTE]:
     """``cmp_global_group_stats`` and ``cmp_global_pair_users``, read by ``sql/_compare_global_tests.sql``:
-    the values of the global metrics counted from exposure (``cmp_global_counted``, ``counted``) and of
-    those recomputed over weighted lists (``cmp_global_weighted``, ``weighted``), together."""
+    the values of the global metrics counted from exposure (``cmp_global_counted``, ``counted``), of
+    those recomputed over weighted lists (``cmp_global_weighted``, ``weighted``) and of the off-policy
+    estimators recomputed over resampled logs (``cmp_global_logged``, ``logged``), together."""
     unit = ["run", "baseline", "metric"]
-    stats = [exp.select(*unit, "resample", "side", "stat", "w1").from_(source)
-             for source, kept in (("cmp_global_counted", counted), ("cmp_global_weighted", weighted)) if kept]
-    users = [exp.select(*unit, "n").from_(source)
-             for source, kept in (("cmp_global_counted_users", counted), ("cmp_global_weighted_users", weighted)) if kept]
+    kinds = (("counted", counted), ("weighted", weighted), ("logged", logged))
+    stats = [exp.select(*unit, "resample", "side", "stat", "w1").from_(f"cmp_global_{kind}") for kind, kept in kinds if kept]
+    users = [exp.select(*unit, "n").from_(f"cmp_global_{kind}_users") for kind, kept in kinds if kept]
     return [exp.CTE(this=union_all(stats), alias=exp.to_identifier("cmp_global_group_stats")),
             exp.CTE(this=union_all(users), alias=exp.to_identifier("cmp_global_pair_users"))]
 

@@ -15,6 +15,8 @@ from sqlglot import exp
 
 from . import run_labels
 from .comparison_global import global_metrics, list_ctes, union_ctes
+from .comparison_logged import contexts_cte, logged
+from .comparison_logged import plan_for as logged_plan
 from .comparison_weighted import counted_kinds, global_ctes, plan_for, refuse_unsupported, weighted
 from .comparison_settings import Settings
 from .compose import DIAGNOSTICS, compose, internal_runs, metric_columns, readable
@@ -60,6 +62,7 @@ class Values:
     lists: str = "list_rows"
     catalog: bool = False
     weighted_plan: Any = None  # the plan of the global metrics recomputed over weighted lists (comparison_weighted)
+    logged_plan: Any = None  # the plan of the off-policy estimators over resampled logs (comparison_logged)
 
 
 def _template(name: str, parameters: dict[str, Any], slots: tuple[int, ...] = (0,)) -> list[exp.CTE]:
@@ -185,6 +188,9 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         "FROM (SELECT DISTINCT segment FROM cmp_keyed WHERE segment >= 0) AS g CROSS JOIN cmp_metrics AS m")
     runs = exp.select("run", *keys).distinct().from_("cmp_keyed")
     users = exp.select("user_idx").distinct().from_("cmp_keyed")
+    contexts = [contexts_cte()] if logged(values.global_kinds) else []
+    if contexts:  # the logged contexts are resampled too (recsql/comparison_logged.py)
+        users = exp.union(users, exp.select("user_idx").from_("cmp_contexts"), distinct=True)
     if values.segments is not None:  # none when a user has no segment: that result is refused, so not resampled
         users = sqlglot.parse_one("SELECT DISTINCT k.user_idx AS user_idx FROM cmp_keyed AS k CROSS JOIN "
                                   "(SELECT MIN(segment) AS lowest FROM cmp_keyed) AS g WHERE g.lowest >= 0")
@@ -198,7 +204,8 @@ def _inputs(values: Values, baseline: list[exp.Expression] | None) -> list[exp.C
         after += list_ctes(counted, len(values.metrics), values.runs, values.lists, values.catalog,
                            values.segments is not None)
     return [*segment_ctes, _cte("cmp_keyed", keyed), _cte("cmp_metrics", metric_ids), _cte("cmp_values", present),
-            _cte("cmp_slots", slots), _cte("cmp_runs", runs), _cte("cmp_users", users), _cte("cmp_baselines", baselines),
+            _cte("cmp_slots", slots), _cte("cmp_runs", runs), *contexts, _cte("cmp_users", users),
+            _cte("cmp_baselines", baselines),
             *after]
 
 
@@ -335,14 +342,16 @@ def statement_for(plan: Any, metrics: list[Metric], settings: Settings, kinds: l
         raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run), and a sampled run's "
                           f"global metrics are not resampled yet (evaluate gives their mean over the samples); "
                           f"compare its per-user metrics, or one sample (a filter of recs) without sample_col")
-    recomputed = weighted(kinds_global)
-    refuse_unsupported(metrics, recomputed, segments is not None, plan.truth_has_runs, plan.dialect)
+    recomputed, estimators = weighted(kinds_global), logged(kinds_global)
+    refuse_unsupported(metrics, sorted(recomputed + estimators), segments is not None, plan.truth_has_runs,
+                       plan.dialect)
     raw = compose(plan, metrics, output="raw")
     checks = _checks(raw)
     catalog = any(cte.alias == "catalog_size" for cte in raw.args["with_"].expressions)
     values = Values("per_user", internal_runs(plan), list(plan.run_cols), "user_id",
                     metric_columns(metrics), checks, global_kinds=kinds_global, catalog=catalog,
-                    weighted_plan=plan_for(plan, catalog) if recomputed else None)
+                    weighted_plan=plan_for(plan, catalog) if recomputed else None,
+                    logged_plan=logged_plan(plan) if estimators else None)
     if segments is not None:
         values.segments, values.segment_user, values.segment_cols = segments[0], segments[1], list(segments[2])
     baseline = baseline_keys(settings.baseline, list(plan.run_cols), kinds)

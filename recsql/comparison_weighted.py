@@ -26,6 +26,8 @@ from typing import Any, Callable
 from sqlglot import exp
 
 from .comparison_global import stat_expression, stats_ctes
+from .comparison_logged import global_ctes as logged_ctes
+from .comparison_logged import logged
 from .compose import compose, metric_columns
 from .compose.exposure import resampling_refusal
 from .compose.plan import Plan, internal_runs
@@ -48,7 +50,7 @@ LAST = "per_user_raw"  # the weighted evaluation's CTE read: each run's global r
 def weighted(found: dict[int, Metric]) -> list[int]:
     """The positions among ``found`` (the global metrics, by position) of those recomputed over weighted
     lists: the ones whose expression reads more than the exposure sums."""
-    return [i for i, m in found.items() if resampling_refusal(m.name) is not None]
+    return [i for i, m in found.items() if resampling_refusal(m.name) is not None and m.spec.family != "off_policy"]
 
 
 # Engines that do not run the weighted evaluation yet, and why (docs/guide/compare.md)
@@ -59,17 +61,21 @@ NOT_YET = {"spark": "Spark's query analyser runs out of Java heap on the stateme
 
 def refuse_unsupported(metrics: list[Metric], recomputed: list[int], segmented: bool, truth_per_run: bool,
                        dialect: str = "duckdb") -> None:
-    """A global metric recomputed over weighted lists is not yet compared within segments, with truth per
-    run, or on the engines of :data:`NOT_YET`: refused, with the way to compare it."""
-    if recomputed and dialect in NOT_YET:
-        raise RecsqlError(f"compare: metric {str(metrics[recomputed[0]])!r} is global (one number per run) and "
-                          f"compare recomputes it over weighted lists, which does not work on this engine yet "
-                          f"({NOT_YET[dialect]}); compare it on DuckDB (recsql.compare without con=, the tables as "
-                          f"files or DataFrames), SQLite, PostgreSQL or MariaDB")
-    if recomputed and (segmented or truth_per_run):
-        first = metrics[recomputed[0]]
+    """A global metric recomputed by its own template, over weighted lists or (an off-policy estimator) over
+    resampled logs, is not yet compared within segments, with truth per run, or on the engines of
+    :data:`NOT_YET`: refused, with the way to compare it."""
+    if not recomputed:
+        return
+    first = metrics[recomputed[0]]
+    how = "over resampled logs" if first.spec.family == "off_policy" else "over weighted lists"
+    if dialect in NOT_YET:
         raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
-                          f"over weighted lists, which it does not do yet "
+                          f"{how}, which does not work on this engine yet ({NOT_YET[dialect]}); compare it on DuckDB "
+                          f"(recsql.compare without con=, the tables as files or DataFrames), SQLite, PostgreSQL or "
+                          f"MariaDB")
+    if segmented or truth_per_run:
+        raise RecsqlError(f"compare: metric {str(first)!r} is global (one number per run) and compare recomputes it "
+                          f"{how}, which it does not do yet "
                           f"{'within segments' if segmented else 'with truth per run'}; compare it "
                           f"{'on each segment apart (a filter of recs and truth)' if segmented else 'with truth shared by the runs (without the run columns)'}")
 
@@ -119,10 +125,11 @@ def lists_ctes(metrics: dict[int, Metric], runs: list[str], lists: str, catalog:
     return ctes
 
 
-def evaluation_ctes(plan: Plan, metrics: dict[int, Metric]) -> list[exp.CTE]:
+def evaluation_ctes(plan: Plan, metrics: dict[int, Metric], prefix: str = PREFIX,
+                    name: str = "cmp_weighted_values") -> list[exp.CTE]:
     """The weighted evaluation (:func:`plan_for`'s plan, already made) of ``metrics`` as CTEs named
-    ``cmpw_...``, up to its per-user rows, and ``cmp_weighted_values(cmp_key, x_i)``: each of its runs' global
-    row, one column ``x_i`` per metric position i."""
+    ``cmpw_...`` (``prefix``), up to its per-user rows, and ``cmp_weighted_values(cmp_key, x_i)`` (``name``):
+    each of its runs' global row, one column ``x_i`` per metric position i."""
     ordered = list(metrics.values())
     statement = compose(plan, ordered, output="per_user")
     ctes = list(statement.args["with_"].expressions)
@@ -133,18 +140,18 @@ def evaluation_ctes(plan: Plan, metrics: dict[int, Metric]) -> list[exp.CTE]:
             if table.name in names and not table.args.get("db"):
                 if not table.alias:
                     table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
-                table.set("this", exp.to_identifier(PREFIX + table.name))
-        cte.set("alias", exp.TableAlias(this=exp.to_identifier(PREFIX + cte.alias)))
+                table.set("this", exp.to_identifier(prefix + table.name))
+        cte.set("alias", exp.TableAlias(this=exp.to_identifier(prefix + cte.alias)))
     runs = internal_runs(plan)
     values = exp.select(*[exp.alias_(exp.column(r), name) for r, name in zip(runs, RUN_COLS)],
                         *[exp.alias_(exp.column(c), f"x_{i}") for i, c in zip(metrics, metric_columns(ordered))]) \
-        .from_(PREFIX + LAST).where(exp.column("_is_global").eq(1))
-    return [*ctes, exp.CTE(this=values, alias=exp.to_identifier("cmp_weighted_values"))]
+        .from_(prefix + LAST).where(exp.column("_is_global").eq(1))
+    return [*ctes, exp.CTE(this=values, alias=exp.to_identifier(name))]
 
 
 def counted_kinds(found: dict[int, Metric]) -> dict[int, Metric]:
     """The global metrics resampled through exposure counts (recsql/comparison_global.py)."""
-    recomputed = weighted(found)
+    recomputed = weighted(found) + logged(found)
     return {i: m for i, m in found.items() if i not in recomputed}
 
 
@@ -153,7 +160,8 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
     evaluation, their values together and the tests over them. ``values``: the comparison's Values
     (recsql/comparison_sql.py); ``template``: its reader of a template's CTEs (name, parameters, slots)."""
     counted = counted_kinds(values.global_kinds)
-    recomputed = {i: m for i, m in values.global_kinds.items() if i not in counted}
+    recomputed = {i: values.global_kinds[i] for i in weighted(values.global_kinds)}
+    estimators = logged(values.global_kinds)
     ctes = template(GLOBAL_PAIRS_TEMPLATE, parameters)
     if counted:
         ctes += template(GLOBAL_TEMPLATE, {**parameters, "stat": stat_expression(counted)})
@@ -162,4 +170,7 @@ def global_ctes(values: Any, parameters: dict[str, Any], template: Callable[...,
         ctes += template(WEIGHTED_TEMPLATE, parameters)
         ctes += evaluation_ctes(values.weighted_plan, recomputed)
         ctes += template(WEIGHTED_STATS_TEMPLATE, parameters, tuple(recomputed))
-    return [*ctes, *stats_ctes(bool(counted), bool(recomputed)), *template(GLOBAL_TESTS_TEMPLATE, parameters)]
+    if estimators:
+        ctes += logged_ctes(values, parameters, template, evaluation_ctes)
+    return [*ctes, *stats_ctes(bool(counted), bool(recomputed), bool(estimators)),
+            *template(GLOBAL_TESTS_TEMPLATE, parameters)]

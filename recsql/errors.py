@@ -1,4 +1,4 @@
-"""The one exception type recsql raises for user mistakes."""
+"""The one exception type recsql raises for user mistakes, and the one warning type."""
 from __future__ import annotations
 
 import difflib
@@ -11,6 +11,10 @@ T = TypeVar("T")
 
 class RecsqlError(ValueError):
     """A mistake in recsql's input: the message names the input, the column and the fix."""
+
+
+class RecsqlWarning(UserWarning):
+    """Something the user should know about the result (for example an empty population)."""
 
 
 def suggest_keywords(function: Callable[..., T]) -> Callable[..., T]:

@@ -33,7 +33,7 @@ LAYERS = (
       "recsql.compose.expressions", "recsql.compose.weights", "recsql.compose.stage", "recsql.compose.intents",
       "recsql.compose.statement", "recsql.compose.columns", "recsql.compose.empty", "recsql.compose.unread",
       "recsql.compose.readable", "recsql.statements", "recsql.comparison_settings", "recsql.comparison_global",
-      "recsql.comparison_weighted", "recsql.comparison_sql")),
+      "recsql.comparison_logged", "recsql.comparison_weighted", "recsql.comparison_sql")),
     ("inputs", "the inputs as given: their options checked (recsql.Inputs) and defined once for every entry point "
                "(recsql.options), bound to relations, their columns "
                "checked; no engine yet",
@@ -43,8 +43,8 @@ LAYERS = (
       "recsql.engines.postgres", "recsql.engines.mysql", "recsql.engines.spark", "recsql.engines.clickhouse",
       "recsql.engines.datafusion", "recsql.output")),
     ("evaluation", "one evaluation's inputs bound on an engine: its validated plan, its request, the errors of its "
-                   "input checks",
-     ("recsql.plans", "recsql.request", "recsql.explain_logs", "recsql.explain")),
+                   "input checks, the warning on the off-policy estimators' weights",
+     ("recsql.plans", "recsql.request", "recsql.explain_logs", "recsql.explain", "recsql.weights_warning")),
     ("report", "the report's page and tables, drawn from results already computed (read by their fields, so "
                "the results can offer them)",
      ("recsql.report", "recsql.report.data", "recsql.report.tables", "recsql.report.html", "recsql.report.figures",

@@ -697,7 +697,7 @@ def exposure_runs(draw):
 # the global metrics compare recomputes by their own templates over weighted lists (tests/test_compare_weighted.py);
 # the others it counts from exposure sums (the tests below)
 WEIGHTED = {"exposure_disparity", "exposure_gini", "exposure_entropy", "lt_coverage", "pop_rsp", "pop_reo"}
-# The off-policy estimators are global too, and compare refuses them (not resampled yet: docs/guide/logs.md)
+# The off-policy estimators are global too, recomputed over resampled logs (tests/test_compare_logged.py)
 OFF_POLICY = frozenset(name for name, spec in registry().items() if spec.family == "off_policy")
 GLOBAL = tuple(name for name, spec in registry().items()
                if spec.population == "global" and name not in WEIGHTED and name not in OFF_POLICY)
@@ -720,15 +720,25 @@ def test_every_global_metric_of_the_registry_has_a_resampled_form():
 
 
 @pytest.mark.parametrize("name", sorted(OFF_POLICY))
-def test_compare_refuses_the_off_policy_estimators_by_name(name):
+def test_compare_resamples_the_off_policy_estimators_and_refuses_them_with_truth_per_run_or_segments(name):
+    """Each estimator is compared (its numbers: tests/test_compare_logged.py); with truth per run or within
+    segments, as the global metrics recomputed over weighted lists, it is refused, naming it and the way to
+    compare it."""
     recs = pd.DataFrame({"model": ["a", "a", "b", "b"], "user_id": [1, 2, 1, 2], "item_id": [1, 2, 2, 1],
                          "score": [1.0, 1.0, 1.0, 1.0]})
     logs = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 1], "position": [1, 1], "propensity": [0.5, 0.5],
                          "reward": [1.0, 0.0]})
-    with pytest.raises(recsql.RecsqlError, match=f"'{name}' is an off-policy estimate .* does not resample"):
-        recsql.compare(recs, pd.DataFrame({"user_id": [1], "item_id": [1]}), [name, "ndcg@2"], logs=logs,
-                       reward_model=pd.DataFrame({"user_id": [1, 1, 2, 2], "item_id": [1, 2, 1, 2],
-                                                  "reward": [0.5] * 4}), run_cols="model")
+    model = pd.DataFrame({"user_id": [1, 1, 2, 2], "item_id": [1, 2, 1, 2], "reward": [0.5] * 4})
+    truth = pd.DataFrame({"user_id": [1], "item_id": [1]})
+    result = recsql.compare(recs, truth, [name, "ndcg@2"], logs=logs, reward_model=model, run_cols="model",
+                            resamples=10)
+    assert set(result.tests["metric"]) == {name, "ndcg@2"}
+    with pytest.raises(recsql.RecsqlError, match=rf"metric '{name}' is global .*over resampled logs.*with truth per run"):
+        recsql.compare(recs, pd.concat([truth.assign(model=m) for m in ("a", "b")]), [name], logs=logs,
+                       reward_model=model, run_cols="model", resamples=10)
+    with pytest.raises(recsql.RecsqlError, match=rf"metric '{name}' is global .*over resampled logs.*within segments"):
+        recsql.compare(recs, truth, [name], logs=logs, reward_model=model, run_cols="model", resamples=10,
+                       segments=pd.DataFrame({"user_id": [1, 2], "cohort": ["x", "y"]}))
 
 
 @pytest.mark.parametrize("name", sorted(WEIGHTED))
@@ -901,8 +911,9 @@ def test_every_engine_gives_the_same_numbers_for_weighted_global_metrics(name):
 
 @pytest.mark.parametrize("name", sorted(set(ENGINES) - set(WEIGHTED_ENGINES)))
 def test_the_engines_without_the_weighted_evaluation_refuse_it_by_name(name):
-    """Spark, ClickHouse and DataFusion refuse the global metrics recomputed over weighted lists, naming the
-    metric, the reason and the engines that compare them (never an engine's error, never a number)."""
+    """Spark, ClickHouse and DataFusion refuse the global metrics recomputed over weighted lists, and the
+    off-policy estimators recomputed over resampled logs, naming the metric, the reason and the engines that
+    compare them (never an engine's error, never a number)."""
     from recsql.comparison_weighted import NOT_YET
     with ExitStack() as stack:
         engine = start(name, stack)
@@ -913,6 +924,39 @@ def test_the_engines_without_the_weighted_evaluation_refuse_it_by_name(name):
                            items=engine.load(items), con=engine.con, run_cols="model", resamples=5)
         assert "'exposure_gini@3'" in str(err.value) and NOT_YET[name] in str(err.value)
         assert "DuckDB" in str(err.value)
+        logs = pd.DataFrame({"user_id": ["u00", "u01"], "item_id": [1, 2], "position": [1, 1],
+                             "propensity": [0.5, 0.5], "reward": [1.0, 0.0]}).astype({"user_id": "string"})
+        with pytest.raises(recsql.RecsqlError) as err:
+            recsql.compare(engine.load(recs), engine.load(truth), ["ips", "ndcg@3"], logs=engine.load(logs),
+                           con=engine.con, run_cols="model", resamples=5)
+        assert "'ips'" in str(err.value) and "resampled logs" in str(err.value) and NOT_YET[name] in str(err.value)
+
+
+@pytest.mark.parametrize("name", WEIGHTED_ENGINES)
+def test_every_engine_gives_the_same_numbers_for_the_off_policy_estimators(name):
+    """The off-policy estimators recomputed over resampled logs (with a per-user metric beside them), text ids,
+    a logged context without a list, three runs every pair: the same numbers as DuckDB's, themselves the
+    reference's (tests/test_compare_logged.py)."""
+    with ExitStack() as stack:
+        _logged_on(start(name, stack))
+
+
+def _logged_on(engine):
+    recs, truth = recs_truth(text=True, users=9, seed=5)
+    recs = recs[recs["score"] > 0.3]  # lists of different lengths
+    rng = np.random.default_rng(8)
+    logs = pd.DataFrame([(f"u{u:02d}", int(i), p, float(rng.choice([0.2, 0.5, 1.0])), float(rng.integers(0, 3)))
+                         for u in range(10) for p in (1, 2) for i in rng.choice(8, 1)],
+                        columns=["user_id", "item_id", "position", "propensity", "reward"]).astype({"user_id": "string"})
+    model = pd.DataFrame([(f"u{u:02d}", i, float(rng.random())) for u in range(10) for i in range(8)],
+                         columns=["user_id", "item_id", "reward"]).astype({"user_id": "string"})
+    metrics = ["ips", "ips(cap=2)", "snips", "dm", "dr", "switch_dr(tau=2)", "ess", "max_weight", "ndcg@3"]
+    options = dict(run_cols="model", resamples=20, seed=4, tests=("t", "randomization"))
+    want = recsql.compare(recs, truth, metrics, logs=logs, reward_model=model, **options)
+    got = recsql.compare(engine.load(recs), engine.load(truth), metrics, logs=engine.load(logs),
+                         reward_model=engine.load(model), con=engine.con, **options)
+    assert want.tests["ci_low"].notna().sum() >= 20
+    assert_same_tables(got, want, engine.name)
 
 
 def _weighted_on(engine):

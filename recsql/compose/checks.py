@@ -31,6 +31,7 @@ SEGMENT_CHECKS = ("users_without_segment", "segment_duplicate_users", "segment_n
 
 
 RECS_ROWS = "_recs_rows"  # the recommendation rows read (raw rows only: Evaluation.rows_in)
+LOGS_ROWS = "_logs_rows"  # the logged impressions n, with logs (raw rows only: evaluate's warning on the weights)
 
 
 MAX_EXPONENT = 1000  # largest relevance 2^rel is taken of: a sum of up to 2^23 terms 2^1000 stays finite
@@ -188,7 +189,7 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
                               also=exp.LT(this=exp.column("weight"), expression=exp.Literal.number(0))))
         names.append("interactions_invalid_rows")
     if plan.logs is not None and "logs_in" in read:  # whatever ``duplicates`` says (recsql/compose/log_checks.py)
-        parts += [_invalid("logs_in", [], [], "logs_invalid_rows", also=invalid_log_row()),
+        parts += [_invalid("logs_in", [], [], "logs_invalid_rows", LOGS_ROWS, also=invalid_log_row()),
                   _extra_copies("logs_in", LOG_KEYS, "logs_duplicate_rows")]
         names += ["logs_invalid_rows", "logs_duplicate_rows"]
     if plan.reward_model is not None and "reward_model_in" in read:
@@ -202,11 +203,17 @@ def input_checks(plan: Plan, needed: set[str], read: set[str], cuts: dict[str, i
     ctes = [(_cte_name(part), part) for part in parts]
     aliases = {n: name for name, part in ctes for n in [e.alias for e in part.expressions]}
     select = exp.select(*[exp.alias_(exp.column(n, table=aliases[n]) if n in aliases
-                                     else exp.cast(exp.Literal.number(0), "BIGINT"), n) for n in [*names, RECS_ROWS]])
+                                     else exp.cast(exp.Literal.number(0), "BIGINT"), n) for n in [*names, *carried_counts(aliases)]])
     select = select.from_(ctes[0][0])
     for name, _ in ctes[1:]:
         select = select.join(name, join_type="cross")
     return ctes, select, names
+
+
+def carried_counts(columns) -> list[str]:
+    """The row counts the raw rows carry beside the diagnostic columns: ``_recs_rows``, and ``_logs_rows``
+    when the checks count the logs (``columns``: the checks' column names)."""
+    return [RECS_ROWS, *([LOGS_ROWS] if LOGS_ROWS in columns else [])]
 
 
 def _segment_checks(plan: Plan, recs: str, truth: bool) -> list[exp.Select]:

@@ -169,7 +169,8 @@ def logs_in(plan: Plan) -> exp.Select:
         return _empty(("user_id", "user_id"), ("item_id", "item_id"), ("position", "BIGINT"),
                       ("propensity", "DOUBLE"), ("reward", "DOUBLE"))
     position = quoted_column(plan.position_col) if plan.position_col else exp.Literal.number(1)
-    return exp.select(_id(plan, plan.user_col, "user_id", "logs"), _id(plan, plan.item_col, "item_id", "logs"),
+    runs = [_id(plan, c, r, "logs") for c, r in zip(input_runs(plan), internal_runs(plan))] if plan.logs_has_runs else []
+    return exp.select(*runs, _id(plan, plan.user_col, "user_id", "logs"), _id(plan, plan.item_col, "item_id", "logs"),
                       exp.alias_(exp.cast(position, "DOUBLE"), "position"),
                       exp.alias_(exp.cast(quoted_column(plan.propensity_col), "DOUBLE"), "propensity"),
                       exp.alias_(exp.cast(quoted_column(plan.reward_col), "DOUBLE"), "reward")).from_(plan.logs.copy())

@@ -119,6 +119,9 @@ class Plan:
     propensity_col: str = "propensity"
     reward_col: str = "reward"
     model_reward_col: str | None = None  # the reward model's reward column as it spells it (None: reward_col)
+    # The logs carry the run keys: each run estimated on its own rows of them (recsql.compare's resampled
+    # contexts, recsql/comparison_logged.py), never a user's option.
+    logs_has_runs: bool = False
     # Segments (docs/guide/populations.md, "Segments"): a relation (user, segment columns) giving each
     # user one segment; its columns are the last run keys (run_cols ends with segment_cols), read by
     # recs and truth through a join on the user, so each (run, segment) is evaluated as a run.

@@ -107,6 +107,15 @@ def drop_join(select: exp.Select, table: str) -> None:
     select.set("joins", joins or None)
 
 
+def key_join(select: exp.Select, table: str, other: str, keys: list[str]) -> None:
+    """``select``'s join of ``table`` (a CROSS JOIN) made an inner join on the columns ``keys`` of ``table``
+    and of the alias ``other``: each row kept with the rows of its own keys only."""
+    for join in select.args["joins"]:
+        if join.this.alias_or_name == table:
+            join.set("kind", None)
+            join.set("on", exp.and_(*[exp.column(k, table=table).eq(exp.column(k, table=other)) for k in keys]))
+
+
 def reachable(ctes: list[exp.CTE], final: exp.Expression, roots: frozenset[str] = frozenset()) -> list[exp.CTE]:
     """The CTEs something refers to, repeatedly: those ``final`` reads (and the CTEs named ``roots``),
     and those the CTEs kept read (each CTE's tables are collected once; the tree is not changed)."""

@@ -17,7 +17,7 @@ from .intents import MAX_IDEAL_K, ideal_chain
 from .plan import (MAX_SLOTS, RUN_KEYS, TOPK_MAX_K, Plan, View, internal_runs, order_datatype, policy_runs,
                    truth_runs as truth_run_keys)
 from .weights import FIXED_FEATURES, WEIGHTED_BRANCHES, WEIGHTED_FEATURES, unweighted, users_of_shared_truth
-from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, null_column,
+from .rewrite import (alias_projections, drop_join, drop_joins, expand_run_keys, fold_constants, key_join, null_column,
                       pad_union, substitute, union_all, union_branches)
 
 
@@ -378,6 +378,10 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
             drop_join(select, "runs")
     if not plan.run_cols:  # one run: each logged impression once
         drop_join(ctes["log_rows"].this, "runs")
+    elif plan.logs_has_runs:  # each run its own rows of the logs, and a run wherever there are some
+        key_join(ctes["log_rows"].this, "runs", "l", internal_runs(plan))
+        ctes["log_rows"].this.set("where", None)
+        _read_instead(ctes["runs"].this, "recs_in", "logs_in")
     for name in ("truth_runs", "truth_rows"):
         truth_runs = ctes[name].this
         if not plan.run_cols:
@@ -386,10 +390,7 @@ def build_stage(plan: Plan, metrics: list[Metric], second: View | None = None,
                 if col.table == "runs":
                     col.set("table", exp.to_identifier("t"))
         elif keys:
-            for join in truth_runs.args["joins"]:
-                if join.this.alias_or_name == "runs":
-                    join.set("kind", None)
-                    join.set("on", exp.and_(*[exp.column(k, table="runs").eq(exp.column(k, table="t")) for k in keys]))
+            key_join(truth_runs, "runs", "t", keys)
     if plan.weight_col is None:
         unweighted(stage)
     elif plan.topk or plan.ties == "average" or plan.truth_has_runs or set(features) - WEIGHTED_FEATURES - FIXED_FEATURES:

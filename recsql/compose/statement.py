@@ -12,7 +12,7 @@ from ..conventions import resolve_metric
 from ..errors import RecsqlError
 from ..metrics import Metric, tie_averaged
 from ..trees import parse
-from .checks import DIAGNOSTICS, RECS_ROWS, input_checks, uses_exponent
+from .checks import DIAGNOSTICS, RECS_ROWS, carried_counts, input_checks, uses_exponent
 from .columns import metric_columns
 from .expressions import metric_expression
 from .inputs import (expected_in, catalog_in, features_in, intents_in, interactions_in, items_in, logs_in, recs_in,
@@ -153,7 +153,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         ctes += [exp.CTE(this=q, alias=exp.to_identifier(a)) for a, q in counts]
         ctes.append(exp.CTE(this=checks, alias=exp.to_identifier("checks")))
         flagged = flagged.join("checks", join_type="cross")
-        carried = [*diagnostics, RECS_ROWS]
+        carried = [*diagnostics, *carried_counts([e.alias_or_name for e in checks.expressions])]
         flagged.set("expressions", [*flagged.expressions, *[exp.column(n) for n in carried]])
     # the raw rows: per (run, sample, user) first when the runs are sampled, then each user's means over the samples
     every_row = "per_user_all" if has_global else "per_user"
@@ -166,7 +166,7 @@ def compose(plan: Plan, metrics: list[Metric], output: str = "summary", checks: 
         user_rows = exp.select("*").from_("per_user_all").where(exp.column("_is_global").eq(0))
         ctes.append(exp.CTE(this=user_rows, alias=exp.to_identifier("per_user")))
     if output == "checks":  # the checks alone (evaluate, when the raw rows hold no user to carry them)
-        final = exp.select(*diagnostics, RECS_ROWS).from_("checks")
+        final = exp.select(*carried).from_("checks")
     elif output == "raw":
         final = exp.select("*").from_("per_user")
     else:
