@@ -103,6 +103,10 @@ SHARED: tuple[Option, ...] = (
                               "every impression is the one slot)"),
     _column("--propensity-col", "--logs propensity column: the logging policy's probability of the item shown there "
                                 "(default: propensity)"),
+    _column("--slate-propensity-col", "--logs column of the logging policy's probability of the whole logged slate, "
+                                      "the same on each of its rows (slate_ips; default: none)"),
+    _column("--cascade-propensity-col", "--logs column of the logging policy's probability of the slate's items at "
+                                        "positions 1..k, on the row of position k (slate_rips; default: none)"),
     _column("--reward-col", "--logs reward column, and --reward-model's predicted reward (default: reward)"),
     _column("--sample-col", "recs column numbering each user's sampled lists of a stochastic run (expected exposure; "
                             "every per-user value the mean over the run's samples)"),
