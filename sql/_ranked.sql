@@ -735,7 +735,12 @@ log_rows AS (
     -- the item at the logged position, else 0) and target = scores (the recs' score of the item, the
     -- position not read); the logging propensity and reward; the reward model's prediction of the logged
     -- (context, item) and its value of each target at the context (list: the item the list puts at the
-    -- logged position, 0 where it puts none; scores: Σ_a π_e(a|x) q̂(x, a))
+    -- logged position, 0 where it puts none; scores: Σ_a π_e(a|x) q̂(x, a)). For the slate estimators (feature
+    -- log_slates; a logged slate is the rows of one context): the slate's first row (the slates' count), the
+    -- list's probability of the whole slate (1 where it puts every logged item of the slate at its logged
+    -- position) and of the slate's positions up to this one (peers at one position included), and the logging
+    -- policy's joint and cascade propensities as logged (their windows computed only where a metric reads them:
+    -- the composer drops the columns nobody reads)
     SELECT runs.run_keys, CASE WHEN l.position < 0 THEN l.user_id END AS user_id, 18 AS src,
         CAST(CASE WHEN CAST(s.rank AS DOUBLE) = l.position THEN 1 ELSE 0 END AS DOUBLE) AS log_pe_list,
         CAST(COALESCE(-c.ord, 0) AS DOUBLE) AS log_pe_scores,
@@ -743,10 +748,6 @@ log_rows AS (
         CAST(qf.reward AS DOUBLE) AS log_q_factual,
         CAST(COALESCE(qa.reward, 0) AS DOUBLE) AS log_q_list,
         CAST(COALESCE(p.policy_q, 0) AS DOUBLE) AS log_q_scores,
-        -- the slate estimators (feature log_slates): the logged slate is the context's rows; its first row
-        -- (counts the slates), the list's probability of the whole logged slate (1 where it puts every
-        -- logged item at its logged position) and of the slate's positions up to this one, and the
-        -- logging policy's joint and cascade propensities as logged
         CAST(CASE WHEN ROW_NUMBER() OVER (PARTITION BY runs.run_keys, l.user_id ORDER BY l.position) = 1
                   THEN 1 ELSE 0 END AS BIGINT) AS log_slate_first,
         CAST(MIN(CASE WHEN CAST(s.rank AS DOUBLE) = l.position THEN 1 ELSE 0 END)

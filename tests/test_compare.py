@@ -716,7 +716,8 @@ def test_every_global_metric_of_the_registry_has_a_resampled_form():
     for name in WEIGHTED:
         assert "reads" in resampling_refusal(name) and weighted_refusal(recsql.parse_metric(f"{name}@4")) is None, name
     assert "exposure" in weighted_refusal(recsql.parse_metric("gini@4"))
-    assert OFF_POLICY >= {"ips", "snips", "dm", "dr", "switch_dr", "ess", "max_weight"}
+    assert OFF_POLICY >= {"ips", "snips", "dm", "dr", "switch_dr", "ess", "max_weight", "slate_ips", "slate_iips",
+                          "slate_rips"}
 
 
 @pytest.mark.parametrize("name", sorted(OFF_POLICY))
@@ -724,9 +725,10 @@ def test_compare_refuses_the_off_policy_estimators_by_name(name):
     recs = pd.DataFrame({"model": ["a", "a", "b", "b"], "user_id": [1, 2, 1, 2], "item_id": [1, 2, 2, 1],
                          "score": [1.0, 1.0, 1.0, 1.0]})
     logs = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 1], "position": [1, 1], "propensity": [0.5, 0.5],
-                         "reward": [1.0, 0.0]})
+                         "reward": [1.0, 0.0], "slate_p": [0.5, 0.5], "cascade_p": [0.5, 0.5]})
     with pytest.raises(recsql.RecsqlError, match=f"'{name}' is an off-policy estimate .* does not resample"):
         recsql.compare(recs, pd.DataFrame({"user_id": [1], "item_id": [1]}), [name, "ndcg@2"], logs=logs,
+                       slate_propensity_col="slate_p", cascade_propensity_col="cascade_p",
                        reward_model=pd.DataFrame({"user_id": [1, 1, 2, 2], "item_id": [1, 2, 1, 2],
                                                   "reward": [0.5] * 4}), run_cols="model")
 

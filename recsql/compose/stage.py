@@ -74,11 +74,7 @@ _JOINS = {"popularity": ("ranked", {"pop"}), "expected_recs": ("ranked", {"b", "
 
 # Columns (CTE, column, type) replaced by a typed NULL when the feature is off (None: the order's type).
 _COLUMNS = {"tie_bounds": (("list_judged", "ord", None), ("list_rows", "tie_first", "BIGINT"),
-                           ("list_rows", "tie_last", "BIGINT")),
-            # the slate estimators' windows over each logged slate, and the slate's logged propensities
-            "log_slates": (("log_rows", "log_slate_first", "BIGINT"), ("log_rows", "log_pe_slate", "DOUBLE"),
-                           ("log_rows", "log_pe_cascade", "DOUBLE"), ("log_rows", "log_slate_propensity", "DOUBLE"),
-                           ("log_rows", "log_cascade_propensity", "DOUBLE"))}
+                           ("list_rows", "tie_last", "BIGINT"))}
 
 
 # Features keyed by cutoff get a table of the cutoffs asked: CTE -> feature.
